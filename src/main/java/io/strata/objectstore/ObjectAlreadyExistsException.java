@@ -1,0 +1,14 @@
+package io.strata.objectstore;
+
+/**
+ * A create-only write ({@link ObjectStore#putIfAbsent}) found the key already taken by another
+ * writer (S3 answered 412 Precondition Failed to {@code If-None-Match: *}, and the object there is
+ * not this write's).
+ */
+public class ObjectAlreadyExistsException extends ObjectStoreException {
+  private static final long serialVersionUID = 1L;
+
+  public ObjectAlreadyExistsException(String message, Throwable cause) {
+    super(message, false, cause);
+  }
+}

@@ -1,0 +1,113 @@
+package io.strata.objectstore;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The only storage interface the commit protocol talks to: a flat namespace of immutable objects
+ * addressed by key, relative to a root (an S3 bucket and prefix, or a local directory).
+ *
+ * <p>Semantics follow S3 (strong read-after-write consistency, no directories, no rename). Keys
+ * are '/'-separated relative paths without a leading '/'. Every method is thread-safe. No AWS
+ * type appears here; implementations classify failures into the exceptions below:
+ *
+ * <ul>
+ *   <li>{@link ObjectAlreadyExistsException}: a create-only write found the key taken by
+ *       another writer;
+ *   <li>{@link ObjectNotFoundException}: a read named a key that does not exist;
+ *   <li>{@link ObjectStoreException}: anything else (its {@link ObjectStoreException#retryable()}
+ *       tells whether the SDK's retries were exhausted on a transient cause such as 503
+ *       SlowDown, 500 or a reset, or whether the cause is permanent such as 403).
+ * </ul>
+ *
+ * <p>Messages read "Cannot &lt;action&gt; &lt;location&gt;: &lt;reason&gt;" and never contain
+ * credentials.
+ */
+public interface ObjectStore extends AutoCloseable {
+
+  /**
+   * Writes {@code body} under {@code key} only if no object exists there (S3 {@code If-None-Match:
+   * *}; atomic create on a filesystem). The object appears whole or not at all.
+   *
+   * <p>If a retried request finds the key taken, the implementation decides whether the object
+   * is this very write (by a put id stored with the object) and then returns normally.
+   *
+   * @param key object key relative to the store root
+   * @param body the bytes to write; may be opened more than once for retries
+   * @throws ObjectAlreadyExistsException if another writer created {@code key} first
+   * @throws ObjectStoreException on any other failure
+   */
+  void putIfAbsent(String key, ObjectBody body) throws IOException;
+
+  /**
+   * Writes {@code body} under {@code key}, replacing any existing object (plain S3 PUT). The
+   * commit path never calls this; it exists for callers that own a key outright.
+   *
+   * @throws ObjectStoreException on failure
+   */
+  void put(String key, ObjectBody body) throws IOException;
+
+  /**
+   * Opens the whole object for reading. The caller closes the stream.
+   *
+   * @throws ObjectNotFoundException if {@code key} does not exist
+   * @throws ObjectStoreException on any other failure
+   */
+  InputStream get(String key) throws IOException;
+
+  /**
+   * Opens {@code length} bytes of the object starting at byte {@code offset} (S3 ranged GET
+   * {@code bytes=offset-(offset+length-1)}). Fewer bytes are returned only if the object is
+   * shorter. The caller closes the stream.
+   *
+   * @param offset first byte, &gt;= 0
+   * @param length number of bytes, &gt; 0
+   * @throws ObjectNotFoundException if {@code key} does not exist
+   * @throws ObjectStoreException on any other failure, including an offset past the end
+   */
+  InputStream getRange(String key, long offset, long length) throws IOException;
+
+  /**
+   * Reads the last {@code length} bytes of the object (S3 suffix range {@code bytes=-length});
+   * the whole object if it is shorter.
+   *
+   * @throws ObjectNotFoundException if {@code key} does not exist
+   * @throws ObjectStoreException on any other failure
+   */
+  byte[] getTail(String key, int length) throws IOException;
+
+  /**
+   * Returns the object's size and metadata, or empty if it does not exist (S3 HEAD).
+   *
+   * @throws ObjectStoreException on failure other than "not found"
+   */
+  Optional<ObjectInfo> head(String key) throws IOException;
+
+  /**
+   * Lists every object whose key starts with {@code prefix}, in ascending key order, following
+   * pagination to the end (S3 ListObjectsV2, one request per 1000 keys).
+   *
+   * @throws ObjectStoreException on failure
+   */
+  List<ObjectInfo> list(String prefix) throws IOException;
+
+  /**
+   * Deletes the objects (S3 DeleteObjects, in batches of at most 1000 keys). Missing keys are
+   * not an error.
+   *
+   * @throws ObjectStoreException if any key could not be deleted
+   */
+  void delete(List<String> keys) throws IOException;
+
+  /**
+   * A human-readable location for messages, for example {@code s3://bucket/prefix} or {@code
+   * file:/tmp/ckpt}; never contains credentials.
+   */
+  String describe(String key);
+
+  /** Releases clients and connections. Idempotent. */
+  @Override
+  void close();
+}

@@ -1,0 +1,26 @@
+package io.strata.objectstore;
+
+import java.io.IOException;
+
+/**
+ * A failure of the object store that is not "already exists" or "not found".
+ *
+ * <p>{@link #retryable()} is true when the cause is transient (throttling 503 SlowDown, 5xx,
+ * timeouts, connection resets) and the SDK's own retry budget was exhausted; false for permanent
+ * causes (403 access denied, 404 no such bucket, invalid request). The message names the
+ * location (endpoint, bucket, key) and never carries credentials.
+ */
+public class ObjectStoreException extends IOException {
+  private static final long serialVersionUID = 1L;
+  private final boolean retryable;
+
+  public ObjectStoreException(String message, boolean retryable, Throwable cause) {
+    super(message, cause);
+    this.retryable = retryable;
+  }
+
+  /** True if the cause was transient (throttling, 5xx, timeout, reset). */
+  public boolean retryable() {
+    return retryable;
+  }
+}
