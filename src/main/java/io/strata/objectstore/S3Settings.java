@@ -1,0 +1,62 @@
+package io.strata.objectstore;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * How to reach S3 or an S3-compatible server. Resolved and validated once by the config layer;
+ * the object store only consumes it.
+ *
+ * @param endpoint endpoint override (for example {@code http://127.0.0.1:9000} for MinIO or
+ *     S3Proxy); empty for AWS S3's regional endpoint
+ * @param region signing region, for example {@code us-east-1}
+ * @param pathStyleAccess true to address buckets as {@code endpoint/bucket/key} (needed by most
+ *     S3-compatible servers); false for virtual-hosted style
+ * @param accessKeyId static access key id; empty to use the SDK's default credential chain
+ * @param secretAccessKey static secret key; present exactly when {@code accessKeyId} is
+ * @param sessionToken optional session token for temporary static credentials
+ * @param maxAttempts SDK attempts per request including the first (&gt;= 1); retries back off
+ *     exponentially with jitter on throttling, 5xx, timeouts and resets
+ * @param apiCallTimeout upper bound for one API call including all its retries
+ * @param apiCallAttemptTimeout upper bound for one HTTP attempt
+ * @param maxConnections HTTP connection pool size per client
+ */
+public record S3Settings(
+    Optional<URI> endpoint,
+    String region,
+    boolean pathStyleAccess,
+    Optional<String> accessKeyId,
+    Optional<String> secretAccessKey,
+    Optional<String> sessionToken,
+    int maxAttempts,
+    Duration apiCallTimeout,
+    Duration apiCallAttemptTimeout,
+    int maxConnections) {
+
+  public S3Settings {
+    Objects.requireNonNull(endpoint, "endpoint");
+    Objects.requireNonNull(region, "region");
+    Objects.requireNonNull(accessKeyId, "accessKeyId");
+    Objects.requireNonNull(secretAccessKey, "secretAccessKey");
+    Objects.requireNonNull(sessionToken, "sessionToken");
+    if (accessKeyId.isPresent() != secretAccessKey.isPresent()) {
+      throw new IllegalArgumentException("access key id and secret access key must be set together");
+    }
+    if (maxAttempts < 1) {
+      throw new IllegalArgumentException("maxAttempts must be >= 1, was " + maxAttempts);
+    }
+  }
+
+  /** Never prints the secret key or session token. */
+  @Override
+  public String toString() {
+    return "S3Settings[endpoint=" + endpoint.map(URI::toString).orElse("<aws>")
+        + ", region=" + region + ", pathStyleAccess=" + pathStyleAccess
+        + ", credentials=" + (accessKeyId.isPresent() ? "static" : "default-chain")
+        + ", maxAttempts=" + maxAttempts + ", apiCallTimeout=" + apiCallTimeout
+        + ", apiCallAttemptTimeout=" + apiCallAttemptTimeout
+        + ", maxConnections=" + maxConnections + "]";
+  }
+}
