@@ -1,0 +1,104 @@
+package io.strata.config;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** Value parsers shared by the options; each throws IllegalArgumentException saying what is allowed. */
+final class Parsers {
+  private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|min|h|d)?");
+
+  private Parsers() { }
+
+  static Function<String, Integer> intAtLeast(int min) {
+    return s -> {
+      int v;
+      try {
+        v = Integer.parseInt(s.trim());
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("expected an integer >= " + min);
+      }
+      if (v < min) {
+        throw new IllegalArgumentException("expected an integer >= " + min);
+      }
+      return v;
+    };
+  }
+
+  static Boolean bool(String s) {
+    String t = s.trim().toLowerCase(Locale.ROOT);
+    if (t.equals("true")) {
+      return true;
+    }
+    if (t.equals("false")) {
+      return false;
+    }
+    throw new IllegalArgumentException("expected true or false");
+  }
+
+  /**
+   * A positive duration: a number with unit ms, s, m/min, h or d (Spark's style); a bare number
+   * means milliseconds.
+   */
+  static Duration positiveDuration(String s) {
+    Matcher m = DURATION.matcher(s.trim().toLowerCase(Locale.ROOT));
+    if (!m.matches()) {
+      throw new IllegalArgumentException(
+          "expected a positive duration such as 500ms, 30s, 5m, 1h (bare numbers are ms)");
+    }
+    long n = Long.parseLong(m.group(1));
+    String unit = m.group(2) == null ? "ms" : m.group(2);
+    Duration d = switch (unit) {
+      case "ms" -> Duration.ofMillis(n);
+      case "s" -> Duration.ofSeconds(n);
+      case "m", "min" -> Duration.ofMinutes(n);
+      case "h" -> Duration.ofHours(n);
+      case "d" -> Duration.ofDays(n);
+      default -> throw new IllegalArgumentException("unknown unit " + unit);
+    };
+    if (d.isZero()) {
+      throw new IllegalArgumentException("expected a positive duration, not zero");
+    }
+    return d;
+  }
+
+  /** An absolute http(s) URI with a host, for an S3 endpoint. */
+  static URI endpoint(String s) {
+    URI uri;
+    try {
+      uri = new URI(s.trim());
+    } catch (URISyntaxException e) {
+      throw new IllegalArgumentException("expected an http:// or https:// URL such as "
+          + "http://127.0.0.1:9000 (" + e.getReason() + ")");
+    }
+    String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+    if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null) {
+      throw new IllegalArgumentException(
+          "expected an http:// or https:// URL with a host, such as http://127.0.0.1:9000");
+    }
+    if (uri.getUserInfo() != null) {
+      throw new IllegalArgumentException("credentials must not be embedded in the endpoint URL");
+    }
+    return uri;
+  }
+
+  /** An AWS region name such as us-east-1 (lower case letters, digits and dashes). */
+  static String region(String s) {
+    String t = s.trim();
+    if (!t.matches("[a-z]{2}(-[a-z0-9]+)+-\\d+|[a-z0-9-]+")) {
+      throw new IllegalArgumentException("expected an AWS region name such as us-east-1");
+    }
+    return t;
+  }
+
+  static String nonBlank(String s) {
+    if (s.isBlank()) {
+      throw new IllegalArgumentException("expected a non-empty value");
+    }
+    return s.trim();
+  }
+}

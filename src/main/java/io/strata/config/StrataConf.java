@@ -1,0 +1,186 @@
+package io.strata.config;
+
+import io.strata.objectstore.S3Settings;
+import java.net.URI;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Strata's settings, resolved and validated once (at the provider's {@code init}).
+ *
+ * <p>Every key lives under {@value #PREFIX}, so Spark copies it into the {@code StateStoreConf}
+ * that reaches executors (Spark forwards every SQL conf starting with {@code
+ * spark.sql.streaming.stateStore.}). S3 connection settings that are not set fall back to the
+ * matching Hadoop S3A keys ({@code fs.s3a.endpoint}, {@code fs.s3a.access.key}, ...) so a job
+ * already configured for {@code s3a://} needs nothing more.
+ *
+ * @param localDir parent directory for local RocksDB instances; empty means a directory inside
+ *     Spark's local dirs ({@code spark.local.dir}), else {@code java.io.tmpdir}
+ * @param s3 how to reach S3
+ * @param snapshotInterval upload a base snapshot once this many versions were committed since
+ *     the last one (versions, &gt;= 1)
+ * @param transferThreads parallel uploads/downloads per store for snapshots and restore (&gt;= 1)
+ * @param lockAcquireTimeout how long a task waits for another task that holds the same store
+ */
+public record StrataConf(
+    Optional<Path> localDir,
+    S3Settings s3,
+    int snapshotInterval,
+    int transferThreads,
+    Duration lockAcquireTimeout) {
+
+  /** Prefix of every Strata key. */
+  public static final String PREFIX = "spark.sql.streaming.stateStore.strata.";
+
+  public static final ConfigOption<Path> LOCAL_DIR = new ConfigOption<>("localDir",
+      Optional.empty(),
+      "Parent directory for the executors' local RocksDB instances (the fast local disk). "
+          + "Default: a directory inside Spark's local dirs.",
+      false, s -> Paths.get(Parsers.nonBlank(s)));
+  public static final ConfigOption<URI> S3_ENDPOINT = new ConfigOption<>("s3.endpoint",
+      Optional.of("AWS S3 (or fs.s3a.endpoint)"),
+      "S3 endpoint URL, e.g. http://127.0.0.1:9000 for MinIO or S3Proxy.",
+      false, Parsers::endpoint);
+  public static final ConfigOption<String> S3_REGION = new ConfigOption<>("s3.region",
+      Optional.of("us-east-1 (or fs.s3a.endpoint.region)"),
+      "Signing region of the bucket.", false, Parsers::region);
+  public static final ConfigOption<Boolean> S3_PATH_STYLE = new ConfigOption<>(
+      "s3.pathStyleAccess", Optional.of("false (or fs.s3a.path.style.access)"),
+      "Path-style addressing (endpoint/bucket/key), needed by most S3-compatible servers.",
+      false, Parsers::bool);
+  public static final ConfigOption<String> S3_ACCESS_KEY = new ConfigOption<>("s3.accessKeyId",
+      Optional.of("AWS default credential chain (or fs.s3a.access.key)"),
+      "Static access key id; set together with s3.secretAccessKey.", true, Parsers::nonBlank);
+  public static final ConfigOption<String> S3_SECRET_KEY = new ConfigOption<>(
+      "s3.secretAccessKey", Optional.of("AWS default credential chain (or fs.s3a.secret.key)"),
+      "Static secret access key; never logged.", true, Parsers::nonBlank);
+  public static final ConfigOption<String> S3_SESSION_TOKEN = new ConfigOption<>(
+      "s3.sessionToken", Optional.of("none (or fs.s3a.session.token)"),
+      "Session token for temporary static credentials; never logged.", true, Parsers::nonBlank);
+  public static final ConfigOption<Integer> S3_MAX_ATTEMPTS = new ConfigOption<>(
+      "s3.maxAttempts", Optional.of("10"),
+      "Attempts per S3 request including the first; the SDK backs off exponentially with "
+          + "jitter on throttling (503), 5xx, timeouts and resets.",
+      false, Parsers.intAtLeast(1));
+  public static final ConfigOption<Duration> S3_API_CALL_TIMEOUT = new ConfigOption<>(
+      "s3.apiCallTimeout", Optional.of("2m"),
+      "Upper bound for one S3 call including its retries (duration: ms, s, m, h).",
+      false, Parsers::positiveDuration);
+  public static final ConfigOption<Duration> S3_ATTEMPT_TIMEOUT = new ConfigOption<>(
+      "s3.apiCallAttemptTimeout", Optional.of("30s"),
+      "Upper bound for one HTTP attempt (duration: ms, s, m, h).",
+      false, Parsers::positiveDuration);
+  public static final ConfigOption<Integer> S3_MAX_CONNECTIONS = new ConfigOption<>(
+      "s3.maxConnections", Optional.of("64"),
+      "HTTP connection pool size of the executor's S3 client.", false, Parsers.intAtLeast(1));
+  public static final ConfigOption<Integer> SNAPSHOT_INTERVAL = new ConfigOption<>(
+      "snapshotInterval", Optional.of("10"),
+      "Versions committed after the last base snapshot before maintenance uploads a new one "
+          + "(bounds the delta chain a restore replays).",
+      false, Parsers.intAtLeast(1));
+  public static final ConfigOption<Integer> TRANSFER_THREADS = new ConfigOption<>(
+      "transferThreads", Optional.of("8"),
+      "Parallel S3 transfers per store for base snapshot uploads and restores.",
+      false, Parsers.intAtLeast(1));
+  public static final ConfigOption<Duration> LOCK_TIMEOUT = new ConfigOption<>(
+      "lockAcquireTimeout", Optional.of("60s"),
+      "How long a task waits for a store held by another task (duration).",
+      false, Parsers::positiveDuration);
+
+  /** Every option, in documentation order. */
+  public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
+      S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
+      S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, SNAPSHOT_INTERVAL,
+      TRANSFER_THREADS, LOCK_TIMEOUT);
+
+  /**
+   * Resolves the settings.
+   *
+   * @param settings Spark SQL confs (full keys); keys under {@link #PREFIX} are read, unknown
+   *     keys under it are rejected so a typo never passes silently
+   * @param hadoop Hadoop configuration entries used as fallbacks ({@code fs.s3a.*}); may be empty
+   * @return the validated settings
+   * @throws IllegalArgumentException naming the key, the value (unless secret) and what is
+   *     allowed, for the first bad or unknown setting
+   */
+  public static StrataConf from(Map<String, String> settings, Map<String, String> hadoop) {
+    List<String> known = new ArrayList<>();
+    for (ConfigOption<?> o : OPTIONS) {
+      known.add(o.fullKey());
+    }
+    for (String k : settings.keySet()) {
+      if (k.startsWith(PREFIX) && !known.contains(k)) {
+        throw new IllegalArgumentException("Unknown Strata setting " + k + "; known settings: "
+            + String.join(", ", known));
+      }
+    }
+    Reader r = new Reader(settings, hadoop);
+    Optional<String> accessKey = r.opt(S3_ACCESS_KEY, "fs.s3a.access.key");
+    Optional<String> secretKey = r.opt(S3_SECRET_KEY, "fs.s3a.secret.key");
+    if (accessKey.isPresent() != secretKey.isPresent()) {
+      throw new IllegalArgumentException("Invalid S3 credentials: " + S3_ACCESS_KEY.fullKey()
+          + " and " + S3_SECRET_KEY.fullKey()
+          + " must be set together (or neither, to use the AWS default credential chain)");
+    }
+    Duration attempt = r.get(S3_ATTEMPT_TIMEOUT, null, Duration.ofSeconds(30));
+    Duration call = r.get(S3_API_CALL_TIMEOUT, null, Duration.ofMinutes(2));
+    if (attempt.compareTo(call) > 0) {
+      throw new IllegalArgumentException("Invalid " + S3_ATTEMPT_TIMEOUT.fullKey() + "=" + attempt
+          + ": expected at most " + S3_API_CALL_TIMEOUT.fullKey() + " (" + call + ")");
+    }
+    S3Settings s3 = new S3Settings(
+        r.opt(S3_ENDPOINT, "fs.s3a.endpoint"),
+        r.get(S3_REGION, "fs.s3a.endpoint.region", "us-east-1"),
+        r.get(S3_PATH_STYLE, "fs.s3a.path.style.access", false),
+        accessKey,
+        secretKey,
+        r.opt(S3_SESSION_TOKEN, "fs.s3a.session.token"),
+        r.get(S3_MAX_ATTEMPTS, null, 10),
+        call,
+        attempt,
+        r.get(S3_MAX_CONNECTIONS, null, 64));
+    return new StrataConf(
+        r.opt(LOCAL_DIR, null),
+        s3,
+        r.get(SNAPSHOT_INTERVAL, null, 10),
+        r.get(TRANSFER_THREADS, null, 8),
+        r.get(LOCK_TIMEOUT, null, Duration.ofSeconds(60)));
+  }
+
+  /** Reads options with an optional Hadoop fallback key. */
+  private record Reader(Map<String, String> settings, Map<String, String> hadoop) {
+    Reader {
+      settings = settings == null ? Collections.emptyMap() : settings;
+      hadoop = hadoop == null ? Collections.emptyMap() : hadoop;
+    }
+
+    <T> Optional<T> opt(ConfigOption<T> option, String hadoopKey) {
+      String raw = settings.get(option.fullKey());
+      String key = option.fullKey();
+      if (raw == null && hadoopKey != null) {
+        raw = hadoop.get(hadoopKey);
+        key = hadoopKey;
+      }
+      if (raw == null || (raw.isBlank() && hadoopKey != null && key.equals(hadoopKey))) {
+        return Optional.empty();
+      }
+      try {
+        return Optional.of(option.parser().apply(raw));
+      } catch (IllegalArgumentException e) {
+        String shown = option.secret() ? "<redacted>" : "'" + raw + "'";
+        throw new IllegalArgumentException(
+            "Invalid value " + shown + " for " + key + ": " + e.getMessage(), e);
+      }
+    }
+
+    <T> T get(ConfigOption<T> option, String hadoopKey, T dflt) {
+      return opt(option, hadoopKey).orElse(dflt);
+    }
+  }
+}

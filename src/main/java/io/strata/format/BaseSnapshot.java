@@ -1,0 +1,37 @@
+package io.strata.format;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A base snapshot: the files of a RocksDB checkpoint taken right after version {@code version}
+ * was committed. Restoring it means downloading every file under its local name into an empty
+ * directory and opening that directory as a RocksDB database.
+ *
+ * @param version the committed version the checkpoint holds
+ * @param attempt the attempt id of that version
+ * @param files every file of the checkpoint (SSTs, the RocksDB MANIFEST, CURRENT, OPTIONS)
+ */
+public record BaseSnapshot(long version, String attempt, List<BaseFile> files) {
+  public BaseSnapshot {
+    Objects.requireNonNull(attempt, "attempt");
+    files = List.copyOf(files);
+  }
+
+  /**
+   * One file of a base snapshot.
+   *
+   * @param name the file's name in the RocksDB directory, e.g. {@code 000042.sst}, {@code
+   *     MANIFEST-000005}, {@code CURRENT}
+   * @param file where its bytes are
+   */
+  public record BaseFile(String name, FileRef file) {
+    public BaseFile {
+      Objects.requireNonNull(name, "name");
+      Objects.requireNonNull(file, "file");
+      if (name.isEmpty() || name.contains("/") || name.contains("\\") || name.startsWith(".")) {
+        throw new IllegalArgumentException("invalid base file name: '" + name + "'");
+      }
+    }
+  }
+}

@@ -1,0 +1,95 @@
+package io.strata.format;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * The complete description of one committed version of one state store: everything needed to
+ * rebuild it from the object store alone. Self-contained: it never refers to another manifest.
+ *
+ * <p>Version {@code v} = base snapshot (if any) + the deltas, applied in order. Every delta's
+ * version is greater than the base's version and the list is ordered by version.
+ *
+ * @param formatVersion the format version this manifest was written with ({@link
+ *     ManifestCodec#FORMAT_VERSION})
+ * @param storeId the state store it belongs to, {@code <operatorId>/<partitionId>/<storeName>}
+ * @param version the committed version (Spark's batch id + 1), &gt;= 1
+ * @param attempt unique id of the commit attempt that wrote it (also Spark's checkpoint id in
+ *     checkpoint format v2)
+ * @param parentVersion the version it was built on ({@code version - 1})
+ * @param parentAttempt attempt id of the parent; empty when the parent is version 0 (empty)
+ * @param base the base snapshot; empty when the deltas start from the empty state
+ * @param deltas the deltas after the base, ordered by version
+ * @param keySchema Spark key schema (JSON) for diagnostics and validation
+ * @param valueSchema Spark value schema (JSON)
+ * @param numKeys number of keys in the state at this version
+ * @param createdAtMillis wall-clock time of the commit, epoch ms (diagnostics only)
+ */
+public record Manifest(
+    int formatVersion,
+    String storeId,
+    long version,
+    String attempt,
+    long parentVersion,
+    Optional<String> parentAttempt,
+    Optional<BaseSnapshot> base,
+    List<Delta> deltas,
+    String keySchema,
+    String valueSchema,
+    long numKeys,
+    long createdAtMillis) {
+
+  public Manifest {
+    Objects.requireNonNull(storeId, "storeId");
+    Objects.requireNonNull(attempt, "attempt");
+    Objects.requireNonNull(parentAttempt, "parentAttempt");
+    Objects.requireNonNull(base, "base");
+    Objects.requireNonNull(keySchema, "keySchema");
+    Objects.requireNonNull(valueSchema, "valueSchema");
+    deltas = List.copyOf(deltas);
+    if (version < 1) {
+      throw new IllegalArgumentException("version must be >= 1, was " + version);
+    }
+    if (parentVersion != version - 1) {
+      throw new IllegalArgumentException(
+          "parentVersion must be version - 1: " + parentVersion + " vs " + version);
+    }
+    long floor = base.map(BaseSnapshot::version).orElse(0L);
+    for (Delta d : deltas) {
+      if (d.version() <= floor || d.version() > version) {
+        throw new IllegalArgumentException("delta of version " + d.version()
+            + " out of order in manifest of version " + version + " (after " + floor + ")");
+      }
+      floor = d.version();
+    }
+    if (base.isPresent() && base.get().version() > version) {
+      throw new IllegalArgumentException("base snapshot version " + base.get().version()
+          + " is newer than manifest version " + version);
+    }
+  }
+
+  /** Total bytes of every file this version is made of (base files plus deltas). */
+  public long totalBytes() {
+    long sum = 0;
+    for (Delta d : deltas) {
+      sum += d.file().length();
+    }
+    if (base.isPresent()) {
+      for (BaseSnapshot.BaseFile f : base.get().files()) {
+        sum += f.file().length();
+      }
+    }
+    return sum;
+  }
+
+  /** Number of deltas a restore applies after the base. */
+  public int deltaChainLength() {
+    return deltas.size();
+  }
+
+  /** Versions committed since the base snapshot (or since version 0 without one). */
+  public long versionsSinceBase() {
+    return version - base.map(BaseSnapshot::version).orElse(0L);
+  }
+}

@@ -1,0 +1,183 @@
+package io.strata.format;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Encodes and decodes {@link Manifest}s as UTF-8 JSON with explicit, stable field names (see
+ * docs/format.md). Checksums are written as 16 hex digits so no JSON reader loses precision.
+ *
+ * <p>Decoding rejects a manifest whose {@code formatVersion} is newer than {@link
+ * #FORMAT_VERSION} (written by a newer Strata) and any missing or mistyped field, with a {@link
+ * ManifestFormatException} that says which field.
+ */
+public final class ManifestCodec {
+  /** The manifest format version this build writes and the newest it reads. */
+  public static final int FORMAT_VERSION = 1;
+
+  private static final ObjectMapper MAPPER =
+      new ObjectMapper().disable(SerializationFeature.INDENT_OUTPUT);
+
+  private ManifestCodec() { }
+
+  /** Encodes {@code m} as compact UTF-8 JSON. */
+  public static byte[] encode(Manifest m) {
+    ObjectNode root = MAPPER.createObjectNode();
+    root.put("formatVersion", m.formatVersion());
+    root.put("storeId", m.storeId());
+    root.put("version", m.version());
+    root.put("attempt", m.attempt());
+    ObjectNode parent = root.putObject("parent");
+    parent.put("version", m.parentVersion());
+    if (m.parentAttempt().isPresent()) {
+      parent.put("attempt", m.parentAttempt().get());
+    } else {
+      parent.putNull("attempt");
+    }
+    if (m.base().isPresent()) {
+      BaseSnapshot b = m.base().get();
+      ObjectNode base = root.putObject("base");
+      base.put("version", b.version());
+      base.put("attempt", b.attempt());
+      ArrayNode files = base.putArray("files");
+      for (BaseSnapshot.BaseFile f : b.files()) {
+        ObjectNode n = files.addObject();
+        n.put("name", f.name());
+        putRef(n, f.file());
+      }
+    } else {
+      root.putNull("base");
+    }
+    ArrayNode deltas = root.putArray("deltas");
+    for (Delta d : m.deltas()) {
+      ObjectNode n = deltas.addObject();
+      n.put("version", d.version());
+      n.put("attempt", d.attempt());
+      putRef(n, d.file());
+    }
+    root.put("keySchema", m.keySchema());
+    root.put("valueSchema", m.valueSchema());
+    ObjectNode counts = root.putObject("counts");
+    counts.put("keys", m.numKeys());
+    counts.put("bytes", m.totalBytes());
+    root.put("createdAtMillis", m.createdAtMillis());
+    try {
+      return MAPPER.writeValueAsBytes(root);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot encode manifest of version " + m.version(), e);
+    }
+  }
+
+  /**
+   * Decodes a manifest.
+   *
+   * @throws ManifestFormatException if the bytes are not a manifest this build can read
+   */
+  public static Manifest decode(byte[] bytes) throws ManifestFormatException {
+    JsonNode root;
+    try {
+      root = MAPPER.readTree(bytes);
+    } catch (java.io.IOException e) {
+      throw new ManifestFormatException("not valid JSON: " + e.getMessage(), e);
+    }
+    if (root == null || !root.isObject()) {
+      throw new ManifestFormatException("not a JSON object", null);
+    }
+    int fv = (int) num(root, "formatVersion");
+    if (fv > FORMAT_VERSION) {
+      throw new ManifestFormatException("written by a newer Strata (manifest format version " + fv
+          + "); this build reads format versions up to " + FORMAT_VERSION, null);
+    }
+    if (fv < 1) {
+      throw new ManifestFormatException("invalid formatVersion " + fv, null);
+    }
+    try {
+      JsonNode parent = obj(root, "parent");
+      JsonNode pa = parent.get("attempt");
+      Optional<BaseSnapshot> base = Optional.empty();
+      JsonNode b = root.get("base");
+      if (b != null && !b.isNull()) {
+        List<BaseSnapshot.BaseFile> files = new ArrayList<>();
+        for (JsonNode f : arr(b, "files")) {
+          files.add(new BaseSnapshot.BaseFile(str(f, "name"), ref(f)));
+        }
+        base = Optional.of(new BaseSnapshot(num(b, "version"), str(b, "attempt"), files));
+      }
+      List<Delta> deltas = new ArrayList<>();
+      for (JsonNode d : arr(root, "deltas")) {
+        deltas.add(new Delta(num(d, "version"), str(d, "attempt"), ref(d)));
+      }
+      JsonNode counts = obj(root, "counts");
+      Manifest m = new Manifest(fv, str(root, "storeId"), num(root, "version"),
+          str(root, "attempt"), num(parent, "version"),
+          pa == null || pa.isNull() ? Optional.empty() : Optional.of(pa.asText()),
+          base, deltas, str(root, "keySchema"), str(root, "valueSchema"),
+          num(counts, "keys"), num(root, "createdAtMillis"));
+      long bytesField = num(counts, "bytes");
+      if (bytesField != m.totalBytes()) {
+        throw new ManifestFormatException("counts.bytes " + bytesField
+            + " does not match the sum of its files " + m.totalBytes(), null);
+      }
+      return m;
+    } catch (IllegalArgumentException e) {
+      throw new ManifestFormatException(e.getMessage(), e);
+    }
+  }
+
+  private static void putRef(ObjectNode n, FileRef r) {
+    n.put("key", r.key());
+    n.put("offset", r.offset());
+    n.put("length", r.length());
+    n.put("xxhash64", Checksums.hex(r.checksum()));
+  }
+
+  private static FileRef ref(JsonNode n) throws ManifestFormatException {
+    return new FileRef(str(n, "key"), num(n, "offset"), num(n, "length"),
+        Checksums.parseHex(str(n, "xxhash64")));
+  }
+
+  private static long num(JsonNode n, String field) throws ManifestFormatException {
+    JsonNode v = n.get(field);
+    if (v == null || !v.isIntegralNumber()) {
+      throw new ManifestFormatException("field '" + field + "' missing or not an integer", null);
+    }
+    return v.asLong();
+  }
+
+  private static String str(JsonNode n, String field) throws ManifestFormatException {
+    JsonNode v = n.get(field);
+    if (v == null || !v.isTextual()) {
+      throw new ManifestFormatException("field '" + field + "' missing or not a string", null);
+    }
+    return v.asText();
+  }
+
+  private static JsonNode obj(JsonNode n, String field) throws ManifestFormatException {
+    JsonNode v = n.get(field);
+    if (v == null || !v.isObject()) {
+      throw new ManifestFormatException("field '" + field + "' missing or not an object", null);
+    }
+    return v;
+  }
+
+  private static JsonNode arr(JsonNode n, String field) throws ManifestFormatException {
+    JsonNode v = n.get(field);
+    if (v == null || !v.isArray()) {
+      throw new ManifestFormatException("field '" + field + "' missing or not an array", null);
+    }
+    return v;
+  }
+
+  /** For diagnostics: the manifest's bytes as a string. */
+  static String toText(byte[] bytes) {
+    return new String(bytes, StandardCharsets.UTF_8);
+  }
+}

@@ -1,0 +1,111 @@
+package io.strata.format;
+
+import java.security.SecureRandom;
+import java.util.Locale;
+import java.util.regex.Pattern;
+
+/**
+ * The one place that builds object keys. Keys are relative to the store's root (Spark's store
+ * checkpoint location, {@code <checkpoint>/state/<operatorId>/<partitionId>[/<storeName>]}).
+ *
+ * <pre>
+ * v/&lt;version:20 digits&gt;/&lt;attempt&gt;.svo     version object: SST delta + manifest (+ footer)
+ * spill/&lt;version:20&gt;-&lt;attempt&gt;-&lt;n&gt;.sst      extra delta of a large batch, uploaded before commit
+ * sst/&lt;uuid&gt;.sst                            SST of a base snapshot not already in S3
+ * snap/&lt;version:20&gt;-&lt;attempt&gt;.pack        RocksDB metadata files of a base snapshot
+ * </pre>
+ *
+ * Versions are zero-padded so keys sort by version. Attempt ids are {@code <epoch ms, 12 hex>-<64
+ * random bits, 16 hex>}: unique per commit attempt and sortable by creation time.
+ */
+public final class StoreLayout {
+  /** Prefix of all version objects. */
+  public static final String VERSIONS = "v/";
+  /** Suffix of version objects. */
+  public static final String VERSION_OBJECT_SUFFIX = ".svo";
+  private static final Pattern ATTEMPT = Pattern.compile("[0-9a-f]{12}-[0-9a-f]{16}");
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private StoreLayout() { }
+
+  /** {@code v/<version>/}: the prefix under which every attempt of {@code version} lives. */
+  public static String versionPrefix(long version) {
+    requireVersion(version);
+    return VERSIONS + pad(version) + "/";
+  }
+
+  /** Key of the version object of {@code version} written by {@code attempt}. */
+  public static String versionObject(long version, String attempt) {
+    requireAttempt(attempt);
+    return versionPrefix(version) + attempt + VERSION_OBJECT_SUFFIX;
+  }
+
+  /**
+   * The attempt id encoded in a version object key under {@link #versionPrefix}, or null if the
+   * key is not a version object.
+   */
+  public static String attemptOf(String versionObjectKey) {
+    int slash = versionObjectKey.lastIndexOf('/');
+    String name = versionObjectKey.substring(slash + 1);
+    if (!name.endsWith(VERSION_OBJECT_SUFFIX)) {
+      return null;
+    }
+    String attempt = name.substring(0, name.length() - VERSION_OBJECT_SUFFIX.length());
+    return ATTEMPT.matcher(attempt).matches() ? attempt : null;
+  }
+
+  /** Key of the {@code n}-th spill delta of an attempt. */
+  public static String spill(long version, String attempt, int n) {
+    requireAttempt(attempt);
+    return "spill/" + pad(version) + "-" + attempt + "-" + n + ".sst";
+  }
+
+  /** Key of a base-snapshot SST uploaded under a fresh unique name. */
+  public static String snapshotSst(String uniqueName) {
+    return "sst/" + uniqueName + ".sst";
+  }
+
+  /** Key of the pack of small RocksDB files of a base snapshot of {@code version}. */
+  public static String snapshotPack(long version, String attempt) {
+    requireAttempt(attempt);
+    return "snap/" + pad(version) + "-" + attempt + ".pack";
+  }
+
+  /** A new attempt id: creation time in ms (12 hex digits) and 64 random bits. */
+  public static String newAttemptId() {
+    return String.format(Locale.ROOT, "%012x-%016x", System.currentTimeMillis(), RANDOM.nextLong());
+  }
+
+  /** A new random unique name (32 hex digits). */
+  public static String newUniqueName() {
+    return String.format(Locale.ROOT, "%016x%016x", RANDOM.nextLong(), RANDOM.nextLong());
+  }
+
+  /** True if {@code s} has the shape of an attempt id. */
+  public static boolean isAttemptId(String s) {
+    return s != null && ATTEMPT.matcher(s).matches();
+  }
+
+  /** Creation time (epoch ms) encoded in an attempt id. */
+  public static long attemptMillis(String attempt) {
+    requireAttempt(attempt);
+    return Long.parseLong(attempt.substring(0, 12), 16);
+  }
+
+  private static String pad(long version) {
+    return String.format(Locale.ROOT, "%020d", version);
+  }
+
+  private static void requireVersion(long version) {
+    if (version < 0) {
+      throw new IllegalArgumentException("version must be >= 0, was " + version);
+    }
+  }
+
+  private static void requireAttempt(String attempt) {
+    if (!isAttemptId(attempt)) {
+      throw new IllegalArgumentException("invalid attempt id '" + attempt
+          + "': expected <12 hex digits>-<16 hex digits>");
+    }
+  }
+}
