@@ -1,0 +1,2 @@
+/** Counters and per-operation statistics (commit, restore, S3 requests) of a state store. */
+package io.strata.metrics;

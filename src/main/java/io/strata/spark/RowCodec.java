@@ -1,0 +1,143 @@
+package io.strata.spark;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.Platform;
+
+/**
+ * {@code UnsafeRow} &lt;-&gt; bytes for one column family.
+ *
+ * <p>Every key starts with a 2-byte big-endian column family id (0 for {@code default}). Then:
+ * <ul>
+ *   <li>no prefix scan: the key row's bytes;
+ *   <li>prefix scan over the first {@code n} columns: a 4-byte big-endian length of the prefix
+ *       row, the prefix row's bytes, then the bytes of a row of the remaining columns. Equal
+ *       prefixes therefore share a byte prefix, so a prefix scan is a RocksDB range scan.
+ * </ul>
+ * Values are the value row's bytes. Rows passed in may be reused by Spark, so bytes are copied.
+ * Not thread-safe (projections keep buffers); one instance per store handle.
+ */
+final class RowCodec {
+  private final int numKeyFields;
+  private final int numValueFields;
+  private final int prefixCols;
+  private final UnsafeProjection prefixProjection;
+  private final UnsafeProjection remainderProjection;
+  private final UnsafeProjection joinProjection;
+  private final JoinedRow joined = new JoinedRow();
+
+  RowCodec(StructType keySchema, StructType valueSchema, KeyStateEncoderSpec spec) {
+    this.numKeyFields = keySchema.length();
+    this.numValueFields = valueSchema.length();
+    if (spec instanceof PrefixKeyScanStateEncoderSpec p) {
+      this.prefixCols = p.numColsPrefixKey();
+      if (prefixCols <= 0 || prefixCols >= numKeyFields) {
+        throw new IllegalArgumentException("prefix scan over " + prefixCols + " of "
+            + numKeyFields + " key columns is not supported");
+      }
+      StructField[] fields = keySchema.fields();
+      List<Expression> prefix = new ArrayList<>();
+      List<Expression> rest = new ArrayList<>();
+      for (int i = 0; i < fields.length; i++) {
+        Expression ref = new BoundReference(i, fields[i].dataType(), fields[i].nullable());
+        (i < prefixCols ? prefix : rest).add(ref);
+      }
+      this.prefixProjection = UnsafeProjection.create(Scala.seq(prefix));
+      this.remainderProjection = UnsafeProjection.create(Scala.seq(rest));
+      this.joinProjection = UnsafeProjection.create(keySchema);
+    } else if (spec instanceof NoPrefixKeyStateEncoderSpec) {
+      this.prefixCols = 0;
+      this.prefixProjection = null;
+      this.remainderProjection = null;
+      this.joinProjection = null;
+    } else {
+      throw new UnsupportedOperationException("key encoder " + spec.getClass().getSimpleName()
+          + " is not supported by Strata yet (only NoPrefixKeyStateEncoderSpec and "
+          + "PrefixKeyScanStateEncoderSpec)");
+    }
+  }
+
+  boolean supportsPrefixScan() {
+    return prefixCols > 0;
+  }
+
+  static byte[] familyPrefix(short cfId) {
+    return new byte[] {(byte) (cfId >>> 8), (byte) cfId};
+  }
+
+  byte[] encodeKey(short cfId, UnsafeRow key) {
+    if (prefixCols == 0) {
+      return withFamily(cfId, key, null);
+    }
+    UnsafeRow prefix = prefixProjection.apply(key);
+    UnsafeRow rest = remainderProjection.apply(key);
+    return withFamily(cfId, prefix, rest);
+  }
+
+  /** The byte prefix shared by every key whose first columns equal {@code prefixRow}. */
+  byte[] encodePrefix(short cfId, UnsafeRow prefixRow) {
+    if (prefixCols == 0) {
+      throw new UnsupportedOperationException("prefix scan needs a PrefixKeyScanStateEncoderSpec");
+    }
+    return withFamily(cfId, prefixRow, null);
+  }
+
+  UnsafeRow decodeKey(byte[] bytes) {
+    if (prefixCols == 0) {
+      return pointTo(bytes, 2, bytes.length - 2, numKeyFields);
+    }
+    int prefixLen = ByteBuffer.wrap(bytes, 2, 4).getInt();
+    UnsafeRow prefix = pointTo(bytes, 6, prefixLen, prefixCols);
+    UnsafeRow rest = pointTo(bytes, 6 + prefixLen, bytes.length - 6 - prefixLen,
+        numKeyFields - prefixCols);
+    return joinProjection.apply(joined.apply(prefix, rest)).copy();
+  }
+
+  static byte[] encodeValue(UnsafeRow value) {
+    byte[] out = new byte[value.getSizeInBytes()];
+    Platform.copyMemory(value.getBaseObject(), value.getBaseOffset(), out,
+        Platform.BYTE_ARRAY_OFFSET, out.length);
+    return out;
+  }
+
+  UnsafeRow decodeValue(byte[] bytes) {
+    return pointTo(bytes, 0, bytes.length, numValueFields);
+  }
+
+  private static UnsafeRow pointTo(byte[] bytes, int offset, int length, int fields) {
+    UnsafeRow row = new UnsafeRow(fields);
+    row.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET + offset, length);
+    return row;
+  }
+
+  /** [cf id][row a]([row b]) where a is length-prefixed when b is present. */
+  private static byte[] withFamily(short cfId, UnsafeRow a, UnsafeRow b) {
+    int aLen = a.getSizeInBytes();
+    int header = b == null ? 2 : 6;
+    int total = header + aLen + (b == null ? 0 : b.getSizeInBytes());
+    byte[] out = new byte[total];
+    out[0] = (byte) (cfId >>> 8);
+    out[1] = (byte) cfId;
+    if (b != null) {
+      ByteBuffer.wrap(out, 2, 4).putInt(aLen);
+    }
+    Platform.copyMemory(a.getBaseObject(), a.getBaseOffset(), out,
+        Platform.BYTE_ARRAY_OFFSET + header, aLen);
+    if (b != null) {
+      Platform.copyMemory(b.getBaseObject(), b.getBaseOffset(), out,
+          Platform.BYTE_ARRAY_OFFSET + header + aLen, b.getSizeInBytes());
+    }
+    return out;
+  }
+}

@@ -1,0 +1,44 @@
+package io.strata.spark;
+
+import java.util.Map;
+import org.apache.spark.SparkException;
+
+/**
+ * Spark error conditions the state store contract expects (they exist in Spark's
+ * error-conditions.json, so Spark renders their messages; Spark's own tests match on them).
+ */
+final class SparkErrors {
+  private SparkErrors() { }
+
+  /** {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION}: a negative version was requested. */
+  static SparkException unexpectedVersion(long version) {
+    return new SparkException("CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION",
+        Scala.map(Map.of("version", Long.toString(version))), null);
+  }
+
+  /**
+   * {@code CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE}: the version was never
+   * committed. {@code what} names the store, version and object key.
+   */
+  static SparkException versionNotFound(String what, Throwable cause) {
+    return new SparkException("CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
+        Scala.map(Map.of("fileToRead", what)), cause);
+  }
+
+  /** {@code CANNOT_LOAD_STATE_STORE.UNCATEGORIZED}: any other load failure (cause says what). */
+  static SparkException cannotLoad(Throwable cause) {
+    return new SparkException("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", Scala.map(Map.of()), cause);
+  }
+
+  /** {@code CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT}, naming the provider (class and store id). */
+  static SparkException cannotCommit(String provider, Throwable cause) {
+    return new SparkException("CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT",
+        Scala.map(Map.of("providerClass", provider)), cause);
+  }
+
+  /** {@code STATE_STORE_OPERATION_OUT_OF_ORDER}: an operation in the wrong state. */
+  static SparkException outOfOrder(String message) {
+    return new SparkException("STATE_STORE_OPERATION_OUT_OF_ORDER",
+        Scala.map(Map.of("errorMsg", message)), null);
+  }
+}

@@ -1,0 +1,80 @@
+package io.strata.spark;
+
+import io.strata.metrics.CommitStats;
+import io.strata.metrics.RequestCounter;
+import io.strata.metrics.RestoreStats;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSizeMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSumMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomTimingMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreMetrics;
+
+/**
+ * Strata's custom state store metrics, shown per stateful operator in query progress ({@code
+ * stateOperators[].customMetrics}) summed over partitions, and per task in the Spark UI.
+ */
+final class StrataMetrics {
+  static final StateStoreCustomTimingMetric DELTA_BUILD_MS = new StateStoreCustomTimingMetric(
+      "strataDeltaBuildMs", "Strata: time to write SST deltas at commit");
+  static final StateStoreCustomTimingMetric MANIFEST_MS = new StateStoreCustomTimingMetric(
+      "strataManifestMs", "Strata: time to build and encode manifests at commit");
+  static final StateStoreCustomTimingMetric UPLOAD_MS = new StateStoreCustomTimingMetric(
+      "strataUploadMs", "Strata: time to upload version objects (one PUT per commit)");
+  static final StateStoreCustomTimingMetric INGEST_MS = new StateStoreCustomTimingMetric(
+      "strataIngestMs", "Strata: time to ingest SST deltas into local RocksDB");
+  static final StateStoreCustomSizeMetric BYTES_UPLOADED = new StateStoreCustomSizeMetric(
+      "strataBytesUploaded", "Strata: bytes uploaded to S3 by the batch");
+  static final StateStoreCustomSumMetric S3_REQUESTS = new StateStoreCustomSumMetric(
+      "strataS3Requests", "Strata: S3 requests sent during the batch (all kinds, retries included)");
+  static final StateStoreCustomSumMetric S3_PUTS = new StateStoreCustomSumMetric(
+      "strataS3Puts", "Strata: S3 PUT requests during the batch");
+  static final StateStoreCustomSumMetric S3_GETS = new StateStoreCustomSumMetric(
+      "strataS3Gets", "Strata: S3 GET requests during the batch");
+  static final StateStoreCustomSumMetric S3_LISTS = new StateStoreCustomSumMetric(
+      "strataS3Lists", "Strata: S3 LIST requests during the batch");
+  static final StateStoreCustomSumMetric S3_FAILED = new StateStoreCustomSumMetric(
+      "strataS3FailedAttempts", "Strata: S3 attempts answered 5xx or not at all (retried)");
+  static final StateStoreCustomSumMetric DELTA_CHAIN = new StateStoreCustomSumMetric(
+      "strataDeltaChainLength", "Strata: deltas after the base snapshot (summed over stores)");
+  static final StateStoreCustomTimingMetric RESTORE_MS = new StateStoreCustomTimingMetric(
+      "strataRestoreMs", "Strata: time to restore state from S3");
+  static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
+      "strataRestoreBytes", "Strata: bytes downloaded to restore state");
+
+  static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
+      INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_FAILED, DELTA_CHAIN,
+      RESTORE_MS, RESTORE_BYTES);
+
+  private StrataMetrics() { }
+
+  static StateStoreMetrics build(long numKeys, long memoryBytes, CommitStats c, RestoreStats r,
+      RequestCounter.Counts requests) {
+    Map<StateStoreCustomMetric, Object> m = new LinkedHashMap<>();
+    m.put(DELTA_BUILD_MS, c.deltaBuildMs());
+    m.put(MANIFEST_MS, c.manifestMs());
+    m.put(UPLOAD_MS, c.uploadMs());
+    m.put(INGEST_MS, c.ingestMs());
+    m.put(BYTES_UPLOADED, requests.bytesSent());
+    m.put(S3_REQUESTS, requests.total());
+    m.put(S3_PUTS, requests.puts());
+    m.put(S3_GETS, requests.gets());
+    m.put(S3_LISTS, requests.lists());
+    m.put(S3_FAILED, requests.failed());
+    m.put(DELTA_CHAIN, c.deltaChainLength());
+    m.put(RESTORE_MS, r.restoreMs());
+    m.put(RESTORE_BYTES, r.bytesDownloaded());
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    scala.collection.immutable.Map<StateStoreCustomMetric, Object> custom =
+        (scala.collection.immutable.Map) Scala.map(m);
+    return new StateStoreMetrics(numKeys, memoryBytes, castLongs(custom), Scala.map(Map.of()));
+  }
+
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  private static <K> scala.collection.immutable.Map<K, Object> castLongs(
+      scala.collection.immutable.Map<K, Object> m) {
+    return (scala.collection.immutable.Map) m;
+  }
+}

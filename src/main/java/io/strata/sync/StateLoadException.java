@@ -1,0 +1,36 @@
+package io.strata.sync;
+
+import java.io.IOException;
+
+/**
+ * A version cannot be loaded from the object store. The message names the store, the version and
+ * the object key, and says what was wrong. Never means "empty state": a caller that gets it must
+ * fail, not start over.
+ */
+public class StateLoadException extends IOException {
+  private static final long serialVersionUID = 1L;
+
+  /** Why the load failed. */
+  public enum Reason {
+    /** No committed version object exists for the version (or the named attempt). */
+    VERSION_NOT_FOUND,
+    /** A file the manifest names is missing. */
+    MISSING_FILE,
+    /** A file or manifest does not match its checksum or layout. */
+    CORRUPT,
+    /** The object store failed. */
+    STORAGE
+  }
+
+  private final Reason reason;
+
+  public StateLoadException(Reason reason, String message, Throwable cause) {
+    super(message, cause);
+    this.reason = reason;
+  }
+
+  /** Why the load failed. */
+  public Reason reason() {
+    return reason;
+  }
+}

@@ -1,0 +1,744 @@
+package io.strata.sync;
+
+import io.strata.engine.CloseableIterator;
+import io.strata.engine.DeltaFile;
+import io.strata.engine.KeyValue;
+import io.strata.engine.LocalStore;
+import io.strata.format.BaseSnapshot;
+import io.strata.format.Checksums;
+import io.strata.format.Delta;
+import io.strata.format.FileRef;
+import io.strata.format.Manifest;
+import io.strata.format.ManifestCodec;
+import io.strata.format.ManifestFormatException;
+import io.strata.format.StoreLayout;
+import io.strata.format.VersionObjectCodec;
+import io.strata.metrics.CommitStats;
+import io.strata.metrics.RestoreStats;
+import io.strata.objectstore.ObjectAlreadyExistsException;
+import io.strata.objectstore.ObjectBody;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectNotFoundException;
+import io.strata.objectstore.ObjectStore;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import net.jpountz.xxhash.StreamingXXHash64;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One state store kept in a local RocksDB and checkpointed to an object store: the commit
+ * protocol, restore, and background base snapshots. Knows nothing of Spark.
+ *
+ * <h2>Commit (one PUT)</h2>
+ * The version's writes become one sorted SST delta; the delta and the version's manifest are
+ * written as one version object with one create-only PUT under a key unique to the attempt
+ * ({@link StoreLayout#versionObject}); then the same SST is ingested into the local database.
+ * Nothing is listed, read, renamed, copied or overwritten.
+ *
+ * <h2>Load</h2>
+ * If the local database holds exactly the requested version (and attempt, when given), nothing
+ * is downloaded. Otherwise the manifest is read (with the attempt id known: one GET; else one
+ * LIST of the version's prefix to find its attempts, the newest of which wins) and the version
+ * is rebuilt in a fresh directory: base files and deltas downloaded in parallel, each verified
+ * against the manifest's size and XXHash64, then the deltas ingested in order.
+ *
+ * <h2>Snapshots</h2>
+ * {@link #maintenance()} takes a RocksDB checkpoint of the committed version when {@code
+ * snapshotInterval} versions passed since the last base, uploads only the SSTs the object store
+ * lacks (an ingested delta is already there, byte for byte) plus one pack of the small RocksDB
+ * metadata files, and hands the result to the next commit, whose manifest then names it as its
+ * base.
+ *
+ * <h2>Threading</h2>
+ * One task thread at a time calls {@link #load}, the reads and writes, and {@link #commit} or
+ * {@link #abort} (the caller serialises tasks). {@link #maintenance()} and {@link #close()} may
+ * run on another thread; state changes are serialised by this object's monitor, and uploads of
+ * a snapshot run outside it.
+ */
+public final class SyncedStore implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(SyncedStore.class);
+
+  /**
+   * Tuning of one store.
+   *
+   * @param snapshotInterval versions between base snapshots (&gt;= 1)
+   * @param transferThreads parallel transfers for restore and snapshot upload (&gt;= 1)
+   */
+  public record Settings(int snapshotInterval, int transferThreads) { }
+
+  /**
+   * Result of a commit.
+   *
+   * @param manifest the committed version's manifest
+   * @param key the version object's key
+   * @param stats what it cost
+   */
+  public record Committed(Manifest manifest, String key, CommitStats stats) { }
+
+  private final StoreIdentity identity;
+  private final ObjectStore objects;
+  private final Path localDir;
+  private final Settings settings;
+  private final String keySchema;
+  private final String valueSchema;
+  private final ExecutorService transfers;
+  private final Map<FileRef.ContentId, FileRef> remoteFiles = new ConcurrentHashMap<>();
+  private final Map<String, FileRef.ContentId> localFileIds = new ConcurrentHashMap<>();
+  private final AtomicInteger dirCounter = new AtomicInteger();
+
+  private LocalStore local;
+  private long loadedVersion = -1;
+  private Manifest loaded;
+  private int generation;
+  private PendingBase pendingBase;
+  private boolean snapshotRunning;
+  private boolean closed;
+  private volatile RestoreStats lastRestore = RestoreStats.NONE;
+  private volatile long lastSnapshotVersion = -1;
+
+  private record PendingBase(BaseSnapshot snapshot, int generation) { }
+
+  /**
+   * Creates the store; no I/O happens until {@link #load}.
+   *
+   * @param identity which store (for keys in manifests and messages)
+   * @param objects the object store rooted at the store's checkpoint location; closed by {@link
+   *     #close()}
+   * @param localDir a directory owned by this store alone (created on first load, deleted on
+   *     close)
+   * @param settings tuning
+   * @param keySchema key schema as JSON, recorded in manifests
+   * @param valueSchema value schema as JSON, recorded in manifests
+   */
+  public SyncedStore(StoreIdentity identity, ObjectStore objects, Path localDir,
+      Settings settings, String keySchema, String valueSchema) {
+    this.identity = identity;
+    this.objects = objects;
+    this.localDir = localDir;
+    this.settings = settings;
+    this.keySchema = keySchema;
+    this.valueSchema = valueSchema;
+    AtomicInteger threadNo = new AtomicInteger();
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(settings.transferThreads(),
+        settings.transferThreads(), 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, "strata-transfer-" + identity.id() + "-"
+              + threadNo.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+    pool.allowCoreThreadTimeOut(true);
+    this.transfers = pool;
+  }
+
+  /** Which store this is. */
+  public StoreIdentity identity() {
+    return identity;
+  }
+
+  /** The version the local database holds, or -1 if none is usable. */
+  public synchronized long loadedVersion() {
+    return loadedVersion;
+  }
+
+  /** The attempt id of the loaded version; empty for version 0 or nothing loaded. */
+  public synchronized Optional<String> loadedAttempt() {
+    return loaded == null ? Optional.empty() : Optional.of(loaded.attempt());
+  }
+
+  /** The manifest of the loaded version; empty for version 0 or nothing loaded. */
+  public synchronized Optional<Manifest> loadedManifest() {
+    return Optional.ofNullable(loaded);
+  }
+
+  /** Cost of the last restore from the object store (zero if the last load reused local state). */
+  public RestoreStats lastRestore() {
+    return lastRestore;
+  }
+
+  /** The newest version a base snapshot was uploaded for by this instance, or -1. */
+  public long lastSnapshotVersion() {
+    return lastSnapshotVersion;
+  }
+
+  /**
+   * Makes the local database hold exactly {@code version} (and {@code attempt}, when given),
+   * downloading from the object store only if it does not already. Pending writes are dropped.
+   *
+   * @param version the committed version, &gt;= 0 (0 is the empty state)
+   * @param attempt the attempt id to load (Spark checkpoint format v2), or empty for the newest
+   *     attempt of the version
+   * @throws StateLoadException if the version (or attempt) was never committed, a file it names
+   *     is missing or corrupt, or storage fails; the local database is then unchanged or
+   *     invalidated, never left holding another state
+   * @throws IOException if the local disk fails
+   */
+  public synchronized void load(long version, Optional<String> attempt) throws IOException {
+    ensureOpen();
+    if (version < 0) {
+      throw new IllegalArgumentException("version must be >= 0, was " + version);
+    }
+    lastRestore = RestoreStats.NONE;
+    if (local != null && version == loadedVersion
+        && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
+      local.discardPending();
+      return;
+    }
+    if (version == 0) {
+      replaceLocal(LocalStore.open(newDbDir(), 0), null, 0);
+      return;
+    }
+    long start = System.nanoTime();
+    Manifest m = readManifest(version, attempt);
+    restore(m, start);
+  }
+
+  /** The value of {@code key} in the version being built, or null. */
+  public byte[] get(byte[] key) throws IOException {
+    return requireLocal().get(key);
+  }
+
+  /** Records a put in the version being built. */
+  public void put(byte[] key, byte[] value) throws IOException {
+    requireLocal().put(key, value);
+  }
+
+  /** Records a removal in the version being built. */
+  public void delete(byte[] key) throws IOException {
+    requireLocal().delete(key);
+  }
+
+  /** Iterates keys with {@code prefix} in unsigned byte order; see {@link LocalStore#scan}. */
+  public CloseableIterator<KeyValue> scan(byte[] prefix) {
+    return requireLocal().scan(prefix);
+  }
+
+  /** Number of keys in the version being built. */
+  public long numKeys() {
+    LocalStore l = local;
+    return l == null ? 0 : l.numKeys();
+  }
+
+  /** Approximate memory used by the local database and pending writes, bytes. */
+  public long memoryUsageBytes() {
+    LocalStore l = local;
+    return l == null ? 0 : l.memoryUsageBytes();
+  }
+
+  /** Drops the pending writes of the version being built. */
+  public synchronized void abort() {
+    if (local != null) {
+      local.discardPending();
+    }
+  }
+
+  /**
+   * Commits the pending writes as version {@code loadedVersion() + 1}: one create-only PUT of the
+   * version object, then local ingestion.
+   *
+   * @return the manifest, key and cost
+   * @throws IOException if the upload fails (the version is then not committed and the pending
+   *     writes are kept for an abort) or a write collides with another writer's object
+   * @throws IllegalStateException if nothing is loaded
+   */
+  public synchronized Committed commit() throws IOException {
+    ensureOpen();
+    LocalStore l = requireLocal();
+    long newVersion = loadedVersion + 1;
+    String attempt = StoreLayout.newAttemptId();
+    String key = StoreLayout.versionObject(newVersion, attempt);
+    Path tmp = Files.createDirectories(localDir.resolve("tmp"));
+    Path sst = tmp.resolve("delta-" + newVersion + "-" + attempt + ".sst");
+    try {
+      long t0 = System.nanoTime();
+      Optional<DeltaFile> delta = l.writeDelta(sst);
+      long t1 = System.nanoTime();
+
+      Optional<BaseSnapshot> base = loaded == null ? Optional.empty() : loaded.base();
+      List<Delta> deltas = new ArrayList<>(loaded == null ? List.of() : loaded.deltas());
+      if (pendingBase != null && pendingBase.generation() == generation) {
+        BaseSnapshot nb = pendingBase.snapshot();
+        long currentBase = base.map(BaseSnapshot::version).orElse(0L);
+        if (nb.version() > currentBase && nb.version() <= loadedVersion) {
+          base = Optional.of(nb);
+          deltas.removeIf(d -> d.version() <= nb.version());
+        }
+      }
+      if (delta.isPresent()) {
+        DeltaFile d = delta.get();
+        deltas.add(new Delta(newVersion, attempt, new FileRef(key, 0, d.size(), d.checksum())));
+      }
+      Manifest m = new Manifest(ManifestCodec.FORMAT_VERSION, identity.id(), newVersion, attempt,
+          loadedVersion, loadedAttempt(), base, deltas, keySchema, valueSchema, l.numKeys(),
+          System.currentTimeMillis());
+      byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(m),
+          delta.map(DeltaFile::size).orElse(0L));
+      ObjectBody body = delta.isPresent()
+          ? ObjectBody.concat(ObjectBody.of(sst), ObjectBody.of(tail))
+          : ObjectBody.of(tail);
+      long t2 = System.nanoTime();
+      try {
+        objects.putIfAbsent(key, body);
+      } catch (ObjectAlreadyExistsException e) {
+        throw new IOException("Cannot commit " + identity + " version " + newVersion
+            + ": another writer created " + objects.describe(key)
+            + ", a key unique to this attempt", e);
+      }
+      long t3 = System.nanoTime();
+      try {
+        l.commitPending(delta);
+      } catch (IOException | RuntimeException e) {
+        // The version is durable in the object store; only the local copy is in doubt. The next
+        // load rebuilds it from the object store.
+        LOG.warn("{} version {}: committed to {} but local ingestion failed; the next load "
+            + "restores from the object store", identity, newVersion, objects.describe(key), e);
+        invalidateLocal();
+        return new Committed(m, key, stats(t0, t1, t2, t3, System.nanoTime(), delta, body, m));
+      }
+      long t4 = System.nanoTime();
+      if (base.isPresent() && pendingBase != null
+          && base.get().equals(pendingBase.snapshot())) {
+        pendingBase = null;
+      }
+      loaded = m;
+      loadedVersion = newVersion;
+      delta.ifPresent(d -> remoteFiles.put(new FileRef.ContentId(d.size(), d.checksum()),
+          new FileRef(key, 0, d.size(), d.checksum())));
+      LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
+          key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
+      return new Committed(m, key, stats(t0, t1, t2, t3, t4, delta, body, m));
+    } finally {
+      Files.deleteIfExists(sst);
+    }
+  }
+
+  private static CommitStats stats(long t0, long t1, long t2, long t3, long t4,
+      Optional<DeltaFile> delta, ObjectBody body, Manifest m) {
+    return new CommitStats(ms(t1 - t0), ms(t3 - t2), ms(t2 - t1), ms(t4 - t3),
+        delta.map(DeltaFile::size).orElse(0L), body.length(), m.deltaChainLength(),
+        m.versionsSinceBase());
+  }
+
+  /**
+   * Background work: uploads a base snapshot of the loaded version if {@code snapshotInterval}
+   * versions passed since the last base. Never runs on the commit path.
+   *
+   * @return true if a snapshot was uploaded
+   * @throws IOException if the checkpoint or an upload fails (nothing is published then; the
+   *     uploaded objects are unreferenced)
+   */
+  public boolean maintenance() throws IOException {
+    Manifest m;
+    int gen;
+    Path cpDir;
+    synchronized (this) {
+      if (closed || local == null || loaded == null || snapshotRunning) {
+        return false;
+      }
+      long baseVersion = loaded.base().map(BaseSnapshot::version).orElse(0L);
+      if (pendingBase != null && pendingBase.generation() == generation) {
+        baseVersion = Math.max(baseVersion, pendingBase.snapshot().version());
+      }
+      if (loadedVersion - baseVersion < settings.snapshotInterval()) {
+        return false;
+      }
+      m = loaded;
+      gen = generation;
+      cpDir = localDir.resolve("checkpoint-" + dirCounter.incrementAndGet());
+      local.checkpoint(cpDir);
+      snapshotRunning = true;
+    }
+    try {
+      long t0 = System.nanoTime();
+      BaseSnapshot snapshot = uploadSnapshot(cpDir, m.version(), m.attempt());
+      synchronized (this) {
+        if (gen == generation && !closed) {
+          pendingBase = new PendingBase(snapshot, gen);
+        }
+      }
+      lastSnapshotVersion = m.version();
+      LOG.info("{} uploaded base snapshot of version {} ({} files) in {} ms", identity,
+          m.version(), snapshot.files().size(), ms(System.nanoTime() - t0));
+      return true;
+    } finally {
+      synchronized (this) {
+        snapshotRunning = false;
+      }
+      deleteRecursively(cpDir);
+    }
+  }
+
+  private BaseSnapshot uploadSnapshot(Path cpDir, long version, String attempt)
+      throws IOException {
+    List<Path> files;
+    try (Stream<Path> s = Files.list(cpDir)) {
+      files = s.filter(Files::isRegularFile)
+          .filter(p -> !p.getFileName().toString().equals("LOCK"))
+          .filter(p -> !p.getFileName().toString().startsWith("LOG"))
+          .sorted(Comparator.comparing(p -> p.getFileName().toString()))
+          .toList();
+    }
+    List<BaseSnapshot.BaseFile> result = new ArrayList<>();
+    List<Future<BaseSnapshot.BaseFile>> uploads = new ArrayList<>();
+    ByteArrayOutputStream pack = new ByteArrayOutputStream();
+    List<String> packNames = new ArrayList<>();
+    List<long[]> packRanges = new ArrayList<>();
+    String packKey = StoreLayout.snapshotPack(version, attempt);
+    for (Path f : files) {
+      String name = f.getFileName().toString();
+      if (name.endsWith(".sst")) {
+        FileRef.ContentId id = localFileIds.get(name);
+        if (id == null) {
+          id = new FileRef.ContentId(Files.size(f), Checksums.xxhash64(f));
+          localFileIds.put(name, id);
+        }
+        FileRef known = remoteFiles.get(id);
+        if (known != null) {
+          result.add(new BaseSnapshot.BaseFile(name, known));
+        } else {
+          FileRef.ContentId cid = id;
+          uploads.add(transfers.submit(() -> {
+            String key = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
+            objects.putIfAbsent(key, ObjectBody.of(f));
+            FileRef ref = new FileRef(key, 0, cid.length(), cid.checksum());
+            remoteFiles.put(cid, ref);
+            return new BaseSnapshot.BaseFile(name, ref);
+          }));
+        }
+      } else {
+        byte[] bytes = Files.readAllBytes(f);
+        packRanges.add(new long[] {pack.size(), bytes.length, Checksums.xxhash64(bytes)});
+        packNames.add(name);
+        pack.write(bytes);
+      }
+    }
+    result.addAll(awaitAll(uploads, "upload base snapshot of version " + version));
+    objects.putIfAbsent(packKey, ObjectBody.of(pack.toByteArray()));
+    for (int i = 0; i < packNames.size(); i++) {
+      long[] r = packRanges.get(i);
+      result.add(new BaseSnapshot.BaseFile(packNames.get(i), new FileRef(packKey, r[0], r[1], r[2])));
+    }
+    result.sort(Comparator.comparing(BaseSnapshot.BaseFile::name));
+    return new BaseSnapshot(version, attempt, result);
+  }
+
+  /** Closes the local database, the transfer pool and the object store; deletes local files. */
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    transfers.shutdownNow();
+    if (local != null) {
+      local.close();
+      local = null;
+    }
+    objects.close();
+    try {
+      deleteRecursively(localDir);
+    } catch (IOException e) {
+      LOG.warn("{}: cannot delete local directory {}", identity, localDir, e);
+    }
+  }
+
+  // ---------------------------------------------------------------- manifest and restore
+
+  /**
+   * Reads and verifies the manifest of {@code version}.
+   *
+   * @throws StateLoadException if there is none, or it is corrupt
+   */
+  public Manifest readManifest(long version, Optional<String> attempt) throws IOException {
+    String key;
+    if (attempt.isPresent()) {
+      if (!StoreLayout.isAttemptId(attempt.get())) {
+        throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+            "Cannot load " + identity + " version " + version + ": checkpoint id '"
+                + attempt.get() + "' was not written by Strata", null);
+      }
+      key = StoreLayout.versionObject(version, attempt.get());
+    } else {
+      key = newestAttempt(version);
+    }
+    byte[] tail;
+    try {
+      tail = objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
+    } catch (ObjectNotFoundException e) {
+      throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+          "Cannot load " + identity + " version " + version + ": " + objects.describe(key)
+              + " does not exist", e);
+    } catch (IOException e) {
+      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
+          + " version " + version + ": reading " + objects.describe(key) + " failed: "
+          + e.getMessage(), e);
+    }
+    try {
+      long size = tail.length < VersionObjectCodec.TAIL_READ_BYTES ? tail.length : -1;
+      VersionObjectCodec.Footer footer = VersionObjectCodec.footer(tail, size);
+      byte[] mbytes = VersionObjectCodec.manifestFromTail(tail, footer);
+      if (mbytes == null) {
+        try (InputStream in = objects.getRange(key, footer.manifestOffset(),
+            footer.manifestLength())) {
+          mbytes = in.readAllBytes();
+        }
+        VersionObjectCodec.verifyManifest(mbytes, footer);
+      }
+      Manifest m = ManifestCodec.decode(mbytes);
+      String expectedAttempt = StoreLayout.attemptOf(key);
+      if (m.version() != version || !m.attempt().equals(expectedAttempt)
+          || !m.storeId().equals(identity.id())) {
+        throw new ManifestFormatException("manifest describes store " + m.storeId()
+            + " version " + m.version() + " attempt " + m.attempt() + ", expected "
+            + identity.id() + " version " + version + " attempt " + expectedAttempt, null);
+      }
+      return m;
+    } catch (ManifestFormatException e) {
+      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
+          + " version " + version + ": version object " + objects.describe(key)
+          + " is invalid: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Finds the version object of the newest attempt of {@code version} with one LIST: the
+   * latest server-side last-modified time wins, ties broken by the attempt id (creation time,
+   * then random bits). Only cold loads without a checkpoint id call this.
+   */
+  private String newestAttempt(long version) throws IOException {
+    List<ObjectInfo> found;
+    try {
+      found = objects.list(StoreLayout.versionPrefix(version));
+    } catch (IOException e) {
+      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
+          + " version " + version + ": listing "
+          + objects.describe(StoreLayout.versionPrefix(version)) + " failed: "
+          + e.getMessage(), e);
+    }
+    ObjectInfo best = null;
+    for (ObjectInfo o : found) {
+      String a = StoreLayout.attemptOf(o.key());
+      if (a == null) {
+        continue;
+      }
+      if (best == null || o.lastModifiedMillis() > best.lastModifiedMillis()
+          || (o.lastModifiedMillis() == best.lastModifiedMillis()
+              && a.compareTo(StoreLayout.attemptOf(best.key())) > 0)) {
+        best = o;
+      }
+    }
+    if (best == null) {
+      throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+          "Cannot load " + identity + " version " + version + ": no version object under "
+              + objects.describe(StoreLayout.versionPrefix(version))
+              + " (the version was never committed)", null);
+    }
+    return best.key();
+  }
+
+  private void restore(Manifest m, long startNanos) throws IOException {
+    Path dbDir = newDbDir();
+    Path tmp = Files.createDirectories(localDir.resolve("tmp"));
+    List<Future<Long>> downloads = new ArrayList<>();
+    Map<Long, Path> deltaFiles = new HashMap<>();
+    long files = 0;
+    if (m.base().isPresent()) {
+      for (BaseSnapshot.BaseFile f : m.base().get().files()) {
+        Path target = dbDir.resolve(f.name());
+        downloads.add(transfers.submit(() -> download(m, f.file(), target)));
+        files++;
+      }
+    }
+    for (Delta d : m.deltas()) {
+      Path target = tmp.resolve("restore-" + d.version() + "-" + d.attempt() + ".sst");
+      deltaFiles.put(d.version(), target);
+      downloads.add(transfers.submit(() -> download(m, d.file(), target)));
+      files++;
+    }
+    LocalStore fresh = null;
+    try {
+      long bytes = 0;
+      for (long b : awaitAll(downloads, "restore version " + m.version())) {
+        bytes += b;
+      }
+      fresh = LocalStore.open(dbDir, m.numKeys());
+      for (Delta d : m.deltas()) {
+        fresh.ingest(deltaFiles.get(d.version()));
+      }
+      fresh.setCommittedKeys(m.numKeys());
+      replaceLocal(fresh, m, m.version());
+      for (Delta d : m.deltas()) {
+        remoteFiles.put(d.file().contentId(), d.file());
+      }
+      m.base().ifPresent(b -> b.files().forEach(f -> remoteFiles.put(f.file().contentId(), f.file())));
+      lastRestore = new RestoreStats(ms(System.nanoTime() - startNanos), bytes, files);
+      LOG.info("{} restored version {} from the object store: {} files, {} bytes, {} ms",
+          identity, m.version(), files, bytes, lastRestore.restoreMs());
+    } catch (IOException | RuntimeException e) {
+      for (Future<Long> f : downloads) {
+        f.cancel(true);
+      }
+      if (fresh != null && fresh != local) {
+        fresh.close();
+      }
+      deleteRecursively(dbDir);
+      throw e;
+    } finally {
+      for (Path p : deltaFiles.values()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  /** Downloads one file range to {@code target}, verifying size and checksum; returns bytes. */
+  private long download(Manifest m, FileRef ref, Path target) throws IOException {
+    Files.createDirectories(target.getParent());
+    if (ref.length() == 0) {
+      Files.write(target, new byte[0]);
+      return 0;
+    }
+    long n = 0;
+    long sum;
+    try (InputStream in = objects.getRange(ref.key(), ref.offset(), ref.length());
+        OutputStream out = Files.newOutputStream(target);
+        StreamingXXHash64 h = Checksums.newStreaming()) {
+      byte[] buf = new byte[1 << 16];
+      int r;
+      while ((r = in.read(buf)) > 0) {
+        out.write(buf, 0, r);
+        h.update(buf, 0, r);
+        n += r;
+      }
+      sum = h.getValue();
+    } catch (ObjectNotFoundException e) {
+      throw new StateLoadException(StateLoadException.Reason.MISSING_FILE, "Cannot load "
+          + identity + " version " + m.version() + ": " + objects.describe(ref.key())
+          + ", named by its manifest, does not exist", e);
+    } catch (StateLoadException e) {
+      throw e;
+    } catch (IOException e) {
+      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
+          + " version " + m.version() + ": downloading " + objects.describe(ref.key())
+          + " failed: " + e.getMessage(), e);
+    }
+    if (n != ref.length() || sum != ref.checksum()) {
+      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
+          + " version " + m.version() + ": " + objects.describe(ref.key()) + " bytes "
+          + ref.offset() + ".." + (ref.offset() + ref.length()) + " do not match the manifest "
+          + "(expected " + ref.length() + " bytes with xxhash64 " + Checksums.hex(ref.checksum())
+          + ", got " + n + " bytes with xxhash64 " + Checksums.hex(sum) + ")", null);
+    }
+    return n;
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private Path newDbDir() throws IOException {
+    Files.createDirectories(localDir);
+    return localDir.resolve("db-" + dirCounter.incrementAndGet());
+  }
+
+  private void replaceLocal(LocalStore fresh, Manifest m, long version) throws IOException {
+    LocalStore old = local;
+    local = fresh;
+    loaded = m;
+    loadedVersion = version;
+    generation++;
+    pendingBase = null;
+    localFileIds.clear();
+    if (old != null) {
+      old.close();
+      deleteRecursively(old.dir());
+    }
+  }
+
+  private void invalidateLocal() {
+    LocalStore old = local;
+    local = null;
+    loaded = null;
+    loadedVersion = -1;
+    generation++;
+    pendingBase = null;
+    localFileIds.clear();
+    if (old != null) {
+      old.close();
+      try {
+        deleteRecursively(old.dir());
+      } catch (IOException e) {
+        LOG.warn("{}: cannot delete {}", identity, old.dir(), e);
+      }
+    }
+  }
+
+  private LocalStore requireLocal() {
+    LocalStore l = local;
+    if (l == null) {
+      throw new IllegalStateException(identity + ": no version is loaded");
+    }
+    return l;
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException(identity + " is closed");
+    }
+  }
+
+  private <T> List<T> awaitAll(List<Future<T>> futures, String what) throws IOException {
+    List<T> out = new ArrayList<>(futures.size());
+    try {
+      for (Future<T> f : futures) {
+        out.add(f.get());
+      }
+      return out;
+    } catch (InterruptedException e) {
+      futures.forEach(f -> f.cancel(true));
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException("Interrupted during " + what + " of " + identity);
+    } catch (ExecutionException e) {
+      futures.forEach(f -> f.cancel(true));
+      Throwable c = e.getCause();
+      if (c instanceof IOException io) {
+        throw io;
+      }
+      if (c instanceof RuntimeException re) {
+        throw re;
+      }
+      throw new IOException("Cannot " + what + " of " + identity + ": " + c, c);
+    }
+  }
+
+  static void deleteRecursively(Path p) throws IOException {
+    if (!Files.exists(p)) {
+      return;
+    }
+    try (Stream<Path> s = Files.walk(p)) {
+      for (Path x : s.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(x);
+      }
+    }
+  }
+
+  private static long ms(long nanos) {
+    return TimeUnit.NANOSECONDS.toMillis(nanos);
+  }
+}

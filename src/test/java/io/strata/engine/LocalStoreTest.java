@@ -1,0 +1,138 @@
+package io.strata.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.format.Checksums;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LocalStoreTest {
+  @TempDir Path tmp;
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static List<String> keys(CloseableIterator<KeyValue> it) {
+    List<String> out = new ArrayList<>();
+    while (it.hasNext()) {
+      out.add(new String(it.next().key(), StandardCharsets.UTF_8));
+    }
+    return out;
+  }
+
+  @Test
+  void pendingWritesAreVisibleBeforeCommitAndGoneAfterAbort() throws Exception {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+      s.put(b("a"), b("1"));
+      assertArrayEquals(b("1"), s.get(b("a")));
+      assertEquals(1, s.numKeys());
+      s.discardPending();
+      assertNull(s.get(b("a")));
+      assertEquals(0, s.numKeys());
+    }
+  }
+
+  @Test
+  void deltaIsIngestedByteForByteAndTombstonesHideCommittedKeys() throws Exception {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+      s.put(b("a"), b("1"));
+      s.put(b("b"), b("2"));
+      s.put(b("c"), b("3"));
+      Path sst1 = tmp.resolve("d1.sst");
+      Optional<DeltaFile> d1 = s.writeDelta(sst1);
+      assertTrue(d1.isPresent());
+      long checksum = d1.get().checksum();
+      assertEquals(checksum, Checksums.xxhash64(sst1));
+      s.commitPending(d1);
+      assertEquals(3, s.numKeys());
+
+      s.delete(b("b"));
+      s.put(b("c"), b("33"));
+      s.put(b("d"), b("4"));
+      assertEquals(List.of("a", "c", "d"), keys(s.scan(new byte[0])));
+      Optional<DeltaFile> d2 = s.writeDelta(tmp.resolve("d2.sst"));
+      s.commitPending(d2);
+      assertNull(s.get(b("b")));
+      assertArrayEquals(b("33"), s.get(b("c")));
+      assertEquals(3, s.numKeys());
+      assertEquals(List.of("a", "c", "d"), keys(s.scan(new byte[0])));
+
+      // The ingested file in the DB is the very bytes we wrote (write_global_seqno=false).
+      Path cp = tmp.resolve("cp");
+      s.checkpoint(cp);
+      boolean found = false;
+      try (var files = Files.list(cp)) {
+        for (Path f : files.filter(p -> p.toString().endsWith(".sst")).toList()) {
+          if (Files.size(f) == d1.get().size() && Checksums.xxhash64(f) == checksum) {
+            found = true;
+          }
+        }
+      }
+      assertTrue(found, "the first delta should be in the checkpoint unchanged");
+    }
+  }
+
+  @Test
+  void emptyVersionWritesNoDelta() throws Exception {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+      assertFalse(s.writeDelta(tmp.resolve("x.sst")).isPresent());
+      assertFalse(Files.exists(tmp.resolve("x.sst")));
+    }
+  }
+
+  @Test
+  void prefixScanReturnsOnlyMatchingKeysInOrder() throws Exception {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+      s.put(b("p1/b"), b("x"));
+      s.put(b("p2/a"), b("x"));
+      s.commitPending(s.writeDelta(tmp.resolve("d.sst")));
+      s.put(b("p1/a"), b("x"));
+      s.put(b("p1/c"), b("x"));
+      s.delete(b("p1/b"));
+      assertEquals(List.of("p1/a", "p1/c"), keys(s.scan(b("p1/"))));
+    }
+  }
+
+  @Test
+  void writesWhileIteratingAreAllowed() throws Exception {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+      for (int i = 0; i < 100; i++) {
+        s.put(b(String.format("k%03d", i)), b("v"));
+      }
+      s.commitPending(s.writeDelta(tmp.resolve("d.sst")));
+      int seen = 0;
+      try (CloseableIterator<KeyValue> it = s.scan(new byte[0])) {
+        while (it.hasNext()) {
+          KeyValue kv = it.next();
+          s.delete(kv.key());
+          seen++;
+        }
+      }
+      assertEquals(100, seen);
+      assertEquals(0, s.numKeys());
+      assertEquals(List.of(), keys(s.scan(new byte[0])));
+    }
+  }
+
+  @Test
+  void useAfterCloseIsAClearError() throws Exception {
+    LocalStore s = LocalStore.open(tmp.resolve("db"), 0);
+    CloseableIterator<KeyValue> it = s.scan(new byte[0]);
+    s.close();
+    s.close();
+    assertThrows(IllegalStateException.class, () -> s.get(b("a")));
+    it.close();
+  }
+}

@@ -1,0 +1,144 @@
+package io.strata.format;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+class ManifestCodecTest {
+
+  /** The manifest the golden file holds; changing the format means changing both on purpose. */
+  static Manifest goldenManifest() {
+    String a1 = "018c0a1b2c3d-00112233445566ff";
+    String a5 = "018c0a1b2c99-8899aabbccddeeff";
+    String a6 = "018c0a1b2d00-0123456789abcdef";
+    String a7 = "018c0a1b2e00-fedcba9876543210";
+    BaseSnapshot base = new BaseSnapshot(5, a5, List.of(
+        new BaseSnapshot.BaseFile("000012.sst",
+            new FileRef(StoreLayout.versionObject(1, a1), 0, 1500, 0x1234L)),
+        new BaseSnapshot.BaseFile("000020.sst",
+            new FileRef("sst/0123456789abcdef0123456789abcdef.sst", 0, 4096, 0xfedcba9876543210L)),
+        new BaseSnapshot.BaseFile("CURRENT",
+            new FileRef(StoreLayout.snapshotPack(5, a5), 0, 16, 0x1L)),
+        new BaseSnapshot.BaseFile("MANIFEST-000022",
+            new FileRef(StoreLayout.snapshotPack(5, a5), 16, 300, 0x2L))));
+    return new Manifest(1, "0/3/default", 7, a7, 6, Optional.of(a6), Optional.of(base),
+        List.of(new Delta(6, a6, new FileRef(StoreLayout.versionObject(6, a6), 0, 900, 0xabcL)),
+            new Delta(7, a7, new FileRef(StoreLayout.versionObject(7, a7), 0, 800, 0xdefL))),
+        "{\"type\":\"struct\",\"fields\":[]}", "{\"type\":\"struct\",\"fields\":[]}", 42,
+        1700000000000L);
+  }
+
+  @Test
+  void encodesExactlyTheGoldenFile() throws IOException {
+    byte[] golden = readGolden();
+    assertEquals(new String(golden, StandardCharsets.UTF_8).trim(),
+        new String(ManifestCodec.encode(goldenManifest()), StandardCharsets.UTF_8),
+        "manifest encoding changed: update docs/format.md and bump the format version on purpose");
+  }
+
+  @Test
+  void decodesTheGoldenFile() throws Exception {
+    Manifest m = ManifestCodec.decode(readGolden());
+    assertEquals(goldenManifest(), m);
+    assertEquals(1500 + 4096 + 16 + 300 + 900 + 800, m.totalBytes());
+    assertEquals(2, m.deltaChainLength());
+    assertEquals(2, m.versionsSinceBase());
+  }
+
+  @Test
+  void roundTripsWithoutBase() throws Exception {
+    Manifest m = new Manifest(1, "1/0/left-keyToNumValues", 1, StoreLayout.newAttemptId(), 0,
+        Optional.empty(), Optional.empty(), List.of(), "{}", "{}", 0, 1L);
+    assertEquals(m, ManifestCodec.decode(ManifestCodec.encode(m)));
+  }
+
+  @Test
+  void rejectsANewerFormatVersion() {
+    String json = new String(ManifestCodec.encode(goldenManifest()), StandardCharsets.UTF_8)
+        .replace("\"formatVersion\":1", "\"formatVersion\":2");
+    ManifestFormatException e = assertThrows(ManifestFormatException.class,
+        () -> ManifestCodec.decode(json.getBytes(StandardCharsets.UTF_8)));
+    assertTrue(e.getMessage().contains("newer Strata"), e.getMessage());
+  }
+
+  @Test
+  void rejectsAMissingField() {
+    String json = new String(ManifestCodec.encode(goldenManifest()), StandardCharsets.UTF_8)
+        .replace("\"storeId\"", "\"storeIdx\"");
+    ManifestFormatException e = assertThrows(ManifestFormatException.class,
+        () -> ManifestCodec.decode(json.getBytes(StandardCharsets.UTF_8)));
+    assertTrue(e.getMessage().contains("storeId"), e.getMessage());
+  }
+
+  @Test
+  void rejectsAByteCountThatDoesNotAddUp() {
+    String json = new String(ManifestCodec.encode(goldenManifest()), StandardCharsets.UTF_8)
+        .replace("\"bytes\":7612", "\"bytes\":7613");
+    assertThrows(ManifestFormatException.class,
+        () -> ManifestCodec.decode(json.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  @Test
+  void rejectsDeltasOutOfOrder() {
+    Manifest g = goldenManifest();
+    assertThrows(IllegalArgumentException.class, () -> new Manifest(1, "0/0/default", 7,
+        g.attempt(), 6, g.parentAttempt(), g.base(),
+        List.of(g.deltas().get(1), g.deltas().get(0)), "{}", "{}", 0, 0));
+  }
+
+  @Test
+  void versionObjectFooterRoundTrips() throws Exception {
+    byte[] manifest = ManifestCodec.encode(goldenManifest());
+    byte[] tail = VersionObjectCodec.manifestAndFooter(manifest, 800);
+    byte[] object = new byte[800 + tail.length];
+    System.arraycopy(tail, 0, object, 800, tail.length);
+    VersionObjectCodec.Footer f = VersionObjectCodec.footer(object, object.length);
+    assertEquals(800, f.manifestOffset());
+    assertArrayEquals(manifest, VersionObjectCodec.manifestFromTail(object, f));
+  }
+
+  @Test
+  void versionObjectDetectsAFlippedManifestByte() throws Exception {
+    byte[] manifest = ManifestCodec.encode(goldenManifest());
+    byte[] tail = VersionObjectCodec.manifestAndFooter(manifest, 0);
+    tail[10] ^= 1;
+    VersionObjectCodec.Footer f = VersionObjectCodec.footer(tail, tail.length);
+    ManifestFormatException e = assertThrows(ManifestFormatException.class,
+        () -> VersionObjectCodec.manifestFromTail(tail, f));
+    assertTrue(e.getMessage().contains("checksum mismatch"), e.getMessage());
+  }
+
+  @Test
+  void versionObjectDetectsTruncation() {
+    byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(goldenManifest()), 0);
+    byte[] truncated = java.util.Arrays.copyOf(tail, tail.length - 5);
+    assertThrows(ManifestFormatException.class,
+        () -> VersionObjectCodec.footer(truncated, truncated.length));
+  }
+
+  @Test
+  void keysSortByVersion() {
+    String a = StoreLayout.newAttemptId();
+    assertTrue(StoreLayout.versionObject(9, a).compareTo(StoreLayout.versionObject(10, a)) < 0);
+    assertEquals("v/00000000000000000010/", StoreLayout.versionPrefix(10));
+    assertEquals(a, StoreLayout.attemptOf(StoreLayout.versionObject(10, a)));
+    assertThrows(IllegalArgumentException.class, () -> StoreLayout.versionObject(1, "../x"));
+  }
+
+  private static byte[] readGolden() throws IOException {
+    try (InputStream in = ManifestCodecTest.class.getResourceAsStream("/golden/manifest-v1.json")) {
+      if (in == null) {
+        throw new IOException("golden/manifest-v1.json missing from test resources");
+      }
+      return in.readAllBytes();
+    }
+  }
+}

@@ -1,0 +1,117 @@
+package io.strata.spark;
+
+import io.strata.demo.S3ProxyServer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.Map;
+import java.util.UUID;
+import java.util.stream.Stream;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+
+/**
+ * A real S3-compatible server (S3Proxy in a child JVM on loopback) plus a local-mode Spark
+ * session whose Strata and S3A settings point at it. One per test class.
+ */
+final class SparkS3Harness implements AutoCloseable {
+  static final String PROVIDER = StrataStateStoreProvider.class.getName();
+  static final String HDFS_PROVIDER =
+      "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider";
+  static final String BUCKET = "strata-it";
+
+  final Path work;
+  final Path localDir;
+  final S3ProxyServer s3;
+  final SparkSession spark;
+
+  SparkS3Harness(int shufflePartitions) throws IOException {
+    work = Files.createTempDirectory("strata-it-");
+    localDir = work.resolve("strata-local");
+    s3 = S3ProxyServer.start(work.resolve("s3"), Map.of());
+    s3.createBucket(BUCKET);
+    String endpoint = s3.endpoint().toString();
+    spark = SparkSession.builder()
+        .master("local[2]")
+        .appName("strata-it")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.local.dir", work.resolve("spark-local").toString())
+        .config("spark.sql.shuffle.partitions", Integer.toString(shufflePartitions))
+        .config("spark.sql.streaming.stateStore.maintenanceInterval", "2s")
+        .config("spark.sql.streaming.stateStore.strata.s3.endpoint", endpoint)
+        .config("spark.sql.streaming.stateStore.strata.s3.region", "us-east-1")
+        .config("spark.sql.streaming.stateStore.strata.s3.pathStyleAccess", "true")
+        .config("spark.sql.streaming.stateStore.strata.s3.accessKeyId", S3ProxyServer.ACCESS_KEY)
+        .config("spark.sql.streaming.stateStore.strata.s3.secretAccessKey",
+            S3ProxyServer.SECRET_KEY)
+        .config("spark.sql.streaming.stateStore.strata.localDir", localDir.toString())
+        .config("spark.sql.streaming.stateStore.strata.snapshotInterval", "3")
+        .config("spark.hadoop.fs.s3a.endpoint", endpoint)
+        .config("spark.hadoop.fs.s3a.endpoint.region", "us-east-1")
+        .config("spark.hadoop.fs.s3a.path.style.access", "true")
+        .config("spark.hadoop.fs.s3a.connection.ssl.enabled", "false")
+        .config("spark.hadoop.fs.s3a.access.key", S3ProxyServer.ACCESS_KEY)
+        .config("spark.hadoop.fs.s3a.secret.key", S3ProxyServer.SECRET_KEY)
+        .config("spark.hadoop.fs.s3a.aws.credentials.provider",
+            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider")
+        .config("spark.hadoop.fs.s3a.change.detection.version.required", "false")
+        .config("spark.hadoop.fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
+        .getOrCreate();
+    spark.sparkContext().setLogLevel("WARN");
+  }
+
+  /** A fresh S3 checkpoint location for one query. */
+  String s3Checkpoint(String name) {
+    return "s3a://" + BUCKET + "/" + name + "-" + UUID.randomUUID();
+  }
+
+  /** A fresh local checkpoint location (for the baseline provider). */
+  String fileCheckpoint(String name) throws IOException {
+    return Files.createDirectories(work.resolve("ckpt").resolve(name + "-" + UUID.randomUUID()))
+        .toUri().toString();
+  }
+
+  /**
+   * Simulates losing every executor disk: unloads every state store provider of this JVM
+   * (Spark's own {@code StateStore.stop()}) and deletes Strata's local directories.
+   */
+  void wipeLocalState() throws IOException {
+    StateStore.stop();
+    deleteRecursively(localDir);
+  }
+
+  /** Number of files under the local state directory (0 after a wipe). */
+  long localFiles() throws IOException {
+    if (!Files.exists(localDir)) {
+      return 0;
+    }
+    try (Stream<Path> s = Files.walk(localDir)) {
+      return s.filter(Files::isRegularFile).count();
+    }
+  }
+
+  static void deleteRecursively(Path p) throws IOException {
+    if (!Files.exists(p)) {
+      return;
+    }
+    try (Stream<Path> s = Files.walk(p)) {
+      for (Path x : s.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(x);
+      }
+    }
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      spark.stop();
+      StateStore.stop();
+    } finally {
+      s3.close();
+      deleteRecursively(work);
+    }
+  }
+}

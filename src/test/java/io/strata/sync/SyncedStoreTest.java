@@ -1,0 +1,261 @@
+package io.strata.sync;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.format.Manifest;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectStore;
+import io.strata.objectstore.ObjectStores;
+import io.strata.objectstore.RequestListener;
+import io.strata.objectstore.S3Settings;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The commit protocol, restore and snapshots against the local-filesystem object store. */
+class SyncedStoreTest {
+  @TempDir Path tmp;
+
+  static final S3Settings UNUSED_S3 = new S3Settings(Optional.empty(), "us-east-1", false,
+      Optional.empty(), Optional.empty(), Optional.empty(), 1, Duration.ofSeconds(5),
+      Duration.ofSeconds(5), 4);
+
+  private SyncedStore open(String name, int snapshotInterval) {
+    Path remote = tmp.resolve("remote");
+    ObjectStore objects = ObjectStores.open(remote.toUri().toString(), UNUSED_S3,
+        RequestListener.NONE);
+    return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
+        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 4), "{}", "{}");
+  }
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static byte[] key(int i) {
+    return b(String.format("key-%06d", i));
+  }
+
+  /** Writes version v: puts keys [0, v*10), deletes key v-1's neighbour, updates a counter. */
+  private static void writeVersion(SyncedStore s, long v) throws Exception {
+    for (int i = 0; i < 10; i++) {
+      s.put(key((int) (v * 10 + i)), b("v" + v));
+    }
+    s.put(b("counter"), b(Long.toString(v)));
+    if (v > 2) {
+      s.delete(key((int) ((v - 2) * 10)));
+    }
+  }
+
+  private static void assertVersion(SyncedStore s, long v) throws Exception {
+    assertArrayEquals(b(Long.toString(v)), s.get(b("counter")), "counter at version " + v);
+    long expectedKeys = 1;
+    for (long w = 1; w <= v; w++) {
+      for (int i = 0; i < 10; i++) {
+        int k = (int) (w * 10 + i);
+        boolean deleted = i == 0 && w + 2 <= v;
+        byte[] got = s.get(key(k));
+        if (deleted) {
+          assertNull(got, "key " + k + " deleted by version " + (w + 2));
+        } else {
+          assertArrayEquals(b("v" + w), got, "key " + k + " at version " + v);
+          expectedKeys++;
+        }
+      }
+    }
+    assertEquals(expectedKeys, s.numKeys());
+  }
+
+  @Test
+  void commitWritesOneVersionObjectAndRestoresFromItOnAFreshInstance() throws Exception {
+    try (SyncedStore s = open("a", 100)) {
+      s.load(0, Optional.empty());
+      for (long v = 1; v <= 5; v++) {
+        writeVersion(s, v);
+        SyncedStore.Committed c = s.commit();
+        assertEquals(v, c.manifest().version());
+        assertEquals(StoreLayout.versionObject(v, c.manifest().attempt()), c.key());
+        assertEquals(v, c.manifest().deltaChainLength());
+      }
+      assertVersion(s, 5);
+    }
+    try (SyncedStore fresh = open("b", 100)) {
+      fresh.load(5, Optional.empty());
+      assertTrue(fresh.lastRestore().filesDownloaded() == 5);
+      assertVersion(fresh, 5);
+      fresh.load(3, Optional.empty());
+      assertVersion(fresh, 3);
+    }
+  }
+
+  @Test
+  void idleVersionCommitsAManifestWithoutDelta() throws Exception {
+    try (SyncedStore s = open("a", 100)) {
+      s.load(0, Optional.empty());
+      writeVersion(s, 1);
+      s.commit();
+      SyncedStore.Committed idle = s.commit();
+      assertEquals(2, idle.manifest().version());
+      assertEquals(1, idle.manifest().deltaChainLength());
+      assertEquals(0, idle.stats().deltaBytes());
+    }
+    try (SyncedStore fresh = open("b", 100)) {
+      fresh.load(2, Optional.empty());
+      assertVersion(fresh, 1);
+    }
+  }
+
+  @Test
+  void abortDropsPendingWritesAndRecommitWritesANewAttempt() throws Exception {
+    String first;
+    try (SyncedStore s = open("a", 100)) {
+      s.load(0, Optional.empty());
+      writeVersion(s, 1);
+      first = s.commit().manifest().attempt();
+      s.put(b("garbage"), b("x"));
+      s.abort();
+      assertNull(s.get(b("garbage")));
+      // re-run of version 2 twice (task retry): two attempts, newest wins in format 1
+      s.load(1, Optional.empty());
+      s.put(b("attempt"), b("one"));
+      String a1 = s.commit().manifest().attempt();
+      s.load(1, Optional.of(first));
+      s.put(b("attempt"), b("two"));
+      String a2 = s.commit().manifest().attempt();
+      assertFalse(a1.equals(a2));
+      Thread.sleep(5);
+    }
+    try (SyncedStore fresh = open("b", 100)) {
+      fresh.load(2, Optional.empty());
+      assertArrayEquals(b("two"), fresh.get(b("attempt")));
+      assertNull(fresh.get(b("garbage")));
+    }
+  }
+
+  @Test
+  void loadByCheckpointIdReadsExactlyThatAttempt() throws Exception {
+    String a1;
+    try (SyncedStore s = open("a", 100)) {
+      s.load(0, Optional.empty());
+      s.put(b("k"), b("one"));
+      a1 = s.commit().manifest().attempt();
+      s.load(0, Optional.empty());
+      s.put(b("k"), b("two"));
+      s.commit();
+    }
+    try (SyncedStore fresh = open("b", 100)) {
+      fresh.load(1, Optional.of(a1));
+      assertArrayEquals(b("one"), fresh.get(b("k")));
+      assertEquals(Optional.of(a1), fresh.loadedAttempt());
+    }
+  }
+
+  @Test
+  void missingVersionIsNotFoundNeverEmpty() throws Exception {
+    try (SyncedStore s = open("a", 100)) {
+      s.load(0, Optional.empty());
+      s.put(b("k"), b("v"));
+      s.commit();
+      StateLoadException e = assertThrows(StateLoadException.class,
+          () -> s.load(7, Optional.empty()));
+      assertEquals(StateLoadException.Reason.VERSION_NOT_FOUND, e.reason());
+      assertTrue(e.getMessage().contains("version 7"), e.getMessage());
+    }
+  }
+
+  @Test
+  void snapshotShortensTheChainAndUploadsOnlyWhatIsMissing() throws Exception {
+    try (SyncedStore s = open("a", 3)) {
+      s.load(0, Optional.empty());
+      for (long v = 1; v <= 3; v++) {
+        writeVersion(s, v);
+        s.commit();
+      }
+      assertTrue(s.maintenance(), "snapshot due after 3 versions");
+      assertFalse(s.maintenance(), "no second snapshot of the same version");
+      writeVersion(s, 4);
+      Manifest m4 = s.commit().manifest();
+      assertTrue(m4.base().isPresent());
+      assertEquals(3, m4.base().get().version());
+      assertEquals(1, m4.deltaChainLength());
+      // Every base SST that was an ingested delta points into a version object: not re-uploaded.
+      long reused = m4.base().get().files().stream()
+          .filter(f -> f.file().key().startsWith("v/")).count();
+      assertTrue(reused >= 1, "ingested deltas are reused by the snapshot: " + m4.base());
+      for (long v = 5; v <= 6; v++) {
+        writeVersion(s, v);
+        s.commit();
+      }
+    }
+    try (SyncedStore fresh = open("b", 3)) {
+      fresh.load(6, Optional.empty());
+      assertVersion(fresh, 6);
+      fresh.load(4, Optional.empty());
+      assertVersion(fresh, 4);
+    }
+  }
+
+  @Test
+  void corruptDeltaFailsLoudlyNamingStoreVersionAndKey() throws Exception {
+    String key;
+    try (SyncedStore s = open("a", 100)) {
+      s.load(0, Optional.empty());
+      writeVersion(s, 1);
+      key = s.commit().key();
+    }
+    Path file = tmp.resolve("remote").resolve(key);
+    try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
+      raf.seek(100);
+      int x = raf.read();
+      raf.seek(100);
+      raf.write(x ^ 0x01);
+    }
+    try (SyncedStore fresh = open("b", 100)) {
+      StateLoadException e = assertThrows(StateLoadException.class,
+          () -> fresh.load(1, Optional.empty()));
+      assertEquals(StateLoadException.Reason.CORRUPT, e.reason());
+      assertTrue(e.getMessage().contains("0/1/default"), e.getMessage());
+      assertTrue(e.getMessage().contains("version 1"), e.getMessage());
+      assertTrue(e.getMessage().contains(key), e.getMessage());
+    }
+  }
+
+  @Test
+  void missingSnapshotFileFailsLoudly() throws Exception {
+    try (SyncedStore s = open("a", 1)) {
+      s.load(0, Optional.empty());
+      writeVersion(s, 1);
+      s.commit();
+      s.put(b("x"), b("y"));
+      assertTrue(s.maintenance());
+      writeVersion(s, 2);
+      Manifest m = s.commit().manifest();
+      assertTrue(m.base().isPresent());
+    }
+    ObjectStore objects = ObjectStores.open(tmp.resolve("remote").toUri().toString(), UNUSED_S3,
+        RequestListener.NONE);
+    List<ObjectInfo> packs = objects.list("snap/");
+    assertEquals(1, packs.size());
+    objects.delete(List.of(packs.get(0).key()));
+    objects.close();
+    try (SyncedStore fresh = open("b", 100)) {
+      StateLoadException e = assertThrows(StateLoadException.class,
+          () -> fresh.load(2, Optional.empty()));
+      assertEquals(StateLoadException.Reason.MISSING_FILE, e.reason());
+      assertTrue(e.getMessage().contains(packs.get(0).key()), e.getMessage());
+    }
+    assertTrue(Files.exists(tmp.resolve("remote")));
+  }
+}
