@@ -1,0 +1,129 @@
+package io.strata.objectstore;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Set;
+import software.amazon.awssdk.awscore.exception.AwsServiceException;
+import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
+import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.exception.SdkServiceException;
+
+/**
+ * Turns an SDK failure into an {@link ObjectStoreException} where it is thrown (after Trino's
+ * {@code S3Exceptions}). The SDK has already spent its retries when these run.
+ *
+ * <ul>
+ *   <li>404 NoSuchKey (or a 404 without a code, as HEAD gets) → {@link ObjectNotFoundException};
+ *   <li>404 NoSuchBucket, 403, 400 and other 4xx → not retryable;
+ *   <li>5xx, 429, 409 (a concurrent conditional write), throttling codes (503 SlowDown),
+ *       400 RequestTimeout, SDK timeouts and I/O errors (refused, reset) → retryable.
+ * </ul>
+ *
+ * <p>Messages read "Cannot &lt;action&gt; s3://bucket/key at &lt;endpoint&gt;: &lt;reason&gt;"
+ * and use the S3 error code and message, never the request's headers or credentials.
+ */
+final class S3Errors {
+  private static final Set<String> RETRYABLE_CODES = Set.of(
+      "SlowDown", "Throttling", "ThrottlingException", "RequestThrottled", "TooManyRequests",
+      "InternalError", "ServiceUnavailable", "RequestTimeout", "RequestTimeoutException",
+      "ConditionalRequestConflict", "OperationAborted");
+
+  private S3Errors() { }
+
+  /**
+   * Classifies {@code e}.
+   *
+   * @param action verb for the message, for example "read" or "create"
+   * @param location {@code s3://bucket/key} (or {@code s3://bucket/prefix})
+   * @param endpoint see {@link S3ClientFactory#describeEndpoint}
+   */
+  static ObjectStoreException classify(
+      String action, String location, String endpoint, SdkException e) {
+    String prefix = "Cannot " + action + " " + location + " at " + endpoint + ": ";
+    if (e instanceof SdkServiceException se) {
+      int status = se.statusCode();
+      String code = errorCode(se);
+      String reason = status + (code.isEmpty() ? "" : " " + code) + errorMessage(se)
+          + attempts(e);
+      if (status == 404 && !"NoSuchBucket".equals(code)) {
+        return new ObjectNotFoundException(prefix + "no such object (" + reason + ")", e);
+      }
+      if ("NoSuchBucket".equals(code)) {
+        return new ObjectStoreException(prefix + "the bucket does not exist (" + reason + ")",
+            false, e);
+      }
+      if (status == 403) {
+        return new ObjectStoreException(
+            prefix + "access denied; check the credentials and their permissions (" + reason + ")",
+            false, e);
+      }
+      return new ObjectStoreException(prefix + reason, retryable(se, status, code), e);
+    }
+    Throwable body = find(e, BodyReadException.class);
+    if (body != null) {
+      return new ObjectStoreException(
+          prefix + "cannot read the request body: " + body.getCause(), false, e);
+    }
+    if (e instanceof ApiCallTimeoutException || e instanceof ApiCallAttemptTimeoutException) {
+      return new ObjectStoreException(prefix + "timed out: " + e.getMessage() + attempts(e),
+          true, e);
+    }
+    Throwable io = find(e, IOException.class);
+    if (io != null) {
+      return new ObjectStoreException(prefix + io + attempts(e), true, e);
+    }
+    return new ObjectStoreException(prefix + e.getMessage(), e.retryable(), e);
+  }
+
+  /** The S3 error code ({@code AccessDenied}, {@code SlowDown}, ...), or "" if none. */
+  static String errorCode(SdkServiceException e) {
+    if (e instanceof AwsServiceException ae && ae.awsErrorDetails() != null
+        && ae.awsErrorDetails().errorCode() != null) {
+      return ae.awsErrorDetails().errorCode();
+    }
+    return "";
+  }
+
+  private static String errorMessage(SdkServiceException e) {
+    if (e instanceof AwsServiceException ae && ae.awsErrorDetails() != null) {
+      String m = ae.awsErrorDetails().errorMessage();
+      if (m != null && !m.isBlank()) {
+        return ": " + m;
+      }
+    }
+    return "";
+  }
+
+  private static boolean retryable(SdkServiceException e, int status, String code) {
+    return status >= 500 || status == 429 || status == 409
+        || e.isThrottlingException() || RETRYABLE_CODES.contains(code);
+  }
+
+  private static String attempts(SdkException e) {
+    Integer n = e.numAttempts();
+    return n != null && n > 1 ? " (after " + n + " attempts)" : "";
+  }
+
+  private static <T extends Throwable> T find(Throwable e, Class<T> type) {
+    for (Throwable t = e; t != null && t != t.getCause(); t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return type.cast(t);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * A failure to open the local bytes of an upload ({@link ObjectBody#open()}), carried through
+   * the SDK's {@code ContentStreamProvider} which cannot throw checked exceptions. Not retryable:
+   * the local source, not the network, is at fault.
+   */
+  static final class BodyReadException extends UncheckedIOException {
+    private static final long serialVersionUID = 1L;
+
+    BodyReadException(IOException cause) {
+      super(cause.getMessage(), cause);
+    }
+  }
+}

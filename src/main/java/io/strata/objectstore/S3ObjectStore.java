@@ -1,0 +1,511 @@
+package io.strata.objectstore;
+
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
+import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.exception.SdkServiceException;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.http.ContentStreamProvider;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.Delete;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
+import software.amazon.awssdk.services.s3.model.PutObjectRequest;
+import software.amazon.awssdk.services.s3.model.S3Error;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * An {@link ObjectStore} on S3 (or an S3-compatible server) rooted at {@code s3://bucket/prefix},
+ * using a shared sync AWS SDK v2 client.
+ *
+ * <p>Create-only writes use S3 conditional writes: {@code PutObject} with {@code If-None-Match:
+ * *}, which S3 applies atomically (exactly one of several racing writers gets 200, the others
+ * 412 Precondition Failed, or 409 ConditionalRequestConflict while another conditional write to
+ * the key is in flight). Each logical write stores a random put id as user metadata {@code
+ * x-amz-meta-strata-put-id}; a 412 on a write whose earlier attempt the server applied (the SDK
+ * retried after a timeout or reset) is recognised by that id and reported as success.
+ *
+ * <p>Every request carries this store's {@link RequestListener}, which sees each HTTP attempt.
+ * Use after {@link #close()} throws {@link IllegalStateException}.
+ */
+final class S3ObjectStore implements ObjectStore {
+  private static final Logger LOG = LoggerFactory.getLogger(S3ObjectStore.class);
+
+  /** User-metadata name (without {@code x-amz-meta-}) of the put id of a create-only write. */
+  static final String PUT_ID = "strata-put-id";
+  /** Attempts of a create-only write on 409 ConditionalRequestConflict (our loop, not the SDK's). */
+  static final int CONFLICT_ATTEMPTS = 4;
+  /** First backoff after a 409, milliseconds; doubles per attempt, with full jitter. */
+  static final long CONFLICT_BACKOFF_MS = 50;
+  /** S3's maximum keys per DeleteObjects request. */
+  static final int DELETE_BATCH = 1000;
+
+  private final SharedS3Clients.Lease lease;
+  private final S3Client s3;
+  private final String bucket;
+  /** Root prefix: empty or ending with '/'. */
+  private final String prefix;
+  private final String endpoint;
+  private final RequestListener listener;
+  private final int pageSize;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  /** Set once a HeadBucket confirmed the bucket exists (see {@link #head}). */
+  private volatile boolean bucketVerified;
+
+  /**
+   * A store over {@code s3://bucket/prefix} that owns {@code lease} and releases it on close.
+   *
+   * @param prefix root prefix; empty, or '/'-separated segments (a trailing '/' is added)
+   * @param pageSize keys per ListObjectsV2 page (1..1000; S3's default and maximum is 1000)
+   */
+  S3ObjectStore(SharedS3Clients.Lease lease, String bucket, String prefix,
+      RequestListener listener, int pageSize) {
+    this.lease = Objects.requireNonNull(lease, "lease");
+    this.s3 = lease.client();
+    this.bucket = Objects.requireNonNull(bucket, "bucket");
+    this.prefix = normalizePrefix(prefix);
+    this.endpoint = S3ClientFactory.describeEndpoint(lease.settings());
+    this.listener = listener == null ? RequestListener.NONE : listener;
+    if (pageSize < 1 || pageSize > 1000) {
+      throw new IllegalArgumentException("pageSize must be in 1..1000, was " + pageSize);
+    }
+    this.pageSize = pageSize;
+  }
+
+  /** Normalizes a root prefix to "" or "a/b/". */
+  static String normalizePrefix(String prefix) {
+    String p = prefix == null ? "" : prefix;
+    while (p.startsWith("/")) {
+      p = p.substring(1);
+    }
+    while (p.endsWith("/")) {
+      p = p.substring(0, p.length() - 1);
+    }
+    if (p.isEmpty()) {
+      return "";
+    }
+    Keys.validate(p);
+    return p + "/";
+  }
+
+  String bucket() {
+    return bucket;
+  }
+
+  String prefix() {
+    return prefix;
+  }
+
+  @Override
+  public void putIfAbsent(String key, ObjectBody body) throws IOException {
+    putIfAbsent(key, body, UUID.randomUUID().toString());
+  }
+
+  /**
+   * {@link #putIfAbsent(String, ObjectBody)} with an explicit put id, so a test can play the
+   * part of an SDK retry whose first attempt the server applied.
+   */
+  void putIfAbsent(String key, ObjectBody body, String putId) throws IOException {
+    String fullKey = fullKey(key);
+    checkOpen();
+    for (int attempt = 1; ; attempt++) {
+      try {
+        upload(fullKey, body, b -> b.ifNoneMatch("*").metadata(Map.of(PUT_ID, putId)));
+        return;
+      } catch (SdkServiceException e) {
+        if (e.statusCode() == 412) {
+          resolvePreconditionFailed(key, putId, e);
+          return;
+        }
+        if (e.statusCode() == 409 && attempt < CONFLICT_ATTEMPTS) {
+          long delay = ThreadLocalRandom.current().nextLong(CONFLICT_BACKOFF_MS << attempt);
+          LOG.debug("409 {} on create of {}; retrying in {} ms (attempt {} of {})",
+              S3Errors.errorCode(e), describe(key), delay, attempt, CONFLICT_ATTEMPTS);
+          sleep(delay, key);
+          continue;
+        }
+        throw S3Errors.classify("create", describe(key), endpoint, e);
+      } catch (SdkException e) {
+        throw S3Errors.classify("create", describe(key), endpoint, e);
+      }
+    }
+  }
+
+  /**
+   * A 412 to {@code If-None-Match: *}: the key exists. It is ours if it carries our put id (an
+   * earlier attempt of this very write was applied); otherwise another writer won.
+   */
+  private void resolvePreconditionFailed(String key, String putId, SdkServiceException e)
+      throws IOException {
+    Optional<ObjectInfo> existing = head(key);
+    String theirs = existing.map(i -> i.metadata().get(PUT_ID)).orElse(null);
+    if (putId.equals(theirs)) {
+      LOG.info("Create of {} got 412 but the object carries this write's put id {}: an earlier"
+          + " attempt was applied; treating the write as done", describe(key), putId);
+      return;
+    }
+    String what = existing.isPresent()
+        ? "the object already exists (written by another writer, put id " + theirs + ")"
+        : "the object already existed (412 Precondition Failed) and has since been deleted";
+    throw new ObjectAlreadyExistsException(
+        "Cannot create " + describe(key) + " at " + endpoint + ": " + what, e);
+  }
+
+  @Override
+  public void put(String key, ObjectBody body) throws IOException {
+    String fullKey = fullKey(key);
+    checkOpen();
+    try {
+      upload(fullKey, body, b -> { });
+    } catch (SdkException e) {
+      throw S3Errors.classify("put", describe(key), endpoint, e);
+    }
+  }
+
+  private void upload(String fullKey, ObjectBody body, Consumer<PutObjectRequest.Builder> extra) {
+    try (BodyProvider provider = new BodyProvider(body)) {
+      PutObjectRequest.Builder b = PutObjectRequest.builder()
+          .bucket(bucket)
+          .key(fullKey)
+          .contentLength(body.length())
+          .contentType("application/octet-stream")
+          .overrideConfiguration(this::withListener);
+      extra.accept(b);
+      s3.putObject(b.build(),
+          RequestBody.fromContentProvider(provider, body.length(), "application/octet-stream"));
+    }
+  }
+
+  @Override
+  public InputStream get(String key) throws IOException {
+    String fullKey = fullKey(key);
+    checkOpen();
+    try {
+      return new S3InputStream(key, s3.getObject(b -> b.bucket(bucket).key(fullKey)
+          .overrideConfiguration(this::withListener)));
+    } catch (SdkException e) {
+      throw S3Errors.classify("read", describe(key), endpoint, e);
+    }
+  }
+
+  @Override
+  public InputStream getRange(String key, long offset, long length) throws IOException {
+    if (offset < 0 || length <= 0) {
+      throw new IllegalArgumentException(
+          "offset must be >= 0 and length > 0, were " + offset + " and " + length);
+    }
+    String fullKey = fullKey(key);
+    checkOpen();
+    String range = "bytes=" + offset + "-" + (offset + length - 1);
+    try {
+      return new S3InputStream(key, s3.getObject(b -> b.bucket(bucket).key(fullKey).range(range)
+          .overrideConfiguration(this::withListener)));
+    } catch (SdkException e) {
+      throw S3Errors.classify("read " + range + " of", describe(key), endpoint, e);
+    }
+  }
+
+  @Override
+  public byte[] getTail(String key, int length) throws IOException {
+    if (length <= 0) {
+      throw new IllegalArgumentException("length must be > 0, was " + length);
+    }
+    String fullKey = fullKey(key);
+    checkOpen();
+    String range = "bytes=-" + length;
+    try (InputStream in = new S3InputStream(key, s3.getObject(b -> b.bucket(bucket).key(fullKey)
+        .range(range).overrideConfiguration(this::withListener)))) {
+      return in.readAllBytes();
+    } catch (SdkServiceException e) {
+      if (e.statusCode() == 416) {
+        // A suffix range of an empty object is unsatisfiable; its tail is empty.
+        Optional<ObjectInfo> info = head(key);
+        if (info.isPresent() && info.get().size() == 0) {
+          return new byte[0];
+        }
+      }
+      throw S3Errors.classify("read " + range + " of", describe(key), endpoint, e);
+    } catch (SdkException e) {
+      throw S3Errors.classify("read " + range + " of", describe(key), endpoint, e);
+    }
+  }
+
+  @Override
+  public Optional<ObjectInfo> head(String key) throws IOException {
+    String fullKey = fullKey(key);
+    checkOpen();
+    HeadObjectResponse r;
+    try {
+      r = s3.headObject(b -> b.bucket(bucket).key(fullKey)
+          .overrideConfiguration(this::withListener));
+    } catch (SdkServiceException e) {
+      if (e.statusCode() == 404) {
+        // A 404 to HEAD has no body, so "no such key" and "no such bucket" look alike.
+        verifyBucketOnce("head", key);
+        return Optional.empty();
+      }
+      throw S3Errors.classify("head", describe(key), endpoint, e);
+    } catch (SdkException e) {
+      throw S3Errors.classify("head", describe(key), endpoint, e);
+    }
+    return Optional.of(new ObjectInfo(key, r.contentLength(),
+        r.lastModified() == null ? 0L : r.lastModified().toEpochMilli(),
+        lowerCaseKeys(r.metadata())));
+  }
+
+  /** Confirms with HeadBucket, once per store, that the bucket exists. */
+  private void verifyBucketOnce(String action, String key) throws ObjectStoreException {
+    if (bucketVerified) {
+      return;
+    }
+    try {
+      s3.headBucket(b -> b.bucket(bucket).overrideConfiguration(this::withListener));
+      bucketVerified = true;
+    } catch (SdkServiceException e) {
+      if (e.statusCode() == 404) {
+        throw new ObjectStoreException("Cannot " + action + " " + describe(key) + " at " + endpoint
+            + ": the bucket does not exist (404 on HeadBucket " + bucket + ")", false, e);
+      }
+      throw S3Errors.classify(action, describe(key), endpoint, e);
+    } catch (SdkException e) {
+      throw S3Errors.classify(action, describe(key), endpoint, e);
+    }
+  }
+
+  @Override
+  public List<ObjectInfo> list(String listPrefix) throws IOException {
+    Keys.validatePrefix(listPrefix);
+    checkOpen();
+    ListObjectsV2Request request = ListObjectsV2Request.builder()
+        .bucket(bucket)
+        .prefix(prefix + listPrefix)
+        .maxKeys(pageSize)
+        .overrideConfiguration(this::withListener)
+        .build();
+    List<ObjectInfo> out = new ArrayList<>();
+    try {
+      for (S3Object o : s3.listObjectsV2Paginator(request).contents()) {
+        String key = o.key();
+        if (!key.startsWith(prefix)) {
+          continue; // cannot happen with a conforming server; never hand out a foreign key
+        }
+        out.add(new ObjectInfo(key.substring(prefix.length()), o.size(),
+            o.lastModified() == null ? 0L : o.lastModified().toEpochMilli(), Map.of()));
+      }
+    } catch (SdkException e) {
+      throw S3Errors.classify("list", describe(listPrefix), endpoint, e);
+    }
+    // S3 already lists in this order; sorting keeps the contract on lax servers.
+    out.sort((a, b) -> Keys.compare(a.key(), b.key()));
+    return out;
+  }
+
+  @Override
+  public void delete(List<String> keys) throws IOException {
+    List<ObjectIdentifier> ids = new ArrayList<>(keys.size());
+    for (String key : keys) {
+      ids.add(ObjectIdentifier.builder().key(fullKey(key)).build());
+    }
+    checkOpen();
+    for (int from = 0; from < ids.size(); from += DELETE_BATCH) {
+      List<ObjectIdentifier> batch = ids.subList(from, Math.min(ids.size(), from + DELETE_BATCH));
+      String what = describe(keys.get(from)) + (batch.size() > 1
+          ? " and " + (batch.size() - 1) + " more" : "");
+      DeleteObjectsResponse r;
+      try {
+        r = s3.deleteObjects(b -> b.bucket(bucket)
+            .delete(Delete.builder().objects(batch).quiet(true).build())
+            .overrideConfiguration(this::withListener));
+      } catch (SdkException e) {
+        throw S3Errors.classify("delete", what, endpoint, e);
+      }
+      if (r.hasErrors() && !r.errors().isEmpty()) {
+        throw deleteErrors(r.errors());
+      }
+    }
+  }
+
+  private ObjectStoreException deleteErrors(List<S3Error> errors) {
+    StringBuilder sb = new StringBuilder();
+    boolean retryable = true;
+    for (int i = 0; i < errors.size(); i++) {
+      S3Error err = errors.get(i);
+      if (i < 5) {
+        sb.append(i == 0 ? "" : "; ").append(err.key()).append(": ").append(err.code())
+            .append(' ').append(err.message());
+      }
+      retryable &= err.code() != null && (err.code().equals("SlowDown")
+          || err.code().equals("InternalError") || err.code().equals("ServiceUnavailable"));
+    }
+    if (errors.size() > 5) {
+      sb.append("; and ").append(errors.size() - 5).append(" more");
+    }
+    return new ObjectStoreException("Cannot delete " + errors.size() + " object(s) in s3://"
+        + bucket + " at " + endpoint + ": " + sb, retryable, null);
+  }
+
+  @Override
+  public String describe(String key) {
+    return "s3://" + bucket + "/" + prefix + key;
+  }
+
+  @Override
+  public void close() {
+    if (closed.compareAndSet(false, true)) {
+      lease.close();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "S3ObjectStore[s3://" + bucket + "/" + prefix + " at " + endpoint + "]";
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private String fullKey(String key) {
+    return prefix + Keys.validate(key);
+  }
+
+  private void checkOpen() {
+    if (closed.get()) {
+      throw new IllegalStateException("Object store s3://" + bucket + "/" + prefix + " is closed");
+    }
+  }
+
+  private void withListener(AwsRequestOverrideConfiguration.Builder b) {
+    b.putExecutionAttribute(ListenerInterceptor.LISTENER, listener);
+  }
+
+  private static Map<String, String> lowerCaseKeys(Map<String, String> metadata) {
+    Map<String, String> out = new HashMap<>();
+    if (metadata != null) {
+      metadata.forEach((k, v) -> out.put(k.toLowerCase(Locale.ROOT), v));
+    }
+    return out;
+  }
+
+  private void sleep(long ms, String key) throws ObjectStoreException {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ObjectStoreException(
+          "Cannot create " + describe(key) + " at " + endpoint + ": interrupted", false, e);
+    }
+  }
+
+  /**
+   * Re-opens {@link ObjectBody} for each SDK attempt and closes the previous stream; the SDK
+   * closes neither reliably on every version.
+   */
+  private static final class BodyProvider implements ContentStreamProvider, AutoCloseable {
+    private final ObjectBody body;
+    private InputStream current;
+
+    BodyProvider(ObjectBody body) {
+      this.body = body;
+    }
+
+    @Override
+    public synchronized InputStream newStream() {
+      closeCurrent();
+      try {
+        current = body.open();
+      } catch (IOException e) {
+        throw new S3Errors.BodyReadException(e);
+      }
+      return current;
+    }
+
+    @Override
+    public synchronized void close() {
+      closeCurrent();
+    }
+
+    private void closeCurrent() {
+      if (current != null) {
+        try {
+          current.close();
+        } catch (IOException e) {
+          LOG.debug("Cannot close upload body stream: {}", e.toString());
+        }
+        current = null;
+      }
+    }
+  }
+
+  /**
+   * The body of a GET: classifies SDK failures during reads, and aborts the connection instead
+   * of draining it when closed before the end (the SDK's advice for partial reads).
+   */
+  private final class S3InputStream extends FilterInputStream {
+    private final String key;
+    private final ResponseInputStream<GetObjectResponse> response;
+    private boolean eof;
+
+    S3InputStream(String key, ResponseInputStream<GetObjectResponse> response) {
+      super(response);
+      this.key = key;
+      this.response = response;
+    }
+
+    @Override
+    public int read() throws IOException {
+      try {
+        int b = super.read();
+        eof |= b < 0;
+        return b;
+      } catch (SdkException e) {
+        throw S3Errors.classify("read", describe(key), endpoint, e);
+      } catch (IOException e) {
+        throw readFailed(e);
+      }
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      try {
+        int n = super.read(b, off, len);
+        eof |= n < 0;
+        return n;
+      } catch (SdkException e) {
+        throw S3Errors.classify("read", describe(key), endpoint, e);
+      } catch (IOException e) {
+        throw readFailed(e);
+      }
+    }
+
+    private ObjectStoreException readFailed(IOException e) {
+      return new ObjectStoreException(
+          "Cannot read " + describe(key) + " at " + endpoint + ": " + e, true, e);
+    }
+
+    @Override
+    public void close() throws IOException {
+      if (!eof) {
+        response.abort();
+      }
+      super.close();
+    }
+  }
+}

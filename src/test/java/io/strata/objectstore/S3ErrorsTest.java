@@ -1,0 +1,85 @@
+package io.strata.objectstore;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.SocketException;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.awscore.exception.AwsErrorDetails;
+import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+
+class S3ErrorsTest {
+  private static final String LOC = "s3://bkt/ckpt/k";
+  private static final String EP = "http://127.0.0.1:9000";
+
+  private static S3Exception s3(int status, String code) {
+    return (S3Exception) S3Exception.builder().statusCode(status)
+        .awsErrorDetails(AwsErrorDetails.builder().errorCode(code).errorMessage("msg " + code)
+            .build())
+        .build();
+  }
+
+  private static ObjectStoreException classify(SdkException e) {
+    return S3Errors.classify("read", LOC, EP, e);
+  }
+
+  @Test
+  void transientServiceErrorsAreRetryable() {
+    for (S3Exception e : new S3Exception[] {s3(503, "SlowDown"), s3(500, "InternalError"),
+        s3(502, null), s3(429, "TooManyRequests"), s3(409, "ConditionalRequestConflict"),
+        s3(400, "RequestTimeout")}) {
+      ObjectStoreException c = classify(e);
+      assertTrue(c.retryable(), c.getMessage());
+      assertEquals(ObjectStoreException.class, c.getClass());
+    }
+  }
+
+  @Test
+  void permanentServiceErrorsAreNot() {
+    for (S3Exception e : new S3Exception[] {s3(403, "AccessDenied"),
+        s3(403, "SignatureDoesNotMatch"), s3(400, "InvalidArgument"),
+        s3(416, "InvalidRange"), s3(412, "PreconditionFailed")}) {
+      ObjectStoreException c = classify(e);
+      assertFalse(c.retryable(), c.getMessage());
+    }
+  }
+
+  @Test
+  void notFoundVersusNoSuchBucket() {
+    assertInstanceOf(ObjectNotFoundException.class, classify(s3(404, "NoSuchKey")));
+    assertInstanceOf(ObjectNotFoundException.class, classify(s3(404, null)),
+        "a HEAD 404 has no code");
+    ObjectStoreException bucket = classify(s3(404, "NoSuchBucket"));
+    assertEquals(ObjectStoreException.class, bucket.getClass());
+    assertFalse(bucket.retryable());
+    assertTrue(bucket.getMessage().contains("bucket does not exist"), bucket.getMessage());
+  }
+
+  @Test
+  void messageNamesActionLocationEndpointAndReason() {
+    ObjectStoreException c = classify(s3(503, "SlowDown"));
+    assertEquals("Cannot read s3://bkt/ckpt/k at http://127.0.0.1:9000: 503 SlowDown: msg SlowDown",
+        c.getMessage());
+  }
+
+  @Test
+  void clientSideFailures() {
+    assertTrue(classify(ApiCallTimeoutException.create(1000)).retryable(), "call timeout");
+    assertTrue(classify(SdkClientException.create("connect",
+        new ConnectException("Connection refused"))).retryable(), "refused");
+    assertTrue(classify(SdkClientException.create("reset",
+        new SocketException("Connection reset"))).retryable(), "reset");
+    ObjectStoreException body = classify(SdkClientException.create("body",
+        new S3Errors.BodyReadException(new IOException("gone.sst"))));
+    assertFalse(body.retryable(), "a local body that cannot be read is not transient");
+    assertTrue(body.getMessage().contains("gone.sst"), body.getMessage());
+    assertFalse(classify(SdkClientException.create("Unable to load credentials")).retryable());
+  }
+}
