@@ -10,35 +10,50 @@ import org.apache.spark.SparkException;
 final class SparkErrors {
   private SparkErrors() { }
 
+  /**
+   * Throws {@code e} unchecked. Spark's API is Scala, which has no checked exceptions, and
+   * Spark's callers catch {@link SparkException} by type, so it must propagate as itself.
+   * Declared to return an exception so call sites read {@code throw SparkErrors.x(...)}.
+   */
+  private static RuntimeException raise(SparkException e) {
+    SparkErrors.<RuntimeException>throwAs(e);
+    return new IllegalStateException("unreachable", e);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T extends Throwable> void throwAs(Throwable t) throws T {
+    throw (T) t;
+  }
+
   /** {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION}: a negative version was requested. */
-  static SparkException unexpectedVersion(long version) {
-    return new SparkException("CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION",
-        Scala.map(Map.of("version", Long.toString(version))), null);
+  static RuntimeException unexpectedVersion(long version) {
+    return raise(new SparkException("CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION",
+        Scala.map(Map.of("version", Long.toString(version))), null));
   }
 
   /**
    * {@code CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE}: the version was never
    * committed. {@code what} names the store, version and object key.
    */
-  static SparkException versionNotFound(String what, Throwable cause) {
-    return new SparkException("CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
-        Scala.map(Map.of("fileToRead", what)), cause);
+  static RuntimeException versionNotFound(String what, Throwable cause) {
+    return raise(new SparkException("CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
+        Scala.map(Map.of("fileToRead", what)), cause));
   }
 
   /** {@code CANNOT_LOAD_STATE_STORE.UNCATEGORIZED}: any other load failure (cause says what). */
-  static SparkException cannotLoad(Throwable cause) {
-    return new SparkException("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", Scala.map(Map.of()), cause);
+  static RuntimeException cannotLoad(Throwable cause) {
+    return raise(new SparkException("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", Scala.map(Map.of()), cause));
   }
 
   /** {@code CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT}, naming the provider (class and store id). */
-  static SparkException cannotCommit(String provider, Throwable cause) {
-    return new SparkException("CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT",
-        Scala.map(Map.of("providerClass", provider)), cause);
+  static RuntimeException cannotCommit(String provider, Throwable cause) {
+    return raise(new SparkException("CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT",
+        Scala.map(Map.of("providerClass", provider)), cause));
   }
 
   /** {@code STATE_STORE_OPERATION_OUT_OF_ORDER}: an operation in the wrong state. */
-  static SparkException outOfOrder(String message) {
-    return new SparkException("STATE_STORE_OPERATION_OUT_OF_ORDER",
-        Scala.map(Map.of("errorMsg", message)), null);
+  static RuntimeException outOfOrder(String message) {
+    return raise(new SparkException("STATE_STORE_OPERATION_OUT_OF_ORDER",
+        Scala.map(Map.of("errorMsg", message)), null));
   }
 }

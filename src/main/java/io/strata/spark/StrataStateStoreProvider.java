@@ -98,7 +98,8 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     }
     new RowCodec(keySchema, valueSchema, keyStateEncoderSpec);
     this.conf = StrataConf.from(Scala.javaMap(storeConfs.sqlConfs()), s3aFallbacks(hadoopConf));
-    ObjectStores.checkSupported(location());
+    // Fails now, naming the location, if its scheme is not one Strata can write to.
+    ObjectStores.open(location(), conf.s3(), null).close();
   }
 
   @Override
@@ -165,7 +166,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
       holder = store;
       TaskContext ctx = TaskContext.get();
       if (ctx != null) {
-        ctx.addTaskCompletionListener(t -> store.onTaskCompletion());
+        ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
       }
       return store;
     } catch (StateLoadException e) {
