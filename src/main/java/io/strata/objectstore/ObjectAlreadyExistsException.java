@@ -8,6 +8,12 @@ package io.strata.objectstore;
 public class ObjectAlreadyExistsException extends ObjectStoreException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * Creates the exception; never retryable (retrying cannot make the key free).
+   *
+   * @param message "Cannot create &lt;location&gt;: ..." naming the key
+   * @param cause the underlying failure (the 412 response, a FileAlreadyExistsException), or null
+   */
   public ObjectAlreadyExistsException(String message, Throwable cause) {
     super(message, false, cause);
   }

@@ -20,10 +20,20 @@ public record ObjectBody(long length, Opener opener) {
   /** Opens a fresh stream over the body. */
   @FunctionalInterface
   public interface Opener {
-    /** Returns a new stream positioned at the first byte; the caller closes it. */
+    /**
+     * Returns a new stream positioned at the first byte; the caller closes it.
+     *
+     * @throws IOException if the bytes cannot be opened (for example a deleted local file)
+     */
     InputStream open() throws IOException;
   }
 
+  /**
+   * Checks the components.
+   *
+   * @throws IllegalArgumentException if {@code length} is negative
+   * @throws NullPointerException if {@code opener} is null
+   */
   public ObjectBody {
     if (length < 0) {
       throw new IllegalArgumentException("length must be >= 0, was " + length);
@@ -31,7 +41,11 @@ public record ObjectBody(long length, Opener opener) {
     Objects.requireNonNull(opener, "opener");
   }
 
-  /** Opens a fresh stream over the whole body. */
+  /**
+   * Opens a fresh stream over the whole body; the caller closes it.
+   *
+   * @throws IOException if the opener fails
+   */
   public InputStream open() throws IOException {
     return opener.open();
   }
@@ -41,7 +55,12 @@ public record ObjectBody(long length, Opener opener) {
     return new ObjectBody(bytes.length, () -> new ByteArrayInputStream(bytes));
   }
 
-  /** A body backed by a whole local file, whose size is read now. */
+  /**
+   * A body backed by a whole local file, whose size in bytes is read now (the file must not
+   * change until the upload is done).
+   *
+   * @throws IOException if the size cannot be read
+   */
   public static ObjectBody of(Path file) throws IOException {
     long size = Files.size(file);
     return new ObjectBody(size, () -> Files.newInputStream(file));

@@ -14,6 +14,13 @@ public class ObjectStoreException extends IOException {
   private static final long serialVersionUID = 1L;
   private final boolean retryable;
 
+  /**
+   * Creates the exception.
+   *
+   * @param message "Cannot &lt;action&gt; &lt;location&gt;: &lt;reason&gt;", without credentials
+   * @param retryable true if the cause is transient (see the class comment)
+   * @param cause the underlying SDK or I/O failure, or null
+   */
   public ObjectStoreException(String message, boolean retryable, Throwable cause) {
     super(message, cause);
     this.retryable = retryable;

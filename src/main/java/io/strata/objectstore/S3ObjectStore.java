@@ -461,19 +461,24 @@ final class S3ObjectStore implements ObjectStore {
   private final class S3InputStream extends FilterInputStream {
     private final String key;
     private final ResponseInputStream<GetObjectResponse> response;
+    /** Bytes the response announced, or -1 if unknown. */
+    private final long expected;
+    private long read;
     private boolean eof;
 
     S3InputStream(String key, ResponseInputStream<GetObjectResponse> response) {
       super(response);
       this.key = key;
       this.response = response;
+      Long length = response.response().contentLength();
+      this.expected = length == null ? -1 : length;
     }
 
     @Override
     public int read() throws IOException {
       try {
         int b = super.read();
-        eof |= b < 0;
+        count(b < 0 ? -1 : 1);
         return b;
       } catch (SdkException e) {
         throw S3Errors.classify("read", describe(key), endpoint, e);
@@ -486,12 +491,21 @@ final class S3ObjectStore implements ObjectStore {
     public int read(byte[] b, int off, int len) throws IOException {
       try {
         int n = super.read(b, off, len);
-        eof |= n < 0;
+        count(n);
         return n;
       } catch (SdkException e) {
         throw S3Errors.classify("read", describe(key), endpoint, e);
       } catch (IOException e) {
         throw readFailed(e);
+      }
+    }
+
+    private void count(int n) {
+      if (n < 0) {
+        eof = true;
+      } else {
+        read += n;
+        eof |= expected >= 0 && read >= expected;
       }
     }
 

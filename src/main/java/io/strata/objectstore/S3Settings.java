@@ -19,9 +19,12 @@ import java.util.Optional;
  * @param sessionToken optional session token for temporary static credentials
  * @param maxAttempts SDK attempts per request including the first (&gt;= 1); retries back off
  *     exponentially with jitter on throttling, 5xx, timeouts and resets
- * @param apiCallTimeout upper bound for one API call including all its retries
- * @param apiCallAttemptTimeout upper bound for one HTTP attempt
- * @param maxConnections HTTP connection pool size per client
+ * @param apiCallTimeout upper bound for one API call including all its retries; zero or null
+ *     for none (the SDK default); for a GET it covers receiving the response headers, not
+ *     reading the returned stream
+ * @param apiCallAttemptTimeout upper bound for one HTTP attempt; zero or null for none
+ * @param maxConnections HTTP connection pool size per client (&gt; 0; checked when the client
+ *     is built)
  */
 public record S3Settings(
     Optional<URI> endpoint,
@@ -35,6 +38,13 @@ public record S3Settings(
     Duration apiCallAttemptTimeout,
     int maxConnections) {
 
+  /**
+   * Checks the components that have no usable default.
+   *
+   * @throws NullPointerException if a reference component other than the durations is null
+   * @throws IllegalArgumentException if only one of the access key id and the secret key is set,
+   *     or {@code maxAttempts} is below 1
+   */
   public S3Settings {
     Objects.requireNonNull(endpoint, "endpoint");
     Objects.requireNonNull(region, "region");
