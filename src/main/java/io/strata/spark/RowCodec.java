@@ -78,11 +78,11 @@ final class RowCodec {
 
   byte[] encodeKey(short cfId, UnsafeRow key) {
     if (prefixCols == 0) {
-      return withFamily(cfId, key, null);
+      return withFamily(cfId, key, false, null);
     }
     UnsafeRow prefix = prefixProjection.apply(key);
     UnsafeRow rest = remainderProjection.apply(key);
-    return withFamily(cfId, prefix, rest);
+    return withFamily(cfId, prefix, true, rest);
   }
 
   /** The byte prefix shared by every key whose first columns equal {@code prefixRow}. */
@@ -90,7 +90,7 @@ final class RowCodec {
     if (prefixCols == 0) {
       throw new UnsupportedOperationException("prefix scan needs a PrefixKeyScanStateEncoderSpec");
     }
-    return withFamily(cfId, prefixRow, null);
+    return withFamily(cfId, prefixRow, true, null);
   }
 
   UnsafeRow decodeKey(byte[] bytes) {
@@ -121,15 +121,15 @@ final class RowCodec {
     return row;
   }
 
-  /** [cf id][row a]([row b]) where a is length-prefixed when b is present. */
-  private static byte[] withFamily(short cfId, UnsafeRow a, UnsafeRow b) {
+  /** [cf id]([length of a])[row a]([row b]). */
+  private static byte[] withFamily(short cfId, UnsafeRow a, boolean lengthPrefixed, UnsafeRow b) {
     int aLen = a.getSizeInBytes();
-    int header = b == null ? 2 : 6;
+    int header = lengthPrefixed ? 6 : 2;
     int total = header + aLen + (b == null ? 0 : b.getSizeInBytes());
     byte[] out = new byte[total];
     out[0] = (byte) (cfId >>> 8);
     out[1] = (byte) cfId;
-    if (b != null) {
+    if (lengthPrefixed) {
       ByteBuffer.wrap(out, 2, 4).putInt(aLen);
     }
     Platform.copyMemory(a.getBaseObject(), a.getBaseOffset(), out,

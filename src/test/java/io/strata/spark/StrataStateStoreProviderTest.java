@@ -1,0 +1,195 @@
+package io.strata.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.SparkException;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import scala.Option;
+
+/** The provider through Spark's StateStoreProvider API, on a file: checkpoint (no server). */
+class StrataStateStoreProviderTest {
+  @TempDir Path tmp;
+
+  static final StructType KEY = new StructType().add("key1", DataTypes.StringType)
+      .add("key2", DataTypes.IntegerType);
+  static final StructType VALUE = new StructType().add("value", DataTypes.IntegerType);
+
+  private StrataStateStoreProvider provider(KeyStateEncoderSpec spec, String localName) {
+    SQLConf sql = new SQLConf();
+    sql.setConfString("spark.sql.streaming.stateStore.strata.localDir",
+        tmp.resolve(localName).toString());
+    StrataStateStoreProvider p = new StrataStateStoreProvider();
+    p.init(new StateStoreId(tmp.resolve("ckpt").toUri().toString(), 0, 0,
+        StateStoreId.DEFAULT_STORE_NAME()), KEY, VALUE, spec, false,
+        new StateStoreConf(sql, Scala.map(java.util.Map.of())), new Configuration(), false,
+        Option.empty());
+    return p;
+  }
+
+  static UnsafeRow key(String s, int i) {
+    return UnsafeProjection.create(KEY).apply(
+        new GenericInternalRow(new Object[] {UTF8String.fromString(s), i})).copy();
+  }
+
+  static UnsafeRow value(int v) {
+    return UnsafeProjection.create(VALUE).apply(new GenericInternalRow(new Object[] {v})).copy();
+  }
+
+  static UnsafeRow prefix(String s) {
+    StructType t = new StructType().add("key1", DataTypes.StringType);
+    return UnsafeProjection.create(t).apply(
+        new GenericInternalRow(new Object[] {UTF8String.fromString(s)})).copy();
+  }
+
+  static List<String> rows(StateStoreIterator<UnsafeRowPair> it) {
+    List<String> out = new ArrayList<>();
+    while (it.hasNext()) {
+      UnsafeRowPair p = it.next();
+      out.add(p.key().getUTF8String(0) + "/" + p.key().getInt(1) + "=" + p.value().getInt(0));
+    }
+    out.sort(null);
+    return out;
+  }
+
+  @Test
+  void getPutRemoveCommitAndReloadOnAFreshProvider() {
+    StrataStateStoreProvider p = provider(new NoPrefixKeyStateEncoderSpec(KEY), "a");
+    StateStore s = p.getStore(0, Option.empty());
+    s.put(key("a", 1), value(10), "default");
+    s.put(key("b", 2), value(20), "default");
+    assertEquals(10, s.get(key("a", 1), "default").getInt(0));
+    assertEquals(1, s.commit());
+    assertTrue(s.hasCommitted());
+    assertEquals(2, s.metrics().numKeys());
+    s.abort(); // after commit: no-op
+    StateStore s2 = p.getStore(1, Option.empty());
+    s2.remove(key("a", 1), "default");
+    s2.put(key("c", 3), value(30), "default");
+    assertEquals(2, s2.commit());
+    p.close();
+
+    StrataStateStoreProvider fresh = provider(new NoPrefixKeyStateEncoderSpec(KEY), "b");
+    ReadStateStore r1 = fresh.getReadStore(1, Option.empty());
+    assertEquals(List.of("a/1=10", "b/2=20"), rows(r1.iterator("default")));
+    r1.release();
+    StateStore w2 = fresh.getStore(2, Option.empty());
+    assertNull(w2.get(key("a", 1), "default"));
+    assertEquals(List.of("b/2=20", "c/3=30"), rows(w2.iterator("default")));
+    w2.abort();
+    fresh.close();
+  }
+
+  @Test
+  void prefixScanFindsCommittedAndPendingKeys() {
+    StrataStateStoreProvider p = provider(new PrefixKeyScanStateEncoderSpec(KEY, 1), "a");
+    StateStore s = p.getStore(0, Option.empty());
+    s.put(key("a", 1), value(1), "default");
+    s.put(key("a", 2), value(2), "default");
+    s.put(key("b", 1), value(3), "default");
+    assertEquals(List.of("a/1=1", "a/2=2"), rows(s.prefixScan(prefix("a"), "default")));
+    s.commit();
+    StateStore s2 = p.getStore(1, Option.empty());
+    s2.put(key("a", 3), value(4), "default");
+    assertEquals(List.of("a/1=1", "a/2=2", "a/3=4"), rows(s2.prefixScan(prefix("a"), "default")));
+    assertEquals(1, s2.get(key("a", 1), "default").getInt(0));
+    s2.remove(key("a", 1), "default");
+    assertEquals(List.of("a/2=2", "a/3=4"), rows(s2.prefixScan(prefix("a"), "default")));
+    s2.commit();
+    p.close();
+    StrataStateStoreProvider fresh = provider(new PrefixKeyScanStateEncoderSpec(KEY, 1), "b");
+    StateStore s3 = fresh.getStore(2, Option.empty());
+    assertEquals(List.of("a/2=2", "a/3=4"), rows(s3.prefixScan(prefix("a"), "default")));
+    assertEquals(List.of("b/1=3"), rows(s3.prefixScan(prefix("b"), "default")));
+    s3.abort();
+    fresh.close();
+  }
+
+  @Test
+  void readStoreUpgradesToTheSameWriteStore() {
+    StrataStateStoreProvider p = provider(new NoPrefixKeyStateEncoderSpec(KEY), "a");
+    ReadStateStore r = p.getReadStore(0, Option.empty());
+    StateStore w = p.upgradeReadStoreToWriteStore(r, 0, Option.empty());
+    assertTrue(w == r, "upgrade reuses the read store");
+    w.put(key("a", 1), value(1), "default");
+    assertEquals(1, w.commit());
+    // the lock was given back: the next batch loads at once
+    StateStore next = p.getStore(1, Option.empty());
+    next.abort();
+    p.close();
+  }
+
+  @Test
+  void invalidVersionsFailWithSparksErrorConditions() {
+    StrataStateStoreProvider p = provider(new NoPrefixKeyStateEncoderSpec(KEY), "a");
+    SparkException neg = assertThrows(SparkException.class, () -> p.getStore(-1, Option.empty()));
+    assertEquals("CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION", neg.getCondition());
+    SparkException missing = assertThrows(SparkException.class,
+        () -> p.getStore(3, Option.empty()));
+    assertEquals("CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
+        missing.getCondition());
+    assertTrue(missing.getMessage().contains("version 3"), missing.getMessage());
+    // the failed loads did not keep the lock
+    StateStore s = p.getStore(0, Option.empty());
+    s.abort();
+    p.close();
+  }
+
+  @Test
+  void updatesAfterCommitOrAbortAreRejectedAndNullValuesToo() {
+    StrataStateStoreProvider p = provider(new NoPrefixKeyStateEncoderSpec(KEY), "a");
+    StateStore s = p.getStore(0, Option.empty());
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> s.put(key("a", 1), null, "default"));
+    assertTrue(e.getMessage().contains("Cannot put a null value"));
+    s.commit();
+    SparkException after = assertThrows(SparkException.class,
+        () -> s.put(key("a", 1), value(1), "default"));
+    assertEquals("STATE_STORE_OPERATION_OUT_OF_ORDER", after.getCondition());
+    StateStore s2 = p.getStore(1, Option.empty());
+    s2.put(key("x", 1), value(1), "default");
+    s2.abort();
+    s2.abort();
+    StateStore s3 = p.getStore(1, Option.empty());
+    assertNull(s3.get(key("x", 1), "default"), "abort discarded the write");
+    s3.abort();
+    p.close();
+  }
+
+  @Test
+  void badSettingFailsAtInitNamingTheKey() {
+    SQLConf sql = new SQLConf();
+    sql.setConfString("spark.sql.streaming.stateStore.strata.snapshotInterval", "0");
+    StrataStateStoreProvider p = new StrataStateStoreProvider();
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> p.init(
+        new StateStoreId(tmp.toUri().toString(), 0, 0, "default"), KEY, VALUE,
+        new NoPrefixKeyStateEncoderSpec(KEY), false,
+        new StateStoreConf(sql, Scala.map(java.util.Map.of())), new Configuration(), false,
+        Option.empty()));
+    assertTrue(e.getMessage().contains("spark.sql.streaming.stateStore.strata.snapshotInterval"),
+        e.getMessage());
+  }
+}
