@@ -66,6 +66,27 @@ final class Parsers {
     return d;
   }
 
+  /**
+   * A size in bytes: a number with unit b, k/kb, m/mb, g/gb (binary multiples, Spark's style);
+   * a bare number means bytes; 0 is allowed where the caller treats it as "off".
+   */
+  static Long bytes(String s) {
+    Matcher m = Pattern.compile("(\\d+)\\s*(b|k|kb|m|mb|g|gb)?")
+        .matcher(s.trim().toLowerCase(Locale.ROOT));
+    if (!m.matches()) {
+      throw new IllegalArgumentException(
+          "expected a size such as 64m, 512k or 1g (bare numbers are bytes)");
+    }
+    long n = Long.parseLong(m.group(1));
+    String unit = m.group(2) == null ? "b" : m.group(2);
+    return switch (unit) {
+      case "b" -> n;
+      case "k", "kb" -> n << 10;
+      case "m", "mb" -> n << 20;
+      default -> n << 30;
+    };
+  }
+
   /** An absolute http(s) URI with a host, for an S3 endpoint. */
   static URI endpoint(String s) {
     URI uri;

@@ -26,6 +26,8 @@ import java.util.Optional;
  * @param snapshotInterval upload a base snapshot once this many versions were committed since
  *     the last one (versions, &gt;= 1)
  * @param transferThreads parallel uploads/downloads per store for snapshots and restore (&gt;= 1)
+ * @param spillThresholdBytes pending writes of one batch (approximate heap bytes) above which
+ *     they are spilled to a spill delta uploaded before commit; 0 disables spilling
  * @param lockAcquireTimeout how long a task waits for another task that holds the same store
  */
 public record StrataConf(
@@ -33,6 +35,7 @@ public record StrataConf(
     S3Settings s3,
     int snapshotInterval,
     int transferThreads,
+    long spillThresholdBytes,
     Duration lockAcquireTimeout) {
 
   /** Prefix of every Strata key. */
@@ -88,6 +91,12 @@ public record StrataConf(
       "transferThreads", Optional.of("8"),
       "Parallel S3 transfers per store for base snapshot uploads and restores.",
       false, Parsers.intAtLeast(1));
+  public static final ConfigOption<Long> SPILL_THRESHOLD = new ConfigOption<>(
+      "spillThreshold", Optional.of("64m"),
+      "Pending writes of one batch (approximate heap bytes) above which they are written to an "
+          + "SST and uploaded while the batch runs, so memory stays bounded and commit uploads "
+          + "only the tail (size: b, k, m, g; 0 disables).",
+      false, Parsers::bytes);
   public static final ConfigOption<Duration> LOCK_TIMEOUT = new ConfigOption<>(
       "lockAcquireTimeout", Optional.of("60s"),
       "How long a task waits for a store held by another task (duration).",
@@ -97,7 +106,7 @@ public record StrataConf(
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, SNAPSHOT_INTERVAL,
-      TRANSFER_THREADS, LOCK_TIMEOUT);
+      TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT);
 
   /**
    * Resolves the settings.
@@ -150,6 +159,7 @@ public record StrataConf(
         s3,
         r.get(SNAPSHOT_INTERVAL, null, 10),
         r.get(TRANSFER_THREADS, null, 8),
+        r.get(SPILL_THRESHOLD, null, 64L << 20),
         r.get(LOCK_TIMEOUT, null, Duration.ofSeconds(60)));
   }
 

@@ -252,6 +252,32 @@ public final class LocalStore implements AutoCloseable {
   }
 
   /**
+   * Moves the pending writes into the database before commit (a spill of a large batch):
+   * ingests {@code delta}, written by {@link #writeDelta} from the current pending writes, and
+   * clears them, keeping the version's key count. Afterwards the database holds writes of a
+   * version not yet committed: an abort must discard the whole database, not just the pending
+   * writes. Refused while a scan is open, since the scan's view of the database predates the
+   * spill and would miss the spilled writes.
+   *
+   * @throws IllegalStateException if a scan is open
+   * @throws IOException if ingestion fails
+   */
+  public void spillPending(DeltaFile delta) throws IOException {
+    ensureOpen();
+    if (!openIterators.isEmpty()) {
+      throw new IllegalStateException("cannot spill pending writes of " + dir
+          + " while a scan is open");
+    }
+    ingest(delta.path());
+    pending.clear();
+  }
+
+  /** Number of scans not yet closed (a spill waits until there are none). */
+  public int openScans() {
+    return openIterators.size();
+  }
+
+  /**
    * Ingests an SST file as the newest data (used for restore and commit).
    *
    * @throws IOException if RocksDB rejects the file (message names the file and directory)

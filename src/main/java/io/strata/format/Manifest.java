@@ -9,7 +9,9 @@ import java.util.Optional;
  * rebuild it from the object store alone. Self-contained: it never refers to another manifest.
  *
  * <p>Version {@code v} = base snapshot (if any) + the deltas, applied in order. Every delta's
- * version is greater than the base's version and the list is ordered by version.
+ * version is greater than the base's version and the list is ordered by version. A version
+ * whose batch was large has several deltas (its spill objects, then its final delta), adjacent
+ * and all of the same attempt.
  *
  * @param formatVersion the format version this manifest was written with ({@link
  *     ManifestCodec#FORMAT_VERSION})
@@ -56,12 +58,16 @@ public record Manifest(
           "parentVersion must be version - 1: " + parentVersion + " vs " + version);
     }
     long floor = base.map(BaseSnapshot::version).orElse(0L);
+    Delta previous = null;
     for (Delta d : deltas) {
-      if (d.version() <= floor || d.version() > version) {
+      boolean sameVersionSpill = previous != null && d.version() == previous.version()
+          && d.attempt().equals(previous.attempt());
+      if ((d.version() <= floor && !sameVersionSpill) || d.version() > version) {
         throw new IllegalArgumentException("delta of version " + d.version()
             + " out of order in manifest of version " + version + " (after " + floor + ")");
       }
       floor = d.version();
+      previous = d;
     }
     if (base.isPresent() && base.get().version() > version) {
       throw new IllegalArgumentException("base snapshot version " + base.get().version()

@@ -312,7 +312,8 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
           stateStoreId.partitionId(), stateStoreId.storeName(), location());
       ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
       core = new SyncedStore(identity, objects, localDir(),
-          new SyncedStore.Settings(conf.snapshotInterval(), conf.transferThreads()),
+          new SyncedStore.Settings(conf.snapshotInterval(), conf.transferThreads(),
+              conf.spillThresholdBytes()),
           keySchema.json(), valueSchema.json());
     }
     return core;

@@ -28,7 +28,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -83,8 +82,10 @@ public final class SyncedStore implements AutoCloseable {
    *
    * @param snapshotInterval versions between base snapshots (&gt;= 1)
    * @param transferThreads parallel transfers for restore and snapshot upload (&gt;= 1)
+   * @param spillThresholdBytes pending writes (approximate heap bytes) above which a batch
+   *     spills them to a spill delta uploaded before commit; 0 disables spilling
    */
-  public record Settings(int snapshotInterval, int transferThreads) { }
+  public record Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes) { }
 
   /**
    * Result of a commit.
@@ -113,6 +114,12 @@ public final class SyncedStore implements AutoCloseable {
   private PendingBase pendingBase;
   private boolean snapshotRunning;
   private boolean closed;
+  /** Attempt id of the version being built, fixed at its first spill (else chosen at commit). */
+  private String buildingAttempt;
+  /** Spill deltas of the version being built, already uploaded and ingested locally. */
+  private final List<Delta> spilled = new ArrayList<>();
+  /** True while the local database holds spilled writes of a version not yet committed. */
+  private boolean localDirty;
   private volatile RestoreStats lastRestore = RestoreStats.NONE;
   private volatile long lastSnapshotVersion = -1;
 
@@ -198,6 +205,9 @@ public final class SyncedStore implements AutoCloseable {
       throw new IllegalArgumentException("version must be >= 0, was " + version);
     }
     lastRestore = RestoreStats.NONE;
+    if (localDirty) {
+      invalidateLocal();
+    }
     if (local != null && version == loadedVersion
         && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
       local.discardPending();
@@ -217,14 +227,67 @@ public final class SyncedStore implements AutoCloseable {
     return requireLocal().get(key);
   }
 
-  /** Records a put in the version being built. */
+  /**
+   * Records a put in the version being built. May spill the pending writes (see {@link
+   * #spill()}).
+   */
   public void put(byte[] key, byte[] value) throws IOException {
-    requireLocal().put(key, value);
+    LocalStore l = requireLocal();
+    l.put(key, value);
+    maybeSpill(l);
   }
 
-  /** Records a removal in the version being built. */
+  /** Records a removal in the version being built. May spill the pending writes. */
   public void delete(byte[] key) throws IOException {
-    requireLocal().delete(key);
+    LocalStore l = requireLocal();
+    l.delete(key);
+    maybeSpill(l);
+  }
+
+  private void maybeSpill(LocalStore l) throws IOException {
+    long threshold = settings.spillThresholdBytes();
+    if (threshold > 0 && l.pendingBytes() >= threshold && l.openScans() == 0) {
+      spill();
+    }
+  }
+
+  /**
+   * Spills the pending writes of a large batch while it still runs: writes them as one SST,
+   * uploads it create-only as a spill delta ({@link StoreLayout#spill}), and ingests it locally.
+   * The version object written at commit names the spill deltas before its own, so the commit
+   * uploads only the tail. Until then the local database holds uncommitted writes: an abort
+   * drops the local database (the next load restores from the object store), and no base
+   * snapshot is taken.
+   *
+   * @throws IOException if writing or uploading fails (nothing was ingested then)
+   */
+  public synchronized void spill() throws IOException {
+    ensureOpen();
+    LocalStore l = requireLocal();
+    if (!l.hasPendingWrites() || l.openScans() > 0) {
+      return;
+    }
+    long version = loadedVersion + 1;
+    if (buildingAttempt == null) {
+      buildingAttempt = StoreLayout.newAttemptId();
+    }
+    String key = StoreLayout.spill(version, buildingAttempt, spilled.size());
+    Path tmp = Files.createDirectories(localDir.resolve("tmp"));
+    Path sst = tmp.resolve("spill-" + version + "-" + buildingAttempt + "-" + spilled.size()
+        + ".sst");
+    try {
+      DeltaFile d = l.writeDelta(sst).orElseThrow();
+      objects.putIfAbsent(key, ObjectBody.of(sst));
+      localDirty = true;
+      l.spillPending(d);
+      FileRef ref = new FileRef(key, 0, d.size(), d.checksum());
+      spilled.add(new Delta(version, buildingAttempt, ref));
+      remoteFiles.put(ref.contentId(), ref);
+      LOG.debug("{} version {}: spilled {} bytes of pending writes to {}", identity, version,
+          d.size(), key);
+    } finally {
+      Files.deleteIfExists(sst);
+    }
   }
 
   /** Iterates keys with {@code prefix} in unsigned byte order; see {@link LocalStore#scan}. */
@@ -244,11 +307,19 @@ public final class SyncedStore implements AutoCloseable {
     return l == null ? 0 : l.memoryUsageBytes();
   }
 
-  /** Drops the pending writes of the version being built. */
+  /**
+   * Drops the pending writes of the version being built. If the batch had spilled, the local
+   * database is dropped too (the next load restores from the object store); the spill objects
+   * are left unreferenced.
+   */
   public synchronized void abort() {
-    if (local != null) {
+    if (localDirty) {
+      invalidateLocal();
+    } else if (local != null) {
       local.discardPending();
     }
+    spilled.clear();
+    buildingAttempt = null;
   }
 
   /**
@@ -264,7 +335,7 @@ public final class SyncedStore implements AutoCloseable {
     ensureOpen();
     LocalStore l = requireLocal();
     long newVersion = loadedVersion + 1;
-    String attempt = StoreLayout.newAttemptId();
+    String attempt = buildingAttempt != null ? buildingAttempt : StoreLayout.newAttemptId();
     String key = StoreLayout.versionObject(newVersion, attempt);
     Path tmp = Files.createDirectories(localDir.resolve("tmp"));
     Path sst = tmp.resolve("delta-" + newVersion + "-" + attempt + ".sst");
@@ -283,6 +354,7 @@ public final class SyncedStore implements AutoCloseable {
           deltas.removeIf(d -> d.version() <= nb.version());
         }
       }
+      deltas.addAll(spilled);
       if (delta.isPresent()) {
         DeltaFile d = delta.get();
         deltas.add(new Delta(newVersion, attempt, new FileRef(key, 0, d.size(), d.checksum())));
@@ -312,9 +384,14 @@ public final class SyncedStore implements AutoCloseable {
         LOG.warn("{} version {}: committed to {} but local ingestion failed; the next load "
             + "restores from the object store", identity, newVersion, objects.describe(key), e);
         invalidateLocal();
+        spilled.clear();
+        buildingAttempt = null;
         return new Committed(m, key, stats(t0, t1, t2, t3, System.nanoTime(), delta, body, m));
       }
       long t4 = System.nanoTime();
+      spilled.clear();
+      buildingAttempt = null;
+      localDirty = false;
       if (base.isPresent() && pendingBase != null
           && base.get().equals(pendingBase.snapshot())) {
         pendingBase = null;
@@ -351,7 +428,7 @@ public final class SyncedStore implements AutoCloseable {
     int gen;
     Path cpDir;
     synchronized (this) {
-      if (closed || local == null || loaded == null || snapshotRunning) {
+      if (closed || local == null || loaded == null || snapshotRunning || localDirty) {
         return false;
       }
       long baseVersion = loaded.base().map(BaseSnapshot::version).orElse(0L);
@@ -559,7 +636,7 @@ public final class SyncedStore implements AutoCloseable {
     Path dbDir = newDbDir();
     Path tmp = Files.createDirectories(localDir.resolve("tmp"));
     List<Future<Long>> downloads = new ArrayList<>();
-    Map<Long, Path> deltaFiles = new HashMap<>();
+    List<Path> deltaFiles = new ArrayList<>();
     long files = 0;
     if (m.base().isPresent()) {
       for (BaseSnapshot.BaseFile f : m.base().get().files()) {
@@ -569,8 +646,9 @@ public final class SyncedStore implements AutoCloseable {
       }
     }
     for (Delta d : m.deltas()) {
-      Path target = tmp.resolve("restore-" + d.version() + "-" + d.attempt() + ".sst");
-      deltaFiles.put(d.version(), target);
+      Path target = tmp.resolve("restore-" + d.version() + "-" + d.attempt() + "-"
+          + deltaFiles.size() + ".sst");
+      deltaFiles.add(target);
       downloads.add(transfers.submit(() -> download(m, d.file(), target)));
       files++;
     }
@@ -581,8 +659,8 @@ public final class SyncedStore implements AutoCloseable {
         bytes += b;
       }
       fresh = LocalStore.open(dbDir, m.numKeys());
-      for (Delta d : m.deltas()) {
-        fresh.ingest(deltaFiles.get(d.version()));
+      for (Path p : deltaFiles) {
+        fresh.ingest(p);
       }
       fresh.setCommittedKeys(m.numKeys());
       replaceLocal(fresh, m, m.version());
@@ -603,7 +681,7 @@ public final class SyncedStore implements AutoCloseable {
       deleteRecursively(dbDir);
       throw e;
     } finally {
-      for (Path p : deltaFiles.values()) {
+      for (Path p : deltaFiles) {
         Files.deleteIfExists(p);
       }
     }
@@ -678,6 +756,7 @@ public final class SyncedStore implements AutoCloseable {
     loadedVersion = -1;
     generation++;
     pendingBase = null;
+    localDirty = false;
     localFileIds.clear();
     if (old != null) {
       old.close();

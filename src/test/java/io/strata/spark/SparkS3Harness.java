@@ -9,7 +9,6 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.streaming.state.StateStore;
 
 /**
  * A real S3-compatible server (S3Proxy in a child JVM on loopback) plus a local-mode Spark
@@ -75,22 +74,13 @@ final class SparkS3Harness implements AutoCloseable {
   }
 
   /**
-   * Simulates losing every executor disk: unloads every state store provider of this JVM
-   * (Spark's own {@code StateStore.stop()}) and deletes Strata's local directories.
+   * Simulates losing every executor disk: deletes Strata's local directories. The next query run
+   * gets new provider instances (Spark keys them by run id), which must restore from S3 alone.
+   * (Spark's {@code StateStore.stop()} would also unload the old ones, but in 4.1 it can wait
+   * 300 s on a running maintenance task, so the old instances are left to Spark's maintenance.)
    */
   void wipeLocalState() throws IOException {
-    StateStore.stop();
     deleteRecursively(localDir);
-  }
-
-  /** Number of files under the local state directory (0 after a wipe). */
-  long localFiles() throws IOException {
-    if (!Files.exists(localDir)) {
-      return 0;
-    }
-    try (Stream<Path> s = Files.walk(localDir)) {
-      return s.filter(Files::isRegularFile).count();
-    }
   }
 
   static void deleteRecursively(Path p) throws IOException {
@@ -108,7 +98,6 @@ final class SparkS3Harness implements AutoCloseable {
   public void close() throws IOException {
     try {
       spark.stop();
-      StateStore.stop();
     } finally {
       s3.close();
       deleteRecursively(work);

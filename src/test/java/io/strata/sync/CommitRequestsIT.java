@@ -53,7 +53,7 @@ class CommitRequestsIT {
     String location = "s3://commits/ckpt/state/0/0";
     ObjectStore objects = ObjectStores.open(location, s3, REQUESTS::add);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location), objects,
-        work.resolve(local), new SyncedStore.Settings(10, 4), "{}", "{}");
+        work.resolve(local), new SyncedStore.Settings(10, 4, 0), "{}", "{}");
   }
 
   private static Map<String, Long> kinds(List<RequestListener.Request> rs) {

@@ -33,11 +33,15 @@ class SyncedStoreTest {
       Duration.ofSeconds(5), 4);
 
   private SyncedStore open(String name, int snapshotInterval) {
+    return open(name, snapshotInterval, 0);
+  }
+
+  private SyncedStore open(String name, int snapshotInterval, long spillBytes) {
     Path remote = tmp.resolve("remote");
     ObjectStore objects = ObjectStores.open(remote.toUri().toString(), UNUSED_S3,
         RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 4), "{}", "{}");
+        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 4, spillBytes), "{}", "{}");
   }
 
   private static byte[] b(String s) {
@@ -257,5 +261,73 @@ class SyncedStoreTest {
       assertTrue(e.getMessage().contains(packs.get(0).key()), e.getMessage());
     }
     assertTrue(Files.exists(tmp.resolve("remote")));
+  }
+
+  @Test
+  void aLargeBatchSpillsWhileItRunsAndTheCommitNamesTheSpills() throws Exception {
+    ObjectStore objects = ObjectStores.open(tmp.resolve("remote").toUri().toString(), UNUSED_S3,
+        RequestListener.NONE);
+    try (SyncedStore s = open("a", 100, 4096)) {
+      s.load(0, Optional.empty());
+      writeVersion(s, 1);
+      s.commit();
+      for (int i = 0; i < 500; i++) {
+        s.put(b("big-" + i), new byte[100]);
+      }
+      assertFalse(objects.list("spill/").isEmpty(), "spilled before commit");
+      s.delete(b("big-7"));
+      Manifest m = s.commit().manifest();
+      long spills = m.deltas().stream().filter(d -> d.file().key().startsWith("spill/")).count();
+      assertTrue(spills >= 2, "several spill deltas: " + m.deltas());
+      assertTrue(m.deltas().stream().filter(d -> d.version() == 2)
+          .allMatch(d -> d.attempt().equals(m.attempt())), "spills carry the commit's attempt");
+      assertEquals(1 + 10 + 499, m.numKeys());
+      assertNull(s.get(b("big-7")));
+    }
+    try (SyncedStore fresh = open("b", 100)) {
+      fresh.load(2, Optional.empty());
+      assertEquals(1 + 10 + 499, fresh.numKeys());
+      assertNull(fresh.get(b("big-7")));
+      assertArrayEquals(new byte[100], fresh.get(b("big-8")));
+    }
+    objects.close();
+  }
+
+  @Test
+  void abortAfterASpillDropsTheLocalDatabaseNotCommittedState() throws Exception {
+    try (SyncedStore s = open("a", 100, 4096)) {
+      s.load(0, Optional.empty());
+      writeVersion(s, 1);
+      s.commit();
+      for (int i = 0; i < 500; i++) {
+        s.put(b("big-" + i), new byte[100]);
+      }
+      s.abort();
+      s.load(1, Optional.empty());
+      assertNull(s.get(b("big-1")), "spilled writes of the aborted batch are gone");
+      assertVersion(s, 1);
+    }
+  }
+
+  @Test
+  void noSpillWhileAScanIsOpen() throws Exception {
+    ObjectStore objects = ObjectStores.open(tmp.resolve("remote").toUri().toString(), UNUSED_S3,
+        RequestListener.NONE);
+    try (SyncedStore s = open("a", 100, 4096)) {
+      s.load(0, Optional.empty());
+      writeVersion(s, 1);
+      s.commit();
+      try (var it = s.scan(new byte[0])) {
+        assertTrue(it.hasNext(), "the scan stays open while it has rows");
+        for (int i = 0; i < 500; i++) {
+          s.put(b("big-" + i), new byte[100]);
+        }
+        assertTrue(objects.list("spill/").isEmpty());
+      }
+      s.put(b("one-more"), new byte[1]);
+      assertFalse(objects.list("spill/").isEmpty(), "spills once the scan is closed");
+      s.commit();
+    }
+    objects.close();
   }
 }

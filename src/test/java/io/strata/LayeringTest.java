@@ -1,0 +1,76 @@
+package io.strata;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Dependencies point one way (docs: STYLE.md): spark -&gt; sync -&gt; {engine, format,
+ * objectstore}; only engine imports RocksDB, only objectstore (and the demo's server launcher)
+ * the AWS SDK, only spark (and the demo) Spark, Scala and Hadoop.
+ */
+class LayeringTest {
+  private static final String SPARK = "org.apache.spark";
+  private static final String SCALA = "scala.";
+  private static final String HADOOP = "org.apache.hadoop";
+  private static final String ROCKSDB = "org.rocksdb";
+  private static final String AWS = "software.amazon";
+
+  private static final Map<String, List<String>> FORBIDDEN = Map.of(
+      "format", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
+          "io.strata.engine", "io.strata.objectstore", "io.strata.config", "io.strata.metrics"),
+      "engine", List.of(SPARK, SCALA, HADOOP, AWS, "io.strata.spark", "io.strata.sync",
+          "io.strata.objectstore"),
+      "objectstore", List.of(SPARK, SCALA, HADOOP, ROCKSDB, "io.strata.spark", "io.strata.sync",
+          "io.strata.engine", "io.strata.format"),
+      "sync", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark"),
+      "config", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
+          "io.strata.engine"),
+      "metrics", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
+          "io.strata.engine"),
+      "spark", List.of(ROCKSDB, AWS));
+
+  @Test
+  void packagesImportOnlyWhatTheLayeringAllows() throws IOException {
+    List<String> offending = new ArrayList<>();
+    for (Map.Entry<String, List<String>> e : FORBIDDEN.entrySet()) {
+      Path dir = Path.of("src", "main", "java", "io", "strata", e.getKey());
+      assertTrue(Files.isDirectory(dir), "run from the project root: " + dir.toAbsolutePath());
+      try (Stream<Path> files = Files.list(dir)) {
+        for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+          for (String line : Files.readAllLines(f)) {
+            String t = line.trim();
+            if (!t.startsWith("import ")) {
+              continue;
+            }
+            String imported = t.substring("import ".length()).replace("static ", "");
+            for (String bad : e.getValue()) {
+              if (imported.startsWith(bad)) {
+                offending.add(e.getKey() + "/" + f.getFileName() + ": " + t);
+              }
+            }
+          }
+        }
+      }
+    }
+    assertEquals(List.of(), offending);
+  }
+
+  @Test
+  void everyPackageSaysWhatItOwns() {
+    for (String p : List.of("format", "engine", "objectstore", "sync", "config", "metrics",
+        "spark", "demo")) {
+      assertTrue(Files.isRegularFile(
+          Path.of("src", "main", "java", "io", "strata", p, "package-info.java")),
+          "package-info.java missing in io.strata." + p);
+    }
+  }
+}
