@@ -80,7 +80,17 @@ final class SparkS3Harness implements AutoCloseable {
    * 300 s on a running maintenance task, so the old instances are left to Spark's maintenance.)
    */
   void wipeLocalState() throws IOException {
-    deleteRecursively(localDir);
+    if (!Files.exists(localDir)) {
+      return;
+    }
+    // Move it away atomically (old instances' maintenance may still write into it), then delete.
+    Path gone = work.resolve("wiped-" + UUID.randomUUID());
+    Files.move(localDir, gone);
+    try {
+      deleteRecursively(gone);
+    } catch (IOException stillBeingWritten) {
+      // best effort: nothing under the old path is reachable by the new run
+    }
   }
 
   static void deleteRecursively(Path p) throws IOException {
@@ -100,7 +110,11 @@ final class SparkS3Harness implements AutoCloseable {
       spark.stop();
     } finally {
       s3.close();
-      deleteRecursively(work);
+      try {
+        deleteRecursively(work);
+      } catch (IOException stillBeingWritten) {
+        // best effort
+      }
     }
   }
 }
