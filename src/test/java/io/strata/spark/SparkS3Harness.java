@@ -18,6 +18,8 @@ final class SparkS3Harness implements AutoCloseable {
   static final String PROVIDER = StrataStateStoreProvider.class.getName();
   static final String HDFS_PROVIDER =
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider";
+  static final String ROCKSDB_PROVIDER =
+      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider";
   static final String BUCKET = "strata-it";
 
   final Path work;
