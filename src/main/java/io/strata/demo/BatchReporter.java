@@ -106,9 +106,7 @@ final class BatchReporter extends StreamingQueryListener implements AutoCloseabl
 
   @Override
   public void onQueryTerminated(QueryTerminatedEvent event) {
-    if (event.exception().isDefined()) {
-      LOG.warn("Query {} failed: {}", event.id(), event.exception().get());
-    }
+    // Spark logs a failure itself, and the demo rethrows it.
   }
 
   private void print(StreamingQueryProgress p, QueryTotals t, long files) {

@@ -102,6 +102,7 @@ public final class FlightsDemo {
             + "-"
             + Integer.toHexString(ThreadLocalRandom.current().nextInt(0x1000, 0x10000));
     Path runDir = options.workDir().resolve(runId).toAbsolutePath();
+    checkProviderLoads(options.provider());
     Path data = FlightsData.locate(options.data(), options.cacheDir()).toAbsolutePath();
     out.println("Strata flights demo, run " + runId);
     out.println("  data        " + data);
@@ -376,6 +377,22 @@ public final class FlightsDemo {
           BatchReporter.ms(BatchReporter.percentile(t.commitMs, 50)).strip(),
           BatchReporter.ms(BatchReporter.percentile(t.commitMs, 100)).strip(),
           t.s3Reported ? BatchReporter.s3(t.s3Bytes, t.s3Requests) : "n/a");
+    }
+  }
+
+  /** Fails fast, before any server or session starts, when the provider is not on the path. */
+  private static void checkProviderLoads(String provider) {
+    try {
+      Class.forName(provider, false, Thread.currentThread().getContextClassLoader());
+    } catch (ClassNotFoundException | LinkageError e) {
+      throw new IllegalArgumentException(
+          "Cannot load the state store provider "
+              + provider
+              + ": "
+              + e
+              + ". To try the demo with Spark's own RocksDB provider, pass --provider "
+              + "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+          e);
     }
   }
 
