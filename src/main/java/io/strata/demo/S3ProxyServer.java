@@ -47,12 +47,16 @@ public final class S3ProxyServer implements AutoCloseable {
   private final int port;
   private final Path dataDir;
   private final Path logFile;
+  /** Stops the child if this JVM exits without {@link #close()} (Ctrl-C, System.exit). */
+  private final Thread shutdownHook;
 
   private S3ProxyServer(Process process, int port, Path dataDir, Path logFile) {
     this.process = process;
     this.port = port;
     this.dataDir = dataDir;
     this.logFile = logFile;
+    this.shutdownHook = new Thread(process::destroy, "s3proxy-shutdown-" + port);
+    Runtime.getRuntime().addShutdownHook(shutdownHook);
   }
 
   /**
@@ -160,6 +164,11 @@ public final class S3ProxyServer implements AutoCloseable {
   /** Stops the process and waits up to 10 s for it to exit. Idempotent. */
   @Override
   public void close() {
+    try {
+      Runtime.getRuntime().removeShutdownHook(shutdownHook);
+    } catch (IllegalStateException shuttingDown) {
+      // the hook runs or has run
+    }
     process.destroy();
     try {
       if (!process.waitFor(10, TimeUnit.SECONDS)) {

@@ -1,0 +1,101 @@
+package io.strata.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class DemoOptionsTest {
+  @Test
+  void defaultsUseStrataAndALocalS3Proxy() {
+    DemoOptions o = DemoOptions.parse();
+
+    assertEquals(DemoOptions.STRATA_PROVIDER, o.provider());
+    assertTrue(o.localS3Proxy());
+    assertEquals(8, o.partitions());
+    assertEquals(32, o.files());
+    assertEquals(16, o.stopAfterFiles());
+    assertEquals(0, o.maxRows());
+    assertFalse(o.hardStop());
+  }
+
+  @Test
+  void anEmptyArgumentFromAnEmptyPropertyIsIgnored() {
+    assertEquals(DemoOptions.parse(), DemoOptions.parse(""));
+  }
+
+  @Test
+  void s3TargetWithStaticCredentials() {
+    DemoOptions o =
+        DemoOptions.parse(
+            "--checkpoint", "s3://bucket/prefix",
+            "--endpoint", "http://127.0.0.1:9000",
+            "--region", "eu-west-1",
+            "--access-key", "k",
+            "--secret-key", "s",
+            "--path-style",
+            "--conf", "spark.x=a=b");
+
+    CheckpointTarget t = CheckpointTarget.fromOptions(o, "run1");
+
+    assertEquals("s3://bucket/prefix/run1", t.root());
+    assertEquals("s3://bucket/prefix/run1/routes", t.queryCheckpoint("routes"));
+    Map<String, String> c = t.sparkConf();
+    assertEquals("http://127.0.0.1:9000", c.get("spark.hadoop.fs.s3a.endpoint"));
+    assertEquals("false", c.get("spark.hadoop.fs.s3a.connection.ssl.enabled"));
+    assertEquals("true", c.get("spark.hadoop.fs.s3a.path.style.access"));
+    assertEquals("eu-west-1", c.get("spark.hadoop.fs.s3a.endpoint.region"));
+    assertEquals("org.apache.hadoop.fs.s3a.S3AFileSystem", c.get("spark.hadoop.fs.s3.impl"));
+    assertEquals("http://127.0.0.1:9000",
+        c.get("spark.sql.streaming.stateStore.strata.s3.endpoint"));
+    assertEquals("eu-west-1", c.get("spark.sql.streaming.stateStore.strata.s3.region"));
+    assertEquals("true", c.get("spark.sql.streaming.stateStore.strata.s3.pathStyleAccess"));
+    assertEquals("k", c.get("spark.sql.streaming.stateStore.strata.s3.accessKeyId"));
+    assertEquals("s", c.get("spark.sql.streaming.stateStore.strata.s3.secretAccessKey"));
+    assertEquals("a=b", o.conf().get("spark.x"));
+    assertFalse(t.toString().contains("k,") || t.toString().contains(" s "), t.toString());
+  }
+
+  @Test
+  void withoutKeysTheDefaultCredentialChainIsLeftAlone() {
+    DemoOptions o = DemoOptions.parse("--checkpoint", "s3a://bucket/p");
+
+    Map<String, String> c = CheckpointTarget.fromOptions(o, "r").sparkConf();
+
+    assertFalse(c.containsKey("spark.hadoop.fs.s3a.access.key"));
+    assertFalse(c.containsKey("spark.hadoop.fs.s3a.aws.credentials.provider"));
+    assertFalse(c.containsKey("spark.sql.streaming.stateStore.strata.s3.accessKeyId"));
+    assertFalse(c.containsKey("spark.hadoop.fs.s3a.endpoint"));
+  }
+
+  @Test
+  void fileCheckpointsBecomeAbsolute() {
+    DemoOptions o = DemoOptions.parse("--checkpoint", "file:/tmp/ckpt");
+
+    CheckpointTarget t = CheckpointTarget.fromOptions(o, "r");
+
+    assertEquals(URI.create("file:///tmp/ckpt/r"), URI.create(t.root()));
+    assertTrue(t.sparkConf().isEmpty());
+  }
+
+  @Test
+  void badOptionsSayWhatIsWrong() {
+    assertThrows(IllegalArgumentException.class, () -> DemoOptions.parse("--bogus"));
+    assertThrows(IllegalArgumentException.class, () -> DemoOptions.parse("--files"));
+    assertThrows(IllegalArgumentException.class, () -> DemoOptions.parse("--files", "x"));
+    assertThrows(
+        IllegalArgumentException.class, () -> DemoOptions.parse("--checkpoint", "hdfs://x/y"));
+    assertThrows(
+        IllegalArgumentException.class, () -> DemoOptions.parse("--endpoint", "http://x"));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> DemoOptions.parse("--checkpoint", "s3://b/p", "--access-key", "k"));
+    assertThrows(
+        IllegalArgumentException.class, () -> DemoOptions.parse("--files", "4", "--stop-after",
+            "4"));
+  }
+}
