@@ -453,7 +453,7 @@ public final class SyncedStore implements AutoCloseable {
         }
       }
       lastSnapshotVersion = m.version();
-      LOG.info("{} uploaded base snapshot of version {} ({} files) in {} ms", identity,
+      LOG.debug("{} uploaded base snapshot of version {} ({} files) in {} ms", identity,
           m.version(), snapshot.files().size(), ms(System.nanoTime() - t0));
       return true;
     } finally {
