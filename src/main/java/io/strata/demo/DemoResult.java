@@ -26,13 +26,27 @@ public record DemoResult(
     String checkpoint,
     Duration elapsed) {
 
-  /** Copies {@code problems}. */
+  /**
+   * Copies {@code problems}.
+   *
+   * @param verified true when the restarted streams' answer equals the batch answer
+   * @param rows flights replayed
+   * @param routes routes checked
+   * @param closedAirportHours closed airport-hour windows checked
+   * @param distinctFlights distinct flight records checked
+   * @param problems what differed
+   * @param checkpoint the checkpoint root of the run
+   * @param elapsed wall time of the run
+   */
   public DemoResult {
     problems = List.copyOf(problems);
   }
 
   /**
-   * One line: {@code verified: 3,000,000 rows, 3,399 routes, ...} or {@code NOT verified: ...}.
+   * The verdict for the console.
+   *
+   * @return one line, {@code verified: 3,000,000 rows, 3,399 routes, ...}, or {@code NOT
+   *     verified: ...} followed by one line per problem
    */
   public String summary() {
     String counts =

@@ -84,6 +84,7 @@ public final class FlightsDemo {
    *
    * @param out where the per-batch lines and the result go
    * @param args the options; see {@code --help}
+   * @return what the run found; {@link DemoResult#verified()} is the verdict
    * @throws IllegalArgumentException on a bad command line (the message says what and how)
    * @throws Exception when the data cannot be had, S3Proxy does not start, or a query fails
    */
@@ -103,8 +104,8 @@ public final class FlightsDemo {
             + Integer.toHexString(ThreadLocalRandom.current().nextInt(0x1000, 0x10000));
     Path runDir = options.workDir().resolve(runId).toAbsolutePath();
     checkProviderLoads(options.provider());
-    Path data = FlightsData.locate(options.data(), options.cacheDir()).toAbsolutePath();
     out.println("Strata flights demo, run " + runId);
+    Path data = FlightsData.locate(options.data(), options.cacheDir()).toAbsolutePath();
     out.println("  data        " + data);
     out.println("  provider    " + options.provider());
 
@@ -149,15 +150,17 @@ public final class FlightsDemo {
     int files;
     DemoFiles.Usage localState;
     try {
+      Instant splitStart = Instant.now();
       Dataset<Row> source = FlightsInput.source(spark, data, options.maxRows());
       List<Path> split = FlightsInput.split(source, options.files(), runDir.resolve("files"));
       files = split.size();
       int stopAfter = Math.min(options.stopAfterFiles(), files - 1);
       out.printf(
           Locale.ROOT,
-          "  input       %d files by date in %s, %d state partitions per query%n",
+          "  input       %d files by date in %s (split in %d s), %d state partitions per query%n",
           files,
           input,
+          Duration.between(splitStart, Instant.now()).toSeconds(),
           options.partitions());
       Instant phaseStart = Instant.now();
       try (BatchReporter reporter = new BatchReporter(out, files)) {
@@ -269,6 +272,7 @@ public final class FlightsDemo {
       }
     }
     out.println("Checking against a batch job over the same flights...");
+    Instant checkStart = Instant.now();
     Verifier.Verification v =
         Verifier.verify(
             spark,
@@ -279,7 +283,8 @@ public final class FlightsDemo {
     problems.addAll(v.problems());
     out.printf(
         Locale.ROOT,
-        "  %,d of %,d airport-hours closed by the final watermark %s%n",
+        "  done in %d s; %,d of %,d airport-hours closed by the final watermark %s%n",
+        Duration.between(checkStart, Instant.now()).toSeconds(),
         v.closedHours(),
         v.allHours(),
         watermark);
