@@ -104,6 +104,11 @@ public final class SyncedStore implements AutoCloseable {
   private final String valueSchema;
   private final ExecutorService transfers;
   private final Map<FileRef.ContentId, FileRef> remoteFiles = new ConcurrentHashMap<>();
+  /**
+   * (length, checksum) of local SST files already hashed, keyed by {@code <generation>/<file
+   * name>}: RocksDB reuses file names across databases, so a name is only an identity within one
+   * local database (one generation).
+   */
   private final Map<String, FileRef.ContentId> localFileIds = new ConcurrentHashMap<>();
   private final AtomicInteger dirCounter = new AtomicInteger();
 
@@ -208,6 +213,8 @@ public final class SyncedStore implements AutoCloseable {
     if (localDirty) {
       invalidateLocal();
     }
+    spilled.clear();
+    buildingAttempt = null;
     if (local != null && version == loadedVersion
         && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
       local.discardPending();
@@ -446,7 +453,7 @@ public final class SyncedStore implements AutoCloseable {
     }
     try {
       long t0 = System.nanoTime();
-      BaseSnapshot snapshot = uploadSnapshot(cpDir, m.version(), m.attempt());
+      BaseSnapshot snapshot = uploadSnapshot(cpDir, m.version(), m.attempt(), gen);
       synchronized (this) {
         if (gen == generation && !closed) {
           pendingBase = new PendingBase(snapshot, gen);
@@ -464,7 +471,7 @@ public final class SyncedStore implements AutoCloseable {
     }
   }
 
-  private BaseSnapshot uploadSnapshot(Path cpDir, long version, String attempt)
+  private BaseSnapshot uploadSnapshot(Path cpDir, long version, String attempt, int gen)
       throws IOException {
     List<Path> files;
     try (Stream<Path> s = Files.list(cpDir)) {
@@ -483,10 +490,12 @@ public final class SyncedStore implements AutoCloseable {
     for (Path f : files) {
       String name = f.getFileName().toString();
       if (name.endsWith(".sst")) {
-        FileRef.ContentId id = localFileIds.get(name);
-        if (id == null) {
-          id = new FileRef.ContentId(Files.size(f), Checksums.xxhash64(f));
-          localFileIds.put(name, id);
+        String cacheKey = gen + "/" + name;
+        long size = Files.size(f);
+        FileRef.ContentId id = localFileIds.get(cacheKey);
+        if (id == null || id.length() != size) {
+          id = new FileRef.ContentId(size, Checksums.xxhash64(f));
+          localFileIds.put(cacheKey, id);
         }
         FileRef known = remoteFiles.get(id);
         if (known != null) {
