@@ -1,0 +1,103 @@
+package io.strata.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+class StrataConfTest {
+  private static final String P = StrataConf.PREFIX;
+
+  @Test
+  void defaults() {
+    StrataConf c = StrataConf.from(Map.of(), Map.of());
+    assertEquals(Optional.empty(), c.localDir());
+    assertEquals(Optional.empty(), c.s3().endpoint());
+    assertEquals("us-east-1", c.s3().region());
+    assertFalse(c.s3().pathStyleAccess());
+    assertEquals(10, c.s3().maxAttempts());
+    assertEquals(Duration.ofMinutes(2), c.s3().apiCallTimeout());
+    assertEquals(Duration.ofSeconds(30), c.s3().apiCallAttemptTimeout());
+    assertEquals(10, c.snapshotInterval());
+    assertEquals(8, c.transferThreads());
+    assertEquals(64L << 20, c.spillThresholdBytes());
+    assertEquals(Duration.ofSeconds(60), c.lockAcquireTimeout());
+  }
+
+  @Test
+  void parsesUnitsAndFallsBackToS3aSettings() {
+    StrataConf c = StrataConf.from(Map.of(P + "s3.apiCallAttemptTimeout", "500ms",
+        P + "spillThreshold", "1g", P + "lockAcquireTimeout", "2m"),
+        Map.of("fs.s3a.endpoint", "http://127.0.0.1:9000", "fs.s3a.path.style.access", "true",
+            "fs.s3a.access.key", "AK", "fs.s3a.secret.key", "SK"));
+    assertEquals(Duration.ofMillis(500), c.s3().apiCallAttemptTimeout());
+    assertEquals(1L << 30, c.spillThresholdBytes());
+    assertEquals(Duration.ofMinutes(2), c.lockAcquireTimeout());
+    assertEquals(Optional.of(URI.create("http://127.0.0.1:9000")), c.s3().endpoint());
+    assertTrue(c.s3().pathStyleAccess());
+    assertEquals(Optional.of("AK"), c.s3().accessKeyId());
+  }
+
+  @Test
+  void ownSettingsWinOverS3a() {
+    StrataConf c = StrataConf.from(Map.of(P + "s3.endpoint", "https://a.example:443"),
+        Map.of("fs.s3a.endpoint", "http://b.example"));
+    assertEquals(Optional.of(URI.create("https://a.example:443")), c.s3().endpoint());
+  }
+
+  @Test
+  void badValuesNameTheKeyAndWhatIsAllowed() {
+    assertBad(P + "s3.maxAttempts", "0", "expected an integer >= 1");
+    assertBad(P + "s3.maxAttempts", "-3", "expected an integer >= 1");
+    assertBad(P + "snapshotInterval", "ten", "expected an integer >= 1");
+    assertBad(P + "s3.apiCallTimeout", "5 parsecs", "duration");
+    assertBad(P + "lockAcquireTimeout", "0s", "not zero");
+    assertBad(P + "spillThreshold", "lots", "size");
+    assertBad(P + "s3.endpoint", "127.0.0.1:9000", "http:// or https://");
+    assertBad(P + "s3.endpoint", "ftp://host", "http:// or https://");
+    assertBad(P + "s3.region", "US East", "AWS region");
+    assertBad(P + "s3.pathStyleAccess", "yes", "true or false");
+  }
+
+  @Test
+  void unknownKeyUnderThePrefixIsRejected() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "snapshotIntervall", "3"), Map.of()));
+    assertTrue(e.getMessage().contains(P + "snapshotIntervall"), e.getMessage());
+    assertTrue(e.getMessage().contains(P + "snapshotInterval"), e.getMessage());
+  }
+
+  @Test
+  void secretsNeverAppearInMessages() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDSECRETLOOKING"), Map.of()));
+    assertFalse(e.getMessage().contains("AKIDSECRETLOOKING"), e.getMessage());
+    StrataConf c = StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDVISIBLE",
+        P + "s3.secretAccessKey", "TOPSECRETVALUE"), Map.of());
+    assertFalse(c.toString().contains("TOPSECRETVALUE"), c.toString());
+    assertFalse(c.s3().toString().contains("TOPSECRETVALUE"), c.s3().toString());
+  }
+
+  @Test
+  void readmeDocumentsEveryOptionWithItsDefault() throws Exception {
+    String readme = Files.readString(Path.of("README.md"));
+    for (ConfigOption<?> o : StrataConf.OPTIONS) {
+      assertTrue(readme.contains("`" + o.fullKey() + "`"), "README.md lacks " + o.fullKey());
+    }
+  }
+
+  private static void assertBad(String key, String value, String expected) {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(key, value), Map.of()), key + "=" + value);
+    assertTrue(e.getMessage().contains(key), e.getMessage());
+    assertTrue(e.getMessage().contains(expected), e.getMessage());
+  }
+}
