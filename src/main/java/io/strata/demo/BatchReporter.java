@@ -148,10 +148,12 @@ final class BatchReporter extends StreamingQueryListener implements AutoCloseabl
       t.s3Bytes += bytes;
       t.s3Requests += requests;
     }
+    // Fewer commit times than stores: some task-end events did not arrive in time; say so.
+    String partial = commits.size() < stores ? " (" + commits.size() + "/" + stores + ")" : "";
     out.println(
         String.format(
             Locale.ROOT,
-            "%-16s batch %3d  file %3d/%d  in %,8d  state %,10d  commit p50 %s max %s  S3 %s",
+            "%-16s batch %3d  file %3d/%d  in %,8d  state %,10d  commit p50 %s max %s%s  S3 %s",
             p.name(),
             p.batchId(),
             files,
@@ -160,6 +162,7 @@ final class BatchReporter extends StreamingQueryListener implements AutoCloseabl
             stateRows,
             ms(percentile(commits, 50)),
             ms(percentile(commits, 100)),
+            partial,
             reported ? s3(bytes, requests) : "n/a"));
   }
 
