@@ -13,6 +13,8 @@ import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.Checkpoint;
@@ -39,9 +41,11 @@ import org.rocksdb.SstFileWriter;
  * <p>Reads ({@link #get}, {@link #scan}) see committed state overlaid with pending writes.
  *
  * <p>Threading: one task thread uses the store at a time (the provider's lock guarantees it);
- * {@link #checkpoint} may run on a maintenance thread between tasks. {@link #close()} closes open
- * iterators first, then the database and its options, in that order; use after close throws
- * {@link IllegalStateException}.
+ * {@link #checkpoint} may run on a maintenance thread between tasks. Every call into RocksDB holds
+ * a read lock and {@link #close()} takes the write lock (Flink's resource-guard idea), so close
+ * waits for calls in flight and never frees a native handle under one; it then closes open
+ * iterators, the database and its options, in that order. Use after close throws {@link
+ * IllegalStateException}, never a native crash.
  */
 public final class LocalStore implements AutoCloseable {
   private static final long BLOCK_CACHE_BYTES = 16L << 20;
@@ -57,6 +61,7 @@ public final class LocalStore implements AutoCloseable {
   private final RocksDB db;
   private final PendingWrites pending = new PendingWrites();
   private final Set<MergingIterator> openIterators = ConcurrentHashMap.newKeySet();
+  private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
   private volatile boolean closed;
   private long committedKeys;
   private long pendingKeyDelta;
@@ -127,15 +132,17 @@ public final class LocalStore implements AutoCloseable {
    * @throws IOException if RocksDB fails
    */
   public byte[] get(byte[] key) throws IOException {
-    ensureOpen();
-    byte[] p = pending.lookup(key);
-    if (p != null) {
-      return PendingWrites.isTombstone(p) ? null : p;
-    }
+    Lock l = enter();
     try {
+      byte[] p = pending.lookup(key);
+      if (p != null) {
+        return PendingWrites.isTombstone(p) ? null : p;
+      }
       return db.get(key);
     } catch (RocksDBException e) {
       throw new IOException("Cannot read local RocksDB at " + dir + ": " + e.getMessage(), e);
+    } finally {
+      l.unlock();
     }
   }
 
@@ -195,10 +202,16 @@ public final class LocalStore implements AutoCloseable {
    * may or may not be seen.
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix) {
-    ensureOpen();
-    MergingIterator it = new MergingIterator(prefix);
-    openIterators.add(it);
-    return it;
+    Lock l = enter();
+    try {
+      MergingIterator it = new MergingIterator(prefix);
+      if (!it.done) {
+        openIterators.add(it);
+      }
+      return it;
+    } finally {
+      l.unlock();
+    }
   }
 
   /**
@@ -209,10 +222,11 @@ public final class LocalStore implements AutoCloseable {
    * @throws IOException if RocksDB's SstFileWriter or the file system fails
    */
   public Optional<DeltaFile> writeDelta(Path sstFile) throws IOException {
-    ensureOpen();
     if (pending.isEmpty()) {
+      ensureOpen();
       return Optional.empty();
     }
+    Lock l = enter();
     try (EnvOptions env = new EnvOptions(); SstFileWriter w = new SstFileWriter(env, options)) {
       w.open(sstFile.toString());
       long entries = 0;
@@ -229,6 +243,8 @@ public final class LocalStore implements AutoCloseable {
       return Optional.of(new DeltaFile(sstFile, size, Checksums.xxhash64(sstFile), entries));
     } catch (RocksDBException e) {
       throw new IOException("Cannot write SST delta " + sstFile + ": " + e.getMessage(), e);
+    } finally {
+      l.unlock();
     }
   }
 
@@ -283,7 +299,7 @@ public final class LocalStore implements AutoCloseable {
    * @throws IOException if RocksDB rejects the file (message names the file and directory)
    */
   public synchronized void ingest(Path sst) throws IOException {
-    ensureOpen();
+    Lock l = enter();
     try (IngestExternalFileOptions o = new IngestExternalFileOptions()) {
       o.setMoveFiles(true);
       o.setSnapshotConsistency(true);
@@ -294,6 +310,8 @@ public final class LocalStore implements AutoCloseable {
     } catch (RocksDBException e) {
       throw new IOException("Cannot ingest SST " + sst + " into local RocksDB at " + dir + ": "
           + e.getMessage(), e);
+    } finally {
+      l.unlock();
     }
   }
 
@@ -309,53 +327,79 @@ public final class LocalStore implements AutoCloseable {
    * @throws IOException if RocksDB fails
    */
   public synchronized void checkpoint(Path target) throws IOException {
-    ensureOpen();
+    Lock l = enter();
     try (Checkpoint cp = Checkpoint.create(db)) {
       cp.createCheckpoint(target.toString());
     } catch (RocksDBException e) {
       throw new IOException("Cannot create a checkpoint of local RocksDB at " + dir + " in "
           + target + ": " + e.getMessage(), e);
+    } finally {
+      l.unlock();
     }
   }
 
   /** Approximate native memory used (block cache, memtables, table readers), in bytes. */
   public long memoryUsageBytes() {
-    if (closed) {
-      return 0;
-    }
-    long sum = blockCache.getUsage() + pending.approxBytes();
-    for (String p : new String[] {"rocksdb.cur-size-all-mem-tables",
-        "rocksdb.estimate-table-readers-mem"}) {
-      try {
-        sum += db.getLongProperty(p);
-      } catch (RocksDBException ignored) {
-        // property unavailable: leave it out of the estimate
+    Lock l = guard.readLock();
+    l.lock();
+    try {
+      if (closed) {
+        return 0;
       }
+      long sum = blockCache.getUsage() + pending.approxBytes();
+      for (String p : new String[] {"rocksdb.cur-size-all-mem-tables",
+          "rocksdb.estimate-table-readers-mem"}) {
+        try {
+          sum += db.getLongProperty(p);
+        } catch (RocksDBException ignored) {
+          // property unavailable: leave it out of the estimate
+        }
+      }
+      return sum;
+    } finally {
+      l.unlock();
     }
-    return sum;
   }
 
   /** Closes iterators, the database and its options, in that order. Idempotent. */
   @Override
   public synchronized void close() {
-    if (closed) {
-      return;
+    Lock w = guard.writeLock();
+    w.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      for (MergingIterator it : new ArrayList<>(openIterators)) {
+        it.closedByStore = true;
+        it.close();
+      }
+      db.close();
+      options.close();
+      bloom.close();
+      blockCache.close();
+      pending.clear();
+    } finally {
+      w.unlock();
     }
-    closed = true;
-    for (MergingIterator it : new ArrayList<>(openIterators)) {
-      it.close();
-    }
-    db.close();
-    options.close();
-    bloom.close();
-    blockCache.close();
-    pending.clear();
   }
 
   private void ensureOpen() {
     if (closed) {
       throw new IllegalStateException("local RocksDB at " + dir + " is closed");
     }
+  }
+
+  /** Takes the read lock for a call into RocksDB; the caller unlocks. Throws if closed. */
+  private Lock enter() {
+    Lock l = guard.readLock();
+    l.lock();
+    if (closed) {
+      l.unlock();
+      throw new IllegalStateException("local RocksDB at " + dir + " is closed");
+    }
+    return l;
   }
 
   /** Merges pending writes over a RocksDB iterator; pending wins, tombstones hide keys. */
@@ -366,7 +410,9 @@ public final class LocalStore implements AutoCloseable {
     private final Iterator<Map.Entry<byte[], byte[]>> pendingIt;
     private Map.Entry<byte[], byte[]> pendingHead;
     private KeyValue next;
-    private boolean done;
+    private volatile boolean done;
+    /** Set when the store closed this scan under its user: reading on must fail, not stop. */
+    private volatile boolean closedByStore;
 
     MergingIterator(byte[] prefix) {
       this.prefix = prefix;
@@ -389,9 +435,6 @@ public final class LocalStore implements AutoCloseable {
     private void advance() {
       next = null;
       while (!done) {
-        if (closed) {
-          throw new IllegalStateException("local RocksDB at " + dir + " was closed during a scan");
-        }
         boolean d = dbValid();
         boolean p = pendingValid();
         if (!d && !p) {
@@ -418,29 +461,56 @@ public final class LocalStore implements AutoCloseable {
 
     @Override
     public boolean hasNext() {
+      if (closedByStore) {
+        throw new IllegalStateException("local RocksDB at " + dir + " was closed during a scan");
+      }
       return next != null;
     }
 
     @Override
     public KeyValue next() {
+      if (closedByStore) {
+        throw new IllegalStateException("local RocksDB at " + dir + " was closed during a scan");
+      }
       if (next == null) {
         throw new NoSuchElementException();
       }
       KeyValue r = next;
-      advance();
+      Lock l = guard.readLock();
+      l.lock();
+      try {
+        if (closed && !done) {
+          throw new IllegalStateException("local RocksDB at " + dir
+              + " was closed during a scan");
+        }
+        advance();
+      } finally {
+        l.unlock();
+      }
       return r;
     }
 
     @Override
     public void close() {
-      if (done) {
-        return;
+      // The read lock keeps LocalStore.close() (write lock) from closing the database while this
+      // releases its native iterator; LocalStore.close() itself may call this (it may take the
+      // read lock while holding the write lock).
+      Lock l = guard.readLock();
+      l.lock();
+      try {
+        synchronized (this) {
+          if (done) {
+            return;
+          }
+          done = true;
+          next = null;
+        }
+        dbIt.close();
+        readOptions.close();
+        openIterators.remove(this);
+      } finally {
+        l.unlock();
       }
-      done = true;
-      next = null;
-      dbIt.close();
-      readOptions.close();
-      openIterators.remove(this);
     }
   }
 
