@@ -183,7 +183,8 @@ public record StrataConf(
       try {
         return Optional.of(option.parser().apply(raw));
       } catch (IllegalArgumentException e) {
-        String shown = option.secret() ? "<redacted>" : "'" + raw + "'";
+        // Never echo secrets, nor anything that may embed credentials (user:secret@host).
+        String shown = option.secret() || raw.contains("@") ? "<redacted>" : "'" + raw + "'";
         throw new IllegalArgumentException(
             "Invalid value " + shown + " for " + key + ": " + e.getMessage(), e);
       }

@@ -190,10 +190,21 @@ public final class LocalStore implements AutoCloseable {
     return pending.size();
   }
 
-  /** Drops every pending write (abort). The database is untouched. */
+  /**
+   * Drops every pending write (abort, or the start of a new version). The database is untouched.
+   * Scans still open (a caller that neither drained nor closed them) are closed: a scan belongs
+   * to the version being built, and a leaked one would pin RocksDB resources and block spills.
+   */
   public void discardPending() {
+    closeScans();
     pending.clear();
     pendingKeyDelta = 0;
+  }
+
+  private void closeScans() {
+    for (MergingIterator it : new ArrayList<>(openIterators)) {
+      it.close();
+    }
   }
 
   /**
@@ -260,6 +271,7 @@ public final class LocalStore implements AutoCloseable {
    */
   public void commitPending(Optional<DeltaFile> delta) throws IOException {
     ensureOpen();
+    closeScans();
     if (delta.isPresent()) {
       ingest(delta.get().path());
     }

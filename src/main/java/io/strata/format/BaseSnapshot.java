@@ -15,6 +15,9 @@ import java.util.Objects;
 public record BaseSnapshot(long version, String attempt, List<BaseFile> files) {
   public BaseSnapshot {
     Objects.requireNonNull(attempt, "attempt");
+    if (!StoreLayout.isAttemptId(attempt)) {
+      throw new IllegalArgumentException("invalid attempt id '" + attempt + "'");
+    }
     files = List.copyOf(files);
   }
 

@@ -13,6 +13,9 @@ import java.util.Objects;
 public record Delta(long version, String attempt, FileRef file) {
   public Delta {
     Objects.requireNonNull(attempt, "attempt");
+    if (!StoreLayout.isAttemptId(attempt)) {
+      throw new IllegalArgumentException("invalid attempt id '" + attempt + "'");
+    }
     Objects.requireNonNull(file, "file");
   }
 }

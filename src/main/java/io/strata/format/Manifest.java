@@ -46,6 +46,10 @@ public record Manifest(
     Objects.requireNonNull(storeId, "storeId");
     Objects.requireNonNull(attempt, "attempt");
     Objects.requireNonNull(parentAttempt, "parentAttempt");
+    if (!StoreLayout.isAttemptId(attempt)
+        || (parentAttempt.isPresent() && !StoreLayout.isAttemptId(parentAttempt.get()))) {
+      throw new IllegalArgumentException("invalid attempt id in manifest of version " + version);
+    }
     Objects.requireNonNull(base, "base");
     Objects.requireNonNull(keySchema, "keySchema");
     Objects.requireNonNull(valueSchema, "valueSchema");

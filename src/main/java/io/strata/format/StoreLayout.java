@@ -12,7 +12,7 @@ import java.util.regex.Pattern;
  * v/&lt;version:20 digits&gt;/&lt;attempt&gt;.svo     version object: SST delta + manifest (+ footer)
  * spill/&lt;version:20&gt;-&lt;attempt&gt;-&lt;n&gt;.sst      extra delta of a large batch, uploaded before commit
  * sst/&lt;uuid&gt;.sst                            SST of a base snapshot not already in S3
- * snap/&lt;version:20&gt;-&lt;attempt&gt;.pack        RocksDB metadata files of a base snapshot
+ * snap/&lt;version:20&gt;-&lt;attempt&gt;-&lt;uuid&gt;.pack RocksDB metadata files of a base snapshot
  * </pre>
  *
  * Versions are zero-padded so keys sort by version. Attempt ids are {@code <epoch ms, 12 hex>-<64
@@ -65,10 +65,17 @@ public final class StoreLayout {
     return "sst/" + uniqueName + ".sst";
   }
 
-  /** Key of the pack of small RocksDB files of a base snapshot of {@code version}. */
-  public static String snapshotPack(long version, String attempt) {
+  /**
+   * Key of the pack of small RocksDB files of a base snapshot of {@code version} (attempt {@code
+   * attempt}); {@code uniqueName} ({@link #newUniqueName()}) keeps two snapshots of the same
+   * version apart.
+   */
+  public static String snapshotPack(long version, String attempt, String uniqueName) {
     requireAttempt(attempt);
-    return "snap/" + pad(version) + "-" + attempt + ".pack";
+    if (!uniqueName.matches("[0-9a-f]{32}")) {
+      throw new IllegalArgumentException("invalid unique name '" + uniqueName + "'");
+    }
+    return "snap/" + pad(version) + "-" + attempt + "-" + uniqueName + ".pack";
   }
 
   /** A new attempt id: creation time in ms (12 hex digits) and 64 random bits. */

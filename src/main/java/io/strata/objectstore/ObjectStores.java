@@ -114,6 +114,11 @@ public final class ObjectStores {
     int slash = rest.indexOf('/');
     String bucket = slash < 0 ? rest : rest.substring(0, slash);
     String path = slash < 0 ? "" : rest.substring(slash + 1);
+    if (bucket.contains("@")) {
+      // s3a://KEY:SECRET@bucket/...: never echo it, it carries credentials.
+      throw new IllegalArgumentException("Invalid S3 location (not shown: it embeds credentials "
+          + "in user:secret@bucket form): configure credentials through the S3 settings instead");
+    }
     if (bucket.isEmpty()) {
       throw new IllegalArgumentException("Invalid S3 location '" + location
           + "': no bucket; expected s3://bucket/prefix");

@@ -52,6 +52,8 @@ final class StrataStateStore implements StateStore {
   private volatile Mode mode;
   private SyncedStore.Committed committed;
   private RequestCounter.Counts requestsAtEnd;
+  /** Memory use captured at commit, before the lock is given back (metrics() comes later). */
+  private long memoryAtCommit;
 
   StrataStateStore(StrataStateStoreProvider provider, SyncedStore core, RowCodec codec,
       long version, boolean readOnly, RequestCounter requests, RequestCounter.Counts atStart) {
@@ -206,6 +208,7 @@ final class StrataStateStore implements StateStore {
       throw SparkErrors.cannotCommit(provider.toString(), e);
     }
     requestsAtEnd = requests.snapshot();
+    memoryAtCommit = core.memoryUsageBytes();
     mode = Mode.COMMITTED;
     provider.afterCommit(this, committed.manifest().version());
     return committed.manifest().version();
@@ -252,10 +255,15 @@ final class StrataStateStore implements StateStore {
 
   @Override
   public StateStoreMetrics metrics() {
-    CommitStats c = committed == null ? CommitStats.NONE : committed.stats();
     RequestCounter.Counts end = requestsAtEnd != null ? requestsAtEnd : requests.snapshot();
-    return StrataMetrics.build(core.numKeys(), core.memoryUsageBytes(), c, restore,
-        end.minus(requestsAtStart));
+    if (committed != null) {
+      // Spark asks after commit, when the store may already serve the next task or be closed:
+      // report what was captured at commit, never touch the local database here.
+      return StrataMetrics.build(committed.manifest().numKeys(), memoryAtCommit,
+          committed.stats(), restore, end.minus(requestsAtStart));
+    }
+    return StrataMetrics.build(core.numKeys(), core.memoryUsageBytes(), CommitStats.NONE,
+        restore, end.minus(requestsAtStart));
   }
 
   @Override

@@ -163,7 +163,9 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
       c.load(version, attempt);
       StrataStateStore store = new StrataStateStore(this, c,
           new RowCodec(keySchema, valueSchema, keySpec), version, readOnly, requests, start);
-      holder = store;
+      synchronized (this) {
+        holder = store;
+      }
       TaskContext ctx = TaskContext.get();
       if (ctx != null) {
         ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
@@ -175,7 +177,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
         throw SparkErrors.versionNotFound(e.getMessage(), e);
       }
       throw SparkErrors.cannotLoad(e);
-    } catch (Exception e) {
+    } catch (Exception | Error e) {
       taskLock.release();
       throw SparkErrors.cannotLoad(e);
     }
@@ -196,7 +198,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   }
 
   /** Gives the task lock back; called once by the handle when it leaves READ_ONLY/UPDATING. */
-  void releaseTaskLock(StrataStateStore store) {
+  synchronized void releaseTaskLock(StrataStateStore store) {
     if (holder == store) {
       holder = null;
       taskLock.release();

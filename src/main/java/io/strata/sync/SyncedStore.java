@@ -486,7 +486,8 @@ public final class SyncedStore implements AutoCloseable {
     ByteArrayOutputStream pack = new ByteArrayOutputStream();
     List<String> packNames = new ArrayList<>();
     List<long[]> packRanges = new ArrayList<>();
-    String packKey = StoreLayout.snapshotPack(version, attempt);
+    // A unique suffix: another instance may snapshot the same (version, attempt) again.
+    String packKey = StoreLayout.snapshotPack(version, attempt, StoreLayout.newUniqueName());
     for (Path f : files) {
       String name = f.getFileName().toString();
       if (name.endsWith(".sst")) {
@@ -534,7 +535,11 @@ public final class SyncedStore implements AutoCloseable {
       return;
     }
     closed = true;
-    transfers.shutdownNow();
+    for (Runnable queued : transfers.shutdownNow()) {
+      if (queued instanceof Future<?> f) {
+        f.cancel(true); // so a maintenance thread waiting on it wakes up instead of hanging
+      }
+    }
     if (local != null) {
       local.close();
       local = null;
@@ -655,8 +660,7 @@ public final class SyncedStore implements AutoCloseable {
       }
     }
     for (Delta d : m.deltas()) {
-      Path target = tmp.resolve("restore-" + d.version() + "-" + d.attempt() + "-"
-          + deltaFiles.size() + ".sst");
+      Path target = tmp.resolve("restore-" + deltaFiles.size() + ".sst");
       deltaFiles.add(target);
       downloads.add(transfers.submit(() -> download(m, d.file(), target)));
       files++;
@@ -666,6 +670,11 @@ public final class SyncedStore implements AutoCloseable {
       long bytes = 0;
       for (long b : awaitAll(downloads, "restore version " + m.version())) {
         bytes += b;
+      }
+      if (m.base().isPresent() && m.base().get().files().stream()
+          .noneMatch(f -> f.name().equals("CURRENT"))) {
+        throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
+            + " version " + m.version() + ": its base snapshot lists no CURRENT file", null);
       }
       fresh = LocalStore.open(dbDir, m.numKeys());
       for (Path p : deltaFiles) {
@@ -759,6 +768,8 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   private void invalidateLocal() {
+    spilled.clear();
+    buildingAttempt = null;
     LocalStore old = local;
     local = null;
     loaded = null;

@@ -80,6 +80,9 @@ class StrataConfTest {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDSECRETLOOKING"), Map.of()));
     assertFalse(e.getMessage().contains("AKIDSECRETLOOKING"), e.getMessage());
+    IllegalArgumentException endpoint = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(), Map.of("fs.s3a.endpoint", "http://AK:SECRETINURL@host:9000")));
+    assertFalse(endpoint.getMessage().contains("SECRETINURL"), endpoint.getMessage());
     StrataConf c = StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDVISIBLE",
         P + "s3.secretAccessKey", "TOPSECRETVALUE"), Map.of());
     assertFalse(c.toString().contains("TOPSECRETVALUE"), c.toString());

@@ -26,9 +26,9 @@ class ManifestCodecTest {
         new BaseSnapshot.BaseFile("000020.sst",
             new FileRef("sst/0123456789abcdef0123456789abcdef.sst", 0, 4096, 0xfedcba9876543210L)),
         new BaseSnapshot.BaseFile("CURRENT",
-            new FileRef(StoreLayout.snapshotPack(5, a5), 0, 16, 0x1L)),
+            new FileRef(StoreLayout.snapshotPack(5, a5, "00112233445566778899aabbccddeeff"), 0, 16, 0x1L)),
         new BaseSnapshot.BaseFile("MANIFEST-000022",
-            new FileRef(StoreLayout.snapshotPack(5, a5), 16, 300, 0x2L))));
+            new FileRef(StoreLayout.snapshotPack(5, a5, "00112233445566778899aabbccddeeff"), 16, 300, 0x2L))));
     return new Manifest(1, "0/3/default", 7, a7, 6, Optional.of(a6), Optional.of(base),
         List.of(new Delta(6, a6, new FileRef(StoreLayout.versionObject(6, a6), 0, 900, 0xabcL)),
             new Delta(7, a7, new FileRef(StoreLayout.versionObject(7, a7), 0, 800, 0xdefL))),
@@ -122,6 +122,17 @@ class ManifestCodecTest {
     byte[] truncated = java.util.Arrays.copyOf(tail, tail.length - 5);
     assertThrows(ManifestFormatException.class,
         () -> VersionObjectCodec.footer(truncated, truncated.length));
+  }
+
+  @Test
+  void rejectsAttemptIdsThatCouldEscapeADirectory() {
+    FileRef ref = new FileRef("v/x.svo", 0, 1, 1);
+    assertThrows(IllegalArgumentException.class, () -> new Delta(1, "../../etc", ref));
+    String json = new String(ManifestCodec.encode(goldenManifest()), StandardCharsets.UTF_8)
+        .replace("\"attempt\":\"018c0a1b2d00-0123456789abcdef\",\"key\"",
+            "\"attempt\":\"../../x\",\"key\"");
+    assertThrows(ManifestFormatException.class,
+        () -> ManifestCodec.decode(json.getBytes(StandardCharsets.UTF_8)));
   }
 
   @Test

@@ -105,4 +105,13 @@ class ObjectStoresTest {
       return assertInstanceOf(LocalObjectStore.class, store).root();
     }
   }
+
+  @Test
+  void locationWithEmbeddedCredentialsIsRejectedWithoutEchoingThem() {
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
+        IllegalArgumentException.class,
+        () -> ObjectStores.open("s3a://AKID:SECRETKEY@bucket/ckpt", null, null));
+    org.junit.jupiter.api.Assertions.assertFalse(e.getMessage().contains("SECRETKEY"),
+        e.getMessage());
+  }
 }
