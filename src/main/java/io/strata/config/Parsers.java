@@ -50,16 +50,22 @@ final class Parsers {
       throw new IllegalArgumentException(
           "expected a positive duration such as 500ms, 30s, 5m, 1h (bare numbers are ms)");
     }
-    long n = Long.parseLong(m.group(1));
     String unit = m.group(2) == null ? "ms" : m.group(2);
-    Duration d = switch (unit) {
-      case "ms" -> Duration.ofMillis(n);
-      case "s" -> Duration.ofSeconds(n);
-      case "m", "min" -> Duration.ofMinutes(n);
-      case "h" -> Duration.ofHours(n);
-      case "d" -> Duration.ofDays(n);
-      default -> throw new IllegalArgumentException("unknown unit " + unit);
-    };
+    Duration d;
+    try {
+      long n = Long.parseLong(m.group(1));
+      d = switch (unit) {
+        case "ms" -> Duration.ofMillis(n);
+        case "s" -> Duration.ofSeconds(n);
+        case "m", "min" -> Duration.ofMinutes(n);
+        case "h" -> Duration.ofHours(n);
+        case "d" -> Duration.ofDays(n);
+        default -> throw new IllegalArgumentException("unknown unit " + unit);
+      };
+      d.toMillis(); // must fit in milliseconds
+    } catch (NumberFormatException | ArithmeticException e) {
+      throw new IllegalArgumentException("expected a duration that fits in 64-bit milliseconds");
+    }
     if (d.isZero()) {
       throw new IllegalArgumentException("expected a positive duration, not zero");
     }
@@ -77,14 +83,22 @@ final class Parsers {
       throw new IllegalArgumentException(
           "expected a size such as 64m, 512k or 1g (bare numbers are bytes)");
     }
-    long n = Long.parseLong(m.group(1));
     String unit = m.group(2) == null ? "b" : m.group(2);
-    return switch (unit) {
-      case "b" -> n;
-      case "k", "kb" -> n << 10;
-      case "m", "mb" -> n << 20;
-      default -> n << 30;
+    int shift = switch (unit) {
+      case "b" -> 0;
+      case "k", "kb" -> 10;
+      case "m", "mb" -> 20;
+      default -> 30;
     };
+    try {
+      long n = Long.parseLong(m.group(1));
+      if (n > (Long.MAX_VALUE >> shift)) {
+        throw new NumberFormatException();
+      }
+      return n << shift;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("expected a size below 8 EiB");
+    }
   }
 
   /** An absolute http(s) URI with a host, for an S3 endpoint. */

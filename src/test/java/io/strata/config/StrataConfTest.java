@@ -61,6 +61,8 @@ class StrataConfTest {
     assertBad(P + "s3.apiCallTimeout", "5 parsecs", "duration");
     assertBad(P + "lockAcquireTimeout", "0s", "not zero");
     assertBad(P + "spillThreshold", "lots", "size");
+    assertBad(P + "spillThreshold", "9000000000g", "size below");
+    assertBad(P + "s3.apiCallTimeout", "999999999999999d", "fits in 64-bit");
     assertBad(P + "s3.endpoint", "127.0.0.1:9000", "http:// or https://");
     assertBad(P + "s3.endpoint", "ftp://host", "http:// or https://");
     assertBad(P + "s3.region", "US East", "AWS region");
