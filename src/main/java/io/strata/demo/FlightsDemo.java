@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
  * the checkpoint in a new SparkSession, finished, and checked against a batch job.
  *
  * <p>Run with {@code mvn -B -q -Pdemo -DskipTests verify} ({@code -Ddemo.args="--help"} lists
- * the options). {@link #main} exits 0 when verified, 1 when the answer differs, 2 on a bad
- * command line and 3 when the run fails.
+ * the options). {@link #main} exits 0 when verified (or after {@code --help}), 1 when the answer
+ * differs, 2 on a bad command line and 3 when the run fails.
  */
 public final class FlightsDemo {
   /** Spark's setting that selects the state store provider. */
@@ -66,6 +66,9 @@ public final class FlightsDemo {
     try {
       DemoResult result = run(System.out, args);
       code = result.verified() ? 0 : 1;
+    } catch (DemoOptions.HelpRequested help) {
+      System.out.println(help.getMessage());
+      code = 0;
     } catch (IllegalArgumentException e) {
       System.err.println(e.getMessage());
       code = 2;
