@@ -429,11 +429,16 @@ public final class FlightsDemo {
 
   /**
    * Stops the session and what would die with its JVM: the state store providers Spark keeps
-   * loaded per JVM (closed, as at executor exit) and Hadoop's cached file systems.
+   * loaded per JVM (closed, as at executor exit) and Hadoop's cached file systems. The providers
+   * go first, while the SparkEnv they report to still runs; after it, Spark's maintenance thread
+   * can hang for its 5-minute shutdown timeout.
    */
   private void stopSession(SparkSession spark) throws IOException {
-    spark.stop();
-    StateStore.stop();
-    FileSystem.closeAll();
+    try {
+      StateStore.stop();
+    } finally {
+      spark.stop();
+      FileSystem.closeAll();
+    }
   }
 }
