@@ -115,6 +115,15 @@ record DemoOptions(
     }
   }
 
+  /** Thrown by {@link #parse} for {@code --help}; the message is {@link #USAGE}. */
+  static final class HelpRequested extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+
+    HelpRequested() {
+      super(USAGE);
+    }
+  }
+
   /** True when the demo starts its own S3Proxy (no --checkpoint given). */
   boolean localS3Proxy() {
     return checkpoint.isEmpty();
@@ -171,7 +180,7 @@ record DemoOptions(
           }
           conf.put(kv.substring(0, eq), kv.substring(eq + 1));
         }
-        case "--help", "-h" -> throw new IllegalArgumentException(USAGE);
+        case "--help", "-h" -> throw new HelpRequested();
         default -> {
           if (a.isBlank()) {
             continue; // an empty -Ddemo.args expands to one empty argument

@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
  * the checkpoint in a new SparkSession, finished, and checked against a batch job.
  *
  * <p>Run with {@code mvn -B -q -Pdemo -DskipTests verify} ({@code -Ddemo.args="--help"} lists
- * the options). {@link #main} exits 0 when verified, 1 when the answer differs, 2 on a bad
- * command line and 3 when the run fails.
+ * the options). {@link #main} exits 0 when verified (or after {@code --help}), 1 when the answer
+ * differs, 2 on a bad command line and 3 when the run fails.
  */
 public final class FlightsDemo {
   /** Spark's setting that selects the state store provider. */
@@ -71,6 +71,9 @@ public final class FlightsDemo {
     try {
       DemoResult result = run(System.out, args);
       code = result.verified() ? 0 : 1;
+    } catch (DemoOptions.HelpRequested help) {
+      System.out.println(help.getMessage());
+      code = 0;
     } catch (IllegalArgumentException e) {
       System.err.println(e.getMessage());
       code = 2;
@@ -431,11 +434,16 @@ public final class FlightsDemo {
 
   /**
    * Stops the session and what would die with its JVM: the state store providers Spark keeps
-   * loaded per JVM (closed, as at executor exit) and Hadoop's cached file systems.
+   * loaded per JVM (closed, as at executor exit) and Hadoop's cached file systems. The providers
+   * go first, while the SparkEnv they report to still runs; after it, Spark's maintenance thread
+   * can hang for its 5-minute shutdown timeout.
    */
   private void stopSession(SparkSession spark) throws IOException {
-    spark.stop();
-    StateStore.stop();
-    FileSystem.closeAll();
+    try {
+      StateStore.stop();
+    } finally {
+      spark.stop();
+      FileSystem.closeAll();
+    }
   }
 }

@@ -83,6 +83,13 @@ class DemoOptionsTest {
   }
 
   @Test
+  void helpIsNotAnError() {
+    DemoOptions.HelpRequested h =
+        assertThrows(DemoOptions.HelpRequested.class, () -> DemoOptions.parse("--help"));
+    assertTrue(h.getMessage().contains("--checkpoint"), h.getMessage());
+  }
+
+  @Test
   void badOptionsSayWhatIsWrong() {
     assertThrows(IllegalArgumentException.class, () -> DemoOptions.parse("--bogus"));
     assertThrows(IllegalArgumentException.class, () -> DemoOptions.parse("--files"));
