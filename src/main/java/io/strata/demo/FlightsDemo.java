@@ -61,11 +61,6 @@ public final class FlightsDemo {
    * @param args the options; see {@code --help}
    */
   public static void main(String[] args) {
-    if (java.util.Arrays.asList(args).contains("--help")
-        || java.util.Arrays.asList(args).contains("-h")) {
-      System.out.println(DemoOptions.USAGE);
-      System.exit(0);
-    }
     DemoLogging.useDemoConfigUnlessSet();
     int code;
     try {
