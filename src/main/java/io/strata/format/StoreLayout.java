@@ -9,7 +9,8 @@ import java.util.regex.Pattern;
  * checkpoint location, {@code <checkpoint>/state/<operatorId>/<partitionId>[/<storeName>]}).
  *
  * <pre>
- * v/&lt;version:20 digits&gt;/&lt;attempt&gt;.svo     version object: SST delta + manifest (+ footer)
+ * v/&lt;version:20 digits&gt;.svo               version object of checkpoint format 1 (first writer wins)
+ * v/&lt;version:20 digits&gt;/&lt;attempt&gt;.svo     version object of checkpoint format 2, one per attempt
  * spill/&lt;version:20&gt;-&lt;attempt&gt;-&lt;n&gt;.sst      extra delta of a large batch, uploaded before commit
  * sst/&lt;uuid&gt;.sst                            SST of a base snapshot not already in S3
  * snap/&lt;version:20&gt;-&lt;attempt&gt;-&lt;uuid&gt;.pack RocksDB metadata files of a base snapshot
@@ -34,10 +35,50 @@ public final class StoreLayout {
     return VERSIONS + pad(version) + "/";
   }
 
-  /** Key of the version object of {@code version} written by {@code attempt}. */
+  /**
+   * Key of the version object of {@code version} written by {@code attempt}: the per-attempt key
+   * of checkpoint format 2, where the driver names the attempt to load.
+   */
   public static String versionObject(long version, String attempt) {
     requireAttempt(attempt);
     return versionPrefix(version) + attempt + VERSION_OBJECT_SUFFIX;
+  }
+
+  /**
+   * Key of the one version object of {@code version} under checkpoint format 1: {@code
+   * v/<version>.svo}. Every attempt of the version writes it create-only ({@code If-None-Match:
+   * *}), so the first attempt to commit wins and a late, zombie or speculative attempt can never
+   * replace it (docs/format.md, "Attempts and zombies").
+   */
+  public static String versionObject(long version) {
+    requireVersion(version);
+    return VERSIONS + pad(version) + VERSION_OBJECT_SUFFIX;
+  }
+
+  /**
+   * The version a key under {@link #VERSIONS} belongs to, for both shapes ({@code
+   * v/<version>.svo} and {@code v/<version>/<attempt>.svo}), or -1 if the key is not a version
+   * object.
+   */
+  public static long versionOf(String key) {
+    if (!key.startsWith(VERSIONS) || !key.endsWith(VERSION_OBJECT_SUFFIX)) {
+      return -1;
+    }
+    String rest = key.substring(VERSIONS.length());
+    int slash = rest.indexOf('/');
+    String digits;
+    if (slash < 0) {
+      digits = rest.substring(0, rest.length() - VERSION_OBJECT_SUFFIX.length());
+    } else {
+      if (attemptOf(key) == null || rest.indexOf('/', slash + 1) >= 0) {
+        return -1;
+      }
+      digits = rest.substring(0, slash);
+    }
+    if (digits.length() != 20 || !digits.chars().allMatch(c -> c >= '0' && c <= '9')) {
+      return -1;
+    }
+    return Long.parseLong(digits);
   }
 
   /**

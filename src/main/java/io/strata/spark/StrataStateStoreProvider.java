@@ -315,7 +315,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
       ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
       core = new SyncedStore(identity, objects, localDir(),
           new SyncedStore.Settings(conf.snapshotInterval(), conf.transferThreads(),
-              conf.spillThresholdBytes()),
+              conf.spillThresholdBytes(), checkpointIdsEnabled()),
           keySchema.json(), valueSchema.json());
     }
     return core;

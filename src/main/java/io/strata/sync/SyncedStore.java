@@ -84,8 +84,17 @@ public final class SyncedStore implements AutoCloseable {
    * @param transferThreads parallel transfers for restore and snapshot upload (&gt;= 1)
    * @param spillThresholdBytes pending writes (approximate heap bytes) above which a batch
    *     spills them to a spill delta uploaded before commit; 0 disables spilling
+   * @param attemptKeys true under Spark's checkpoint format 2: every attempt writes its own
+   *     {@code v/<version>/<attempt>.svo} and the driver names the one to load; false under
+   *     format 1: all attempts of a version race for {@code v/<version>.svo}, first writer wins
    */
-  public record Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes) { }
+  public record Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
+      boolean attemptKeys) {
+    /** Format-1 settings ({@code attemptKeys = false}). */
+    public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes) {
+      this(snapshotInterval, transferThreads, spillThresholdBytes, false);
+    }
+  }
 
   /**
    * Result of a commit.
@@ -93,8 +102,16 @@ public final class SyncedStore implements AutoCloseable {
    * @param manifest the committed version's manifest
    * @param key the version object's key
    * @param stats what it cost
+   * @param lostRace true if (checkpoint format 1) another attempt of the same version had already
+   *     committed: the returned manifest is that attempt's, this attempt's writes were dropped
+   *     and the local database holds (or will restore) the winner's state
    */
-  public record Committed(Manifest manifest, String key, CommitStats stats) { }
+  public record Committed(Manifest manifest, String key, CommitStats stats, boolean lostRace) {
+    /** A commit that won (or, under format 2, did not race). */
+    public Committed(Manifest manifest, String key, CommitStats stats) {
+      this(manifest, key, stats, false);
+    }
+  }
 
   private final StoreIdentity identity;
   private final ObjectStore objects;
@@ -343,7 +360,8 @@ public final class SyncedStore implements AutoCloseable {
     LocalStore l = requireLocal();
     long newVersion = loadedVersion + 1;
     String attempt = buildingAttempt != null ? buildingAttempt : StoreLayout.newAttemptId();
-    String key = StoreLayout.versionObject(newVersion, attempt);
+    String key = settings.attemptKeys() ? StoreLayout.versionObject(newVersion, attempt)
+        : StoreLayout.versionObject(newVersion);
     Path tmp = Files.createDirectories(localDir.resolve("tmp"));
     Path sst = tmp.resolve("delta-" + newVersion + "-" + attempt + ".sst");
     try {
@@ -378,9 +396,13 @@ public final class SyncedStore implements AutoCloseable {
       try {
         objects.putIfAbsent(key, body);
       } catch (ObjectAlreadyExistsException e) {
-        throw new IOException("Cannot commit " + identity + " version " + newVersion
-            + ": another writer created " + objects.describe(key)
-            + ", a key unique to this attempt", e);
+        if (settings.attemptKeys()) {
+          throw new IOException("Cannot commit " + identity + " version " + newVersion
+              + ": another writer created " + objects.describe(key)
+              + ", a key unique to this attempt", e);
+        }
+        return adoptWinner(newVersion, key, m, stats(t0, t1, t2, System.nanoTime(),
+            System.nanoTime(), delta, body, m), delta);
       }
       long t3 = System.nanoTime();
       try {
@@ -413,6 +435,57 @@ public final class SyncedStore implements AutoCloseable {
     } finally {
       Files.deleteIfExists(sst);
     }
+  }
+
+  /**
+   * Checkpoint format 1, after this attempt's create-only PUT of {@code v/<version>.svo} failed
+   * because another attempt of the same version committed first (a speculative copy, a retry
+   * after a task died past its PUT, or a zombie): the first writer wins. This attempt drops its
+   * writes; when the winner was built on the same parent and its delta has the same content, the
+   * local database ingests this attempt's identical SST, otherwise it is invalidated and the next
+   * load restores the winner from the object store.
+   */
+  private Committed adoptWinner(long newVersion, String key, Manifest mine, CommitStats stats,
+      Optional<DeltaFile> delta) throws IOException {
+    Manifest winner = readManifestAt(newVersion, key, null);
+    boolean sameParent = winner.parentVersion() == mine.parentVersion()
+        && winner.parentAttempt().equals(mine.parentAttempt());
+    List<FileRef.ContentId> mineDeltas = deltaContent(mine, newVersion);
+    List<FileRef.ContentId> winnerDeltas = deltaContent(winner, newVersion);
+    boolean identical = sameParent && mineDeltas.equals(winnerDeltas)
+        && winner.numKeys() == mine.numKeys();
+    LOG.warn("{} version {}: attempt {} lost the race for {} to attempt {} ({}); this attempt's "
+        + "writes are dropped (checkpoint format 1: first writer wins)", identity, newVersion,
+        mine.attempt(), objects.describe(key), winner.attempt(),
+        identical ? "same content" : "different content, local state restored from the winner");
+    spilled.clear();
+    buildingAttempt = null;
+    if (identical) {
+      // The local database already holds this attempt's spills; its last delta is the winner's.
+      requireLocal().commitPending(delta);
+      localDirty = false;
+      loaded = winner;
+      loadedVersion = newVersion;
+      for (Delta d : winner.deltas()) {
+        if (d.version() == newVersion) {
+          remoteFiles.put(d.file().contentId(), d.file());
+        }
+      }
+    } else {
+      invalidateLocal();
+    }
+    return new Committed(winner, key, stats, true);
+  }
+
+  /** (length, checksum) of the delta files a manifest names for {@code version}, in order. */
+  private static List<FileRef.ContentId> deltaContent(Manifest m, long version) {
+    List<FileRef.ContentId> out = new ArrayList<>();
+    for (Delta d : m.deltas()) {
+      if (d.version() == version) {
+        out.add(new FileRef.ContentId(d.file().length(), d.file().checksum()));
+      }
+    }
+    return out;
   }
 
   private static CommitStats stats(long t0, long t1, long t2, long t3, long t4,
@@ -560,17 +633,39 @@ public final class SyncedStore implements AutoCloseable {
    * @throws StateLoadException if there is none, or it is corrupt
    */
   public Manifest readManifest(long version, Optional<String> attempt) throws IOException {
-    String key;
     if (attempt.isPresent()) {
       if (!StoreLayout.isAttemptId(attempt.get())) {
         throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
             "Cannot load " + identity + " version " + version + ": checkpoint id '"
                 + attempt.get() + "' was not written by Strata", null);
       }
-      key = StoreLayout.versionObject(version, attempt.get());
-    } else {
-      key = newestAttempt(version);
+      String key = settings.attemptKeys() ? StoreLayout.versionObject(version, attempt.get())
+          : StoreLayout.versionObject(version);
+      return readManifestAt(version, key, attempt.get());
     }
+    if (!settings.attemptKeys()) {
+      // Format 1: the one version object, one GET; format-2 objects only as a fallback.
+      try {
+        return readManifestAt(version, StoreLayout.versionObject(version), null);
+      } catch (StateLoadException e) {
+        if (e.reason() != StateLoadException.Reason.VERSION_NOT_FOUND) {
+          throw e;
+        }
+      }
+    }
+    String key = newestAttempt(version);
+    return readManifestAt(version, key, StoreLayout.attemptOf(key));
+  }
+
+  /**
+   * Reads and verifies the manifest in the version object {@code key}.
+   *
+   * @param expectedAttempt the attempt the manifest must name, or null for any (format-1 key)
+   * @throws StateLoadException if the object does not exist, is corrupt or describes another
+   *     store, version or attempt
+   */
+  private Manifest readManifestAt(long version, String key, String expectedAttempt)
+      throws IOException {
     byte[] tail;
     try {
       tail = objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
@@ -595,12 +690,13 @@ public final class SyncedStore implements AutoCloseable {
         VersionObjectCodec.verifyManifest(mbytes, footer);
       }
       Manifest m = ManifestCodec.decode(mbytes);
-      String expectedAttempt = StoreLayout.attemptOf(key);
-      if (m.version() != version || !m.attempt().equals(expectedAttempt)
+      if (m.version() != version
+          || (expectedAttempt != null && !m.attempt().equals(expectedAttempt))
           || !m.storeId().equals(identity.id())) {
         throw new ManifestFormatException("manifest describes store " + m.storeId()
             + " version " + m.version() + " attempt " + m.attempt() + ", expected "
-            + identity.id() + " version " + version + " attempt " + expectedAttempt, null);
+            + identity.id() + " version " + version
+            + (expectedAttempt == null ? "" : " attempt " + expectedAttempt), null);
       }
       return m;
     } catch (ManifestFormatException e) {

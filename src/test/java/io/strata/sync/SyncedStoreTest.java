@@ -37,11 +37,17 @@ class SyncedStoreTest {
   }
 
   private SyncedStore open(String name, int snapshotInterval, long spillBytes) {
+    return open(name, snapshotInterval, spillBytes, false);
+  }
+
+  /** A store on the shared "remote" directory; {@code attemptKeys}: checkpoint format 2. */
+  private SyncedStore open(String name, int snapshotInterval, long spillBytes,
+      boolean attemptKeys) {
     Path remote = tmp.resolve("remote");
     ObjectStore objects = ObjectStores.open(remote.toUri().toString(), UNUSED_S3,
         RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 4, spillBytes), "{}", "{}");
+        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 4, spillBytes, attemptKeys), "{}", "{}");
   }
 
   private static byte[] b(String s) {
@@ -90,7 +96,7 @@ class SyncedStoreTest {
         writeVersion(s, v);
         SyncedStore.Committed c = s.commit();
         assertEquals(v, c.manifest().version());
-        assertEquals(StoreLayout.versionObject(v, c.manifest().attempt()), c.key());
+        assertEquals(StoreLayout.versionObject(v), c.key(), "format 1: one key per version");
         assertEquals(v, c.manifest().deltaChainLength());
       }
       assertVersion(s, 5);
@@ -122,7 +128,7 @@ class SyncedStoreTest {
   }
 
   @Test
-  void abortDropsPendingWritesAndRecommitWritesANewAttempt() throws Exception {
+  void abortDropsPendingWritesAndTheFirstOfTwoFormat1AttemptsWins() throws Exception {
     String first;
     try (SyncedStore s = open("a", 100)) {
       s.load(0, Optional.empty());
@@ -131,19 +137,22 @@ class SyncedStoreTest {
       s.put(b("garbage"), b("x"));
       s.abort();
       assertNull(s.get(b("garbage")));
-      // re-run of version 2 twice (task retry): two attempts, newest wins in format 1
+      // re-run of version 2 twice (task retry): the first attempt to commit wins in format 1
       s.load(1, Optional.empty());
       s.put(b("attempt"), b("one"));
-      String a1 = s.commit().manifest().attempt();
+      SyncedStore.Committed c1 = s.commit();
+      assertFalse(c1.lostRace());
       s.load(1, Optional.of(first));
       s.put(b("attempt"), b("two"));
-      String a2 = s.commit().manifest().attempt();
-      assertFalse(a1.equals(a2));
-      Thread.sleep(5);
+      SyncedStore.Committed c2 = s.commit();
+      assertTrue(c2.lostRace(), "the second attempt finds version 2 committed");
+      assertEquals(c1.manifest().attempt(), c2.manifest().attempt());
+      s.load(2, Optional.empty());
+      assertArrayEquals(b("one"), s.get(b("attempt")), "the loser holds the winner's state");
     }
     try (SyncedStore fresh = open("b", 100)) {
       fresh.load(2, Optional.empty());
-      assertArrayEquals(b("two"), fresh.get(b("attempt")));
+      assertArrayEquals(b("one"), fresh.get(b("attempt")));
       assertNull(fresh.get(b("garbage")));
     }
   }
@@ -151,7 +160,7 @@ class SyncedStoreTest {
   @Test
   void loadByCheckpointIdReadsExactlyThatAttempt() throws Exception {
     String a1;
-    try (SyncedStore s = open("a", 100)) {
+    try (SyncedStore s = open("a", 100, 0, true)) {
       s.load(0, Optional.empty());
       s.put(b("k"), b("one"));
       a1 = s.commit().manifest().attempt();
@@ -159,7 +168,7 @@ class SyncedStoreTest {
       s.put(b("k"), b("two"));
       s.commit();
     }
-    try (SyncedStore fresh = open("b", 100)) {
+    try (SyncedStore fresh = open("b", 100, 0, true)) {
       fresh.load(1, Optional.of(a1));
       assertArrayEquals(b("one"), fresh.get(b("k")));
       assertEquals(Optional.of(a1), fresh.loadedAttempt());
