@@ -402,7 +402,7 @@ public final class SyncedStore implements AutoCloseable {
               + ", a key unique to this attempt", e);
         }
         return adoptWinner(newVersion, key, m, stats(t0, t1, t2, System.nanoTime(),
-            System.nanoTime(), delta, body, m), delta);
+            System.nanoTime(), delta, body, m));
       }
       long t3 = System.nanoTime();
       try {
@@ -441,51 +441,50 @@ public final class SyncedStore implements AutoCloseable {
    * Checkpoint format 1, after this attempt's create-only PUT of {@code v/<version>.svo} failed
    * because another attempt of the same version committed first (a speculative copy, a retry
    * after a task died past its PUT, or a zombie): the first writer wins. This attempt drops its
-   * writes; when the winner was built on the same parent and its delta has the same content, the
-   * local database ingests this attempt's identical SST, otherwise it is invalidated and the next
-   * load restores the winner from the object store.
+   * writes. When the winner was built on the same parent and this attempt did not spill, the
+   * local database ingests the winner's delta (one ranged GET); otherwise it is invalidated and
+   * the next load restores the winner from the object store.
    */
-  private Committed adoptWinner(long newVersion, String key, Manifest mine, CommitStats stats,
-      Optional<DeltaFile> delta) throws IOException {
+  private Committed adoptWinner(long newVersion, String key, Manifest mine, CommitStats stats)
+      throws IOException {
     Manifest winner = readManifestAt(newVersion, key, null);
+    List<Delta> winnerDeltas = winner.deltas().stream()
+        .filter(d -> d.version() == newVersion).toList();
     boolean sameParent = winner.parentVersion() == mine.parentVersion()
         && winner.parentAttempt().equals(mine.parentAttempt());
-    List<FileRef.ContentId> mineDeltas = deltaContent(mine, newVersion);
-    List<FileRef.ContentId> winnerDeltas = deltaContent(winner, newVersion);
-    boolean identical = sameParent && mineDeltas.equals(winnerDeltas)
-        && winner.numKeys() == mine.numKeys();
-    LOG.warn("{} version {}: attempt {} lost the race for {} to attempt {} ({}); this attempt's "
-        + "writes are dropped (checkpoint format 1: first writer wins)", identity, newVersion,
-        mine.attempt(), objects.describe(key), winner.attempt(),
-        identical ? "same content" : "different content, local state restored from the winner");
+    boolean catchUp = sameParent && !localDirty && spilled.isEmpty() && winnerDeltas.size() <= 1
+        && local != null;
+    LOG.warn("{} version {}: attempt {} lost the race for {} to attempt {}; this attempt's "
+        + "writes are dropped (checkpoint format 1: the first attempt to commit wins){}",
+        identity, newVersion, mine.attempt(), objects.describe(key), winner.attempt(),
+        catchUp ? "" : "; the next load restores the winner from the object store");
     spilled.clear();
     buildingAttempt = null;
-    if (identical) {
-      // The local database already holds this attempt's spills; its last delta is the winner's.
-      requireLocal().commitPending(delta);
-      localDirty = false;
-      loaded = winner;
-      loadedVersion = newVersion;
-      for (Delta d : winner.deltas()) {
-        if (d.version() == newVersion) {
-          remoteFiles.put(d.file().contentId(), d.file());
-        }
-      }
-    } else {
+    if (!catchUp) {
       invalidateLocal();
+      return new Committed(winner, key, stats, true);
     }
-    return new Committed(winner, key, stats, true);
-  }
-
-  /** (length, checksum) of the delta files a manifest names for {@code version}, in order. */
-  private static List<FileRef.ContentId> deltaContent(Manifest m, long version) {
-    List<FileRef.ContentId> out = new ArrayList<>();
-    for (Delta d : m.deltas()) {
-      if (d.version() == version) {
-        out.add(new FileRef.ContentId(d.file().length(), d.file().checksum()));
+    LocalStore l = local;
+    l.discardPending();
+    if (!winnerDeltas.isEmpty()) {
+      FileRef ref = winnerDeltas.get(0).file();
+      Path sst = Files.createDirectories(localDir.resolve("tmp"))
+          .resolve("winner-" + newVersion + "-" + winner.attempt() + ".sst");
+      try {
+        download(winner, ref, sst);
+        l.ingest(sst);
+        remoteFiles.put(ref.contentId(), ref);
+      } catch (IOException | RuntimeException e) {
+        invalidateLocal();
+        throw e;
+      } finally {
+        Files.deleteIfExists(sst);
       }
     }
-    return out;
+    l.setCommittedKeys(winner.numKeys());
+    loaded = winner;
+    loadedVersion = newVersion;
+    return new Committed(winner, key, stats, true);
   }
 
   private static CommitStats stats(long t0, long t1, long t2, long t3, long t4,

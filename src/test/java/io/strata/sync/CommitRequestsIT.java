@@ -47,10 +47,13 @@ class CommitRequestsIT {
   }
 
   private SyncedStore open(String local) {
+    return open(local, "s3://commits/ckpt/state/0/0");
+  }
+
+  private SyncedStore open(String local, String location) {
     S3Settings s3 = new S3Settings(Optional.of(server.endpoint()), "us-east-1", true,
         Optional.of(S3ProxyServer.ACCESS_KEY), Optional.of(S3ProxyServer.SECRET_KEY),
         Optional.empty(), 3, Duration.ofSeconds(30), Duration.ofSeconds(10), 8);
-    String location = "s3://commits/ckpt/state/0/0";
     ObjectStore objects = ObjectStores.open(location, s3, REQUESTS::add);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location), objects,
         work.resolve(local), new SyncedStore.Settings(10, 4, 0), "{}", "{}");
@@ -94,7 +97,7 @@ class CommitRequestsIT {
 
   @Test
   void aColdLoadNeverLists() throws Exception {
-    try (SyncedStore s = open("b")) {
+    try (SyncedStore s = open("b", "s3://commits/cold/state/0/0")) {
       s.load(0, Optional.empty());
       for (int v = 1; v <= 3; v++) {
         s.put(("k" + v).getBytes(StandardCharsets.UTF_8), new byte[8]);
@@ -102,7 +105,7 @@ class CommitRequestsIT {
       }
     }
     REQUESTS.clear();
-    try (SyncedStore fresh = open("c")) {
+    try (SyncedStore fresh = open("c", "s3://commits/cold/state/0/0")) {
       fresh.load(3, Optional.empty());
       Map<String, Long> k = kinds(REQUESTS);
       assertEquals(null, k.get("LIST"), "format 1 reads v/<version>.svo directly: " + REQUESTS);
