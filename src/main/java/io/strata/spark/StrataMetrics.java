@@ -10,6 +10,9 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSizeMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSumMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomTimingMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreSnapshotLastUploadInstanceMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreMetrics;
 
 /**
@@ -35,23 +38,62 @@ final class StrataMetrics {
       "strataS3Gets", "Strata: S3 GET requests during the batch");
   static final StateStoreCustomSumMetric S3_LISTS = new StateStoreCustomSumMetric(
       "strataS3Lists", "Strata: S3 LIST requests during the batch");
+  static final StateStoreCustomSumMetric S3_HEADS = new StateStoreCustomSumMetric(
+      "strataS3Heads", "Strata: S3 HEAD requests during the batch");
+  static final StateStoreCustomSumMetric S3_DELETES = new StateStoreCustomSumMetric(
+      "strataS3Deletes", "Strata: S3 DELETE requests during the batch (garbage collection)");
   static final StateStoreCustomSumMetric S3_FAILED = new StateStoreCustomSumMetric(
       "strataS3FailedAttempts", "Strata: S3 attempts answered 5xx or not at all (retried)");
   static final StateStoreCustomSumMetric DELTA_CHAIN = new StateStoreCustomSumMetric(
       "strataDeltaChainLength", "Strata: deltas after the base snapshot (summed over stores)");
+  static final StateStoreCustomSumMetric SNAPSHOT_LAG = new StateStoreCustomSumMetric(
+      "strataSnapshotLagVersions",
+      "Strata: versions since the base snapshot the committed manifest names (summed over stores)");
+  static final StateStoreCustomSumMetric ATTEMPTS_LOST = new StateStoreCustomSumMetric(
+      "strataAttemptsLost", "Strata: commits that found their version already committed by "
+          + "another attempt (checkpoint format 1, first writer wins)");
   static final StateStoreCustomTimingMetric RESTORE_MS = new StateStoreCustomTimingMetric(
       "strataRestoreMs", "Strata: time to restore state from S3");
   static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
       "strataRestoreBytes", "Strata: bytes downloaded to restore state");
 
   static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
-      INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_FAILED, DELTA_CHAIN,
-      RESTORE_MS, RESTORE_BYTES);
+      INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_HEADS, S3_DELETES,
+      S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, RESTORE_MS, RESTORE_BYTES);
+
+  /**
+   * Spark's own instance metric for the last uploaded snapshot: Strata reports the version of the
+   * base snapshot the store's newest manifest names (-1 if none), so Spark's snapshot-lag report
+   * in query progress lists the stores whose base is oldest.
+   */
+  static final StateStoreSnapshotLastUploadInstanceMetric SNAPSHOT_LAST_UPLOADED =
+      new StateStoreSnapshotLastUploadInstanceMetric(Scala.none(),
+          StateStoreId.DEFAULT_STORE_NAME());
+
+  static final List<StateStoreInstanceMetric> INSTANCE = List.of(SNAPSHOT_LAST_UPLOADED);
+
+  /**
+   * What one store reports for a batch.
+   *
+   * @param numKeys keys in the store after the batch
+   * @param memoryBytes native memory the store's RocksDB uses, bytes
+   * @param commit cost of the commit ({@link CommitStats#NONE} if none)
+   * @param restore cost of the restore at load ({@link RestoreStats#NONE} if none)
+   * @param requests S3 requests of the batch
+   * @param attemptsLost 1 if the commit lost a format-1 race, else 0
+   * @param baseVersion version of the base snapshot the newest manifest names, -1 if none
+   * @param partitionId the store's partition
+   * @param storeName the store's name
+   */
+  record Batch(long numKeys, long memoryBytes, CommitStats commit, RestoreStats restore,
+      RequestCounter.Counts requests, int attemptsLost, long baseVersion, int partitionId,
+      String storeName) { }
 
   private StrataMetrics() { }
 
-  static StateStoreMetrics build(long numKeys, long memoryBytes, CommitStats c, RestoreStats r,
-      RequestCounter.Counts requests) {
+  static StateStoreMetrics build(Batch b) {
+    CommitStats c = b.commit();
+    RequestCounter.Counts requests = b.requests();
     Map<StateStoreCustomMetric, Object> m = new LinkedHashMap<>();
     m.put(DELTA_BUILD_MS, c.deltaBuildMs());
     m.put(MANIFEST_MS, c.manifestMs());
@@ -62,14 +104,24 @@ final class StrataMetrics {
     m.put(S3_PUTS, requests.puts());
     m.put(S3_GETS, requests.gets());
     m.put(S3_LISTS, requests.lists());
+    m.put(S3_HEADS, requests.heads());
+    m.put(S3_DELETES, requests.deletes());
     m.put(S3_FAILED, requests.failed());
     m.put(DELTA_CHAIN, c.deltaChainLength());
-    m.put(RESTORE_MS, r.restoreMs());
-    m.put(RESTORE_BYTES, r.bytesDownloaded());
+    m.put(SNAPSHOT_LAG, c.versionsSinceSnapshot());
+    m.put(ATTEMPTS_LOST, (long) b.attemptsLost());
+    m.put(RESTORE_MS, b.restore().restoreMs());
+    m.put(RESTORE_BYTES, b.restore().bytesDownloaded());
     @SuppressWarnings({"unchecked", "rawtypes"})
     scala.collection.immutable.Map<StateStoreCustomMetric, Object> custom =
         (scala.collection.immutable.Map) Scala.map(m);
-    return new StateStoreMetrics(numKeys, memoryBytes, castLongs(custom), Scala.map(Map.of()));
+    Map<StateStoreInstanceMetric, Object> instance = new LinkedHashMap<>();
+    instance.put(SNAPSHOT_LAST_UPLOADED.withNewId(b.partitionId(), b.storeName()),
+        b.baseVersion());
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    scala.collection.immutable.Map<StateStoreInstanceMetric, Object> inst =
+        (scala.collection.immutable.Map) Scala.map(instance);
+    return new StateStoreMetrics(b.numKeys(), b.memoryBytes(), castLongs(custom), castLongs(inst));
   }
 
   @SuppressWarnings({"unchecked", "rawtypes"})

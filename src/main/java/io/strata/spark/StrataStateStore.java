@@ -49,6 +49,8 @@ final class StrataStateStore implements StateStore {
   private final RequestCounter requests;
   private final RequestCounter.Counts requestsAtStart;
   private final RestoreStats restore;
+  /** Version of the base snapshot named by the loaded manifest, -1 if none. */
+  private final long loadedBaseVersion;
   private volatile Mode mode;
   private SyncedStore.Committed committed;
   private RequestCounter.Counts requestsAtEnd;
@@ -64,6 +66,8 @@ final class StrataStateStore implements StateStore {
     this.requests = requests;
     this.requestsAtStart = atStart;
     this.restore = core.lastRestore();
+    this.loadedBaseVersion = core.loadedManifest().flatMap(m -> m.base())
+        .map(b -> b.version()).orElse(-1L);
     this.mode = readOnly ? Mode.READ_ONLY : Mode.UPDATING;
   }
 
@@ -259,11 +263,14 @@ final class StrataStateStore implements StateStore {
     if (committed != null) {
       // Spark asks after commit, when the store may already serve the next task or be closed:
       // report what was captured at commit, never touch the local database here.
-      return StrataMetrics.build(committed.manifest().numKeys(), memoryAtCommit,
-          committed.stats(), restore, end.minus(requestsAtStart));
+      var m = committed.manifest();
+      return StrataMetrics.build(new StrataMetrics.Batch(m.numKeys(), memoryAtCommit,
+          committed.stats(), restore, end.minus(requestsAtStart), committed.lostRace() ? 1 : 0,
+          m.base().map(b -> b.version()).orElse(-1L), partitionId(), storeName()));
     }
-    return StrataMetrics.build(core.numKeys(), core.memoryUsageBytes(), CommitStats.NONE,
-        restore, end.minus(requestsAtStart));
+    return StrataMetrics.build(new StrataMetrics.Batch(core.numKeys(), core.memoryUsageBytes(),
+        CommitStats.NONE, restore, end.minus(requestsAtStart), 0, loadedBaseVersion,
+        partitionId(), storeName()));
   }
 
   @Override
@@ -301,6 +308,14 @@ final class StrataStateStore implements StateStore {
   }
 
   /** Custom metric definitions used by this store (same as the provider's). */
+  private int partitionId() {
+    return provider.stateStoreId().partitionId();
+  }
+
+  private String storeName() {
+    return provider.stateStoreId().storeName();
+  }
+
   static scala.collection.immutable.Seq<StateStoreCustomMetric> customMetrics() {
     return Scala.seq(StrataMetrics.ALL);
   }

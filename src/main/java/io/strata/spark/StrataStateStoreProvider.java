@@ -24,6 +24,7 @@ import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.types.StructType;
@@ -269,6 +270,16 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   @Override
   public scala.collection.immutable.Seq<StateStoreCustomMetric> supportedCustomMetrics() {
     return StrataStateStore.customMetrics();
+  }
+
+  /**
+   * Spark's snapshot-lag instance metric ({@code SnapshotLastUploaded}): each store reports the
+   * version of the base snapshot its newest manifest names, and query progress lists the stores
+   * whose base is oldest.
+   */
+  @Override
+  public scala.collection.immutable.Seq<StateStoreInstanceMetric> supportedInstanceMetrics() {
+    return Scala.seq(StrataMetrics.INSTANCE);
   }
 
   @Override

@@ -192,4 +192,26 @@ class StrataStateStoreProviderTest {
     assertTrue(e.getMessage().contains("spark.sql.streaming.stateStore.strata.snapshotInterval"),
         e.getMessage());
   }
+
+  @Test
+  void metricsReportSnapshotLagAndTheSnapshotInstanceMetric() {
+    StrataStateStoreProvider p = provider(new NoPrefixKeyStateEncoderSpec(KEY), "m");
+    try {
+      StateStore s = p.getStore(0, Option.empty());
+      s.put(key("a", 1), value(1), StateStore.DEFAULT_COL_FAMILY_NAME());
+      s.commit();
+      java.util.Map<String, Object> custom = new java.util.HashMap<>();
+      Scala.javaMap(s.metrics().customMetrics()).forEach((m, v) -> custom.put(m.name(), v));
+      // a file: location sends no S3 requests; the S3 counts are pinned by CommitRequestsIT
+      assertEquals(0L, custom.get("strataS3Requests"), "file: location: " + custom);
+      assertEquals(1L, custom.get("strataSnapshotLagVersions"), "no base yet: 1 version");
+      assertEquals(0L, custom.get("strataAttemptsLost"));
+      java.util.Map<String, Object> inst = new java.util.HashMap<>();
+      Scala.javaMap(s.metrics().instanceMetrics()).forEach((m, v) -> inst.put(m.name(), v));
+      assertEquals(java.util.Map.of("SnapshotLastUploaded.partition_0_default", -1L), inst);
+      assertEquals(1, p.supportedInstanceMetrics().size());
+    } finally {
+      p.close();
+    }
+  }
 }
