@@ -26,6 +26,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.TestStateSchemaProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.DataTypes;
@@ -63,14 +64,22 @@ class ColumnFamiliesTest {
 
   private StateStoreProvider init(StateStoreProvider p, String ckpt, KeyStateEncoderSpec spec,
       boolean cf, boolean multi) {
+    return init(p, ckpt, spec, cf, multi, "unsaferow");
+  }
+
+  /** {@code encoding}: spark.sql.streaming.stateStore.encodingFormat, unsaferow or avro. */
+  private StateStoreProvider init(StateStoreProvider p, String ckpt, KeyStateEncoderSpec spec,
+      boolean cf, boolean multi, String encoding) {
     SQLConf sql = new SQLConf();
+    sql.setConfString("spark.sql.streaming.stateStore.encodingFormat", encoding);
     sql.setConfString("spark.sql.streaming.stateStore.strata.localDir",
         tmp.resolve("local-" + (localDirs++)).toString());
     Configuration hadoop = new Configuration();
     hadoop.set("sql.streaming.runId", UUID.randomUUID().toString());
     p.init(new StateStoreId(tmp.resolve(ckpt).toUri().toString(), 0, 0,
         StateStoreId.DEFAULT_STORE_NAME()), spec.keySchema(), VALUE, spec, cf,
-        new StateStoreConf(sql, Scala.map(Map.of())), hadoop, multi, Option.empty());
+        new StateStoreConf(sql, Scala.map(Map.of())), hadoop, multi,
+        Option.apply(new TestStateSchemaProvider()));
     return p;
   }
 
@@ -388,68 +397,89 @@ class ColumnFamiliesTest {
   /**
    * Range scan: iterating a family with a RangeKeyScanStateEncoderSpec returns keys ordered by
    * the ordering columns (negative numbers, doubles and nulls included), committed and pending
-   * keys merged, in exactly the order Spark's RocksDB provider returns for the same operations.
-   * Prefix scans over a range-scan family and over a prefix-scan family match Spark's too.
+   * keys merged, in exactly the order Spark's RocksDB provider returns for the same operations,
+   * with either state encoding (UnsafeRow, Avro). Prefix scans over a range-scan family and over
+   * a prefix-scan family match Spark's too, and so does a fresh Strata provider restoring the
+   * committed version from the checkpoint.
    */
   @Test
   void rangeScanOrderIsSparksOrder() {
-    KeyStateEncoderSpec tsSpec = new RangeKeyScanStateEncoderSpec(TS_KEY, Scala.seq(List.of(0)));
-    KeyStateEncoderSpec dSpec = new RangeKeyScanStateEncoderSpec(DOUBLE_KEY,
-        Scala.seq(List.of(0, 1)));
-    KeyStateEncoderSpec prefixSpec = new PrefixKeyScanStateEncoderSpec(TS_KEY, 1);
+    rangeScanOrderIsSparksOrder("unsaferow");
+  }
+
+  @Test
+  void rangeScanOrderIsSparksOrderWithAvroEncoding() {
+    rangeScanOrderIsSparksOrder("avro");
+  }
+
+  private void rangeScanOrderIsSparksOrder(String encoding) {
     List<List<String>> results = new ArrayList<>();
-    for (StateStoreProvider p : List.of(
-        init(new StrataStateStoreProvider(), "ckpt-order-strata", new NoPrefixKeyStateEncoderSpec(KEY),
-            true, false),
-        init(StateStoreProvider.create(ROCKSDB), "ckpt-order-rocksdb",
-            new NoPrefixKeyStateEncoderSpec(KEY), true, false))) {
-      List<String> out = new ArrayList<>();
-      StateStore s = p.getStore(0, Option.empty());
-      s.createColFamilyIfAbsent("$ts", TS_KEY, VALUE, tsSpec, false, true);
-      s.createColFamilyIfAbsent("$d", DOUBLE_KEY, VALUE, dSpec, false, true);
-      s.createColFamilyIfAbsent("$p", TS_KEY, VALUE, prefixSpec, false, true);
-      long[] first = {931, 8000, 452300, 4200, -1, 90, 1, 2, 8, -230, -14569, -92, -7434253,
-          35, 6, 9, -323, 5, Long.MIN_VALUE, Long.MAX_VALUE, 0};
-      for (long ts : first) {
-        s.put(tsKey(ts, "x" + (ts % 3)), value((int) ts), "$ts");
-        s.put(tsKey(ts % 4, "y" + ts), value((int) ts), "$p");
+    String ckpt = "ckpt-order-" + encoding;
+    for (int run = 0; run < 3; run++) {
+      // 0: Strata; 1: a fresh Strata provider restoring version 1; 2: Spark's RocksDB provider
+      StateStoreProvider p = run < 2
+          ? init(new StrataStateStoreProvider(), ckpt, new NoPrefixKeyStateEncoderSpec(KEY), true,
+              false, encoding)
+          : init(StateStoreProvider.create(ROCKSDB), ckpt + "-rocksdb",
+              new NoPrefixKeyStateEncoderSpec(KEY), true, false, encoding);
+      if (run != 1) {
+        StateStore s = p.getStore(0, Option.empty());
+        declareOrderFamilies(s);
+        long[] first = {931, 8000, 452300, 4200, -1, 90, 1, 2, 8, -230, -14569, -92, -7434253,
+            35, 6, 9, -323, 5, Long.MIN_VALUE, Long.MAX_VALUE, 0};
+        for (long ts : first) {
+          s.put(tsKey(ts, "x" + (ts % 3)), value((int) ts), "$ts");
+          s.put(tsKey(ts % 4, "y" + ts), value((int) ts), "$p");
+        }
+        double[] ds = {1.5, -0.0, 0.0, -2.25, Double.NEGATIVE_INFINITY, Double.MAX_VALUE,
+            -1e-300, 3.0, Double.NaN};
+        for (int i = 0; i < ds.length; i++) {
+          s.put(doubleKey(ds[i], i % 3 == 0 ? null : i), value(i), "$d");
+        }
+        s.commit();
       }
-      double[] ds = {1.5, -0.0, 0.0, -2.25, Double.NEGATIVE_INFINITY, Double.MAX_VALUE, -1e-300,
-          3.0, Double.NaN};
-      for (int i = 0; i < ds.length; i++) {
-        s.put(doubleKey(ds[i], i % 3 == 0 ? null : i), value(i), "$d");
-      }
-      s.commit();
-      s = p.getStore(1, Option.empty());
-      s.createColFamilyIfAbsent("$ts", TS_KEY, VALUE, tsSpec, false, true);
-      s.createColFamilyIfAbsent("$d", DOUBLE_KEY, VALUE, dSpec, false, true);
-      s.createColFamilyIfAbsent("$p", TS_KEY, VALUE, prefixSpec, false, true);
+      StateStore s = p.getStore(1, Option.empty());
+      declareOrderFamilies(s);
       for (long ts : new long[] {3, -5, 100000, 931}) { // pending, over committed keys
         s.put(tsKey(ts, "z"), value((int) ts), "$ts");
       }
       s.remove(tsKey(8000, "x2"), "$ts");
+      List<String> out = new ArrayList<>();
       out.addAll(keys(s.iterator("$ts"), k -> k.getLong(0) + "/" + k.getUTF8String(1)));
       out.add("--");
       out.addAll(keys(s.iterator("$d"), k -> k.getDouble(0) + "/"
           + (k.isNullAt(1) ? "null" : k.getInt(1))));
       out.add("--");
-      out.addAll(keys(s.prefixScan(UnsafeProjection.create(new StructType().add("ts",
-          DataTypes.LongType, false)).apply(new GenericInternalRow(new Object[] {931L})).copy(),
-          "$ts"), k -> k.getLong(0) + "/" + k.getUTF8String(1)));
+      out.addAll(keys(s.prefixScan(tsPrefix(931), "$ts"),
+          k -> k.getLong(0) + "/" + k.getUTF8String(1)));
       out.add("--");
-      out.addAll(keys(s.prefixScan(UnsafeProjection.create(new StructType().add("ts",
-          DataTypes.LongType, false)).apply(new GenericInternalRow(new Object[] {2L})).copy(),
-          "$p"), k -> k.getLong(0) + "/" + k.getUTF8String(1)));
+      out.addAll(keys(s.prefixScan(tsPrefix(2), "$p"),
+          k -> k.getLong(0) + "/" + k.getUTF8String(1)));
       s.abort();
       p.close();
       results.add(out);
     }
     List<String> strata = results.get(0);
-    assertEquals(results.get(1), strata, "Spark's RocksDB provider iterates in the same order");
+    assertEquals(results.get(1), strata, "a fresh provider restores the same state");
+    assertEquals(results.get(2), strata, "Spark's RocksDB provider iterates in the same order");
     List<Long> ts = strata.subList(0, strata.indexOf("--")).stream()
         .map(x -> Long.parseLong(x.substring(0, x.indexOf('/')))).toList();
     assertEquals(ts.stream().sorted().toList(), ts, "ordered by the ordering column");
     assertEquals(Long.MIN_VALUE, ts.get(0));
+  }
+
+  private static void declareOrderFamilies(StateStore s) {
+    s.createColFamilyIfAbsent("$ts", TS_KEY, VALUE,
+        new RangeKeyScanStateEncoderSpec(TS_KEY, Scala.seq(List.of(0))), false, true);
+    s.createColFamilyIfAbsent("$d", DOUBLE_KEY, VALUE,
+        new RangeKeyScanStateEncoderSpec(DOUBLE_KEY, Scala.seq(List.of(0, 1))), false, true);
+    s.createColFamilyIfAbsent("$p", TS_KEY, VALUE, new PrefixKeyScanStateEncoderSpec(TS_KEY, 1),
+        false, true);
+  }
+
+  private static UnsafeRow tsPrefix(long ts) {
+    return UnsafeProjection.create(new StructType().add("ts", DataTypes.LongType, false))
+        .apply(new GenericInternalRow(new Object[] {ts})).copy();
   }
 
   /**
