@@ -209,8 +209,10 @@ public final class LocalStore implements AutoCloseable {
 
   /**
    * Iterates, in unsigned byte order, over every key starting with {@code prefix} (all keys for
-   * an empty prefix), committed state overlaid with pending writes. Writes made while iterating
-   * may or may not be seen.
+   * an empty prefix), committed state overlaid with pending writes, as they are when the scan
+   * starts: puts and removals made while iterating are allowed and are not seen by this scan.
+   * That is the view Spark's RocksDB provider gives (a RocksDB iterator reads an implicit
+   * snapshot), which operators such as transformWithState's timer loop rely on for their output.
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix) {
     Lock l = enter();
@@ -431,7 +433,7 @@ public final class LocalStore implements AutoCloseable {
       this.readOptions = new ReadOptions().setFillCache(false);
       this.dbIt = db.newIterator(readOptions);
       dbIt.seek(prefix);
-      this.pendingIt = pending.from(prefix).entrySet().iterator();
+      this.pendingIt = pending.snapshot(prefix).iterator();
       this.pendingHead = pendingIt.hasNext() ? pendingIt.next() : null;
       advance();
     }

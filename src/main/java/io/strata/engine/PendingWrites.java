@@ -1,16 +1,17 @@
 package io.strata.engine;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
-import java.util.NavigableMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
  * The writes of the version being built, sorted by key in unsigned byte order (RocksDB's default
  * bytewise comparator). A removal is kept as a tombstone so it shadows the committed value.
  *
- * <p>Backed by a {@link ConcurrentSkipListMap}, so iterators are weakly consistent: a scan may
- * run while the same task puts and removes keys (Spark's contract allows either view).
+ * <p>Backed by a {@link ConcurrentSkipListMap}, so the same task may put and remove keys while a
+ * scan runs; a scan works on a {@link #snapshot} taken when it starts.
  */
 final class PendingWrites {
   /** Marker value of a removal; compared by identity. */
@@ -38,8 +39,21 @@ final class PendingWrites {
     return map.get(key);
   }
 
-  NavigableMap<byte[], byte[]> from(byte[] fromKey) {
-    return map.tailMap(fromKey, true);
+  /**
+   * The pending writes whose keys start with {@code prefix}, in key order, as they are now: later
+   * writes do not change the returned list (entries of the skip list are immutable snapshots).
+   */
+  List<Map.Entry<byte[], byte[]>> snapshot(byte[] prefix) {
+    List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
+    for (Map.Entry<byte[], byte[]> e : map.tailMap(prefix, true).entrySet()) {
+      byte[] k = e.getKey();
+      if (k.length < prefix.length
+          || !Arrays.equals(k, 0, prefix.length, prefix, 0, prefix.length)) {
+        break;
+      }
+      out.add(e);
+    }
+    return out;
   }
 
   Iterable<Map.Entry<byte[], byte[]>> entries() {

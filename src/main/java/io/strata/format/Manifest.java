@@ -27,6 +27,9 @@ import java.util.Optional;
  * @param valueSchema Spark value schema (JSON)
  * @param numKeys number of keys in the state at this version
  * @param createdAtMillis wall-clock time of the commit, epoch ms (diagnostics only)
+ * @param columnFamilies the store's virtual column families at this version ({@link
+ *     ColumnFamilies#NONE} for a store that never created one); anything else needs {@code
+ *     formatVersion} 2
  */
 public record Manifest(
     int formatVersion,
@@ -40,7 +43,17 @@ public record Manifest(
     String keySchema,
     String valueSchema,
     long numKeys,
-    long createdAtMillis) {
+    long createdAtMillis,
+    ColumnFamilies columnFamilies) {
+
+  /** A manifest of a store without column families ({@link ColumnFamilies#NONE}). */
+  public Manifest(int formatVersion, String storeId, long version, String attempt,
+      long parentVersion, Optional<String> parentAttempt, Optional<BaseSnapshot> base,
+      List<Delta> deltas, String keySchema, String valueSchema, long numKeys,
+      long createdAtMillis) {
+    this(formatVersion, storeId, version, attempt, parentVersion, parentAttempt, base, deltas,
+        keySchema, valueSchema, numKeys, createdAtMillis, ColumnFamilies.NONE);
+  }
 
   public Manifest {
     Objects.requireNonNull(storeId, "storeId");
@@ -53,6 +66,12 @@ public record Manifest(
     Objects.requireNonNull(base, "base");
     Objects.requireNonNull(keySchema, "keySchema");
     Objects.requireNonNull(valueSchema, "valueSchema");
+    Objects.requireNonNull(columnFamilies, "columnFamilies");
+    if (!columnFamilies.isNone() && formatVersion < ManifestCodec.COLUMN_FAMILIES_FORMAT_VERSION) {
+      throw new IllegalArgumentException("column families need manifest format version "
+          + ManifestCodec.COLUMN_FAMILIES_FORMAT_VERSION + ", manifest of version " + version
+          + " has format version " + formatVersion);
+    }
     deltas = List.copyOf(deltas);
     if (version < 1) {
       throw new IllegalArgumentException("version must be >= 1, was " + version);

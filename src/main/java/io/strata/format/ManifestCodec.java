@@ -20,13 +20,26 @@ import java.util.Optional;
  * ManifestFormatException} that says which field.
  */
 public final class ManifestCodec {
-  /** The manifest format version this build writes and the newest it reads. */
-  public static final int FORMAT_VERSION = 1;
+  /** The newest manifest format version this build reads (and writes, when needed). */
+  public static final int FORMAT_VERSION = 2;
+  /** The format version of manifests without column families (readable by every build). */
+  public static final int BASE_FORMAT_VERSION = 1;
+  /** The first format version with the {@code columnFamilies} field. */
+  public static final int COLUMN_FAMILIES_FORMAT_VERSION = 2;
 
   private static final ObjectMapper MAPPER =
       new ObjectMapper().disable(SerializationFeature.INDENT_OUTPUT);
 
   private ManifestCodec() { }
+
+  /**
+   * The format version to write a manifest with: {@link #BASE_FORMAT_VERSION} when it has no
+   * column families, so builds that predate them keep reading such stores, else {@link
+   * #COLUMN_FAMILIES_FORMAT_VERSION}, which those builds refuse instead of misreading.
+   */
+  public static int formatVersionFor(ColumnFamilies columnFamilies) {
+    return columnFamilies.isNone() ? BASE_FORMAT_VERSION : COLUMN_FAMILIES_FORMAT_VERSION;
+  }
 
   /** Encodes {@code m} as compact UTF-8 JSON. */
   public static byte[] encode(Manifest m) {
@@ -65,6 +78,17 @@ public final class ManifestCodec {
     }
     root.put("keySchema", m.keySchema());
     root.put("valueSchema", m.valueSchema());
+    if (!m.columnFamilies().isNone()) {
+      ObjectNode cfs = root.putObject("columnFamilies");
+      cfs.put("maxId", m.columnFamilies().maxId());
+      ArrayNode list = cfs.putArray("families");
+      for (ColumnFamily f : m.columnFamilies().families()) {
+        ObjectNode n = list.addObject();
+        n.put("name", f.name());
+        n.put("id", f.id());
+        n.put("internal", f.internal());
+      }
+    }
     ObjectNode counts = root.putObject("counts");
     counts.put("keys", m.numKeys());
     counts.put("bytes", m.totalBytes());
@@ -115,12 +139,25 @@ public final class ManifestCodec {
       for (JsonNode d : arr(root, "deltas")) {
         deltas.add(new Delta(num(d, "version"), str(d, "attempt"), ref(d)));
       }
+      ColumnFamilies cfs = ColumnFamilies.NONE;
+      JsonNode c = root.get("columnFamilies");
+      if (c != null && !c.isNull()) {
+        if (fv < COLUMN_FAMILIES_FORMAT_VERSION) {
+          throw new ManifestFormatException("field 'columnFamilies' needs formatVersion "
+              + COLUMN_FAMILIES_FORMAT_VERSION + ", manifest has " + fv, null);
+        }
+        List<ColumnFamily> families = new ArrayList<>();
+        for (JsonNode f : arr(c, "families")) {
+          families.add(new ColumnFamily(str(f, "name"), smallInt(f, "id"), bool(f, "internal")));
+        }
+        cfs = new ColumnFamilies(smallInt(c, "maxId"), families);
+      }
       JsonNode counts = obj(root, "counts");
       Manifest m = new Manifest(fv, str(root, "storeId"), num(root, "version"),
           str(root, "attempt"), num(parent, "version"),
           pa == null || pa.isNull() ? Optional.empty() : Optional.of(pa.asText()),
           base, deltas, str(root, "keySchema"), str(root, "valueSchema"),
-          num(counts, "keys"), num(root, "createdAtMillis"));
+          num(counts, "keys"), num(root, "createdAtMillis"), cfs);
       long bytesField = num(counts, "bytes");
       if (bytesField != m.totalBytes()) {
         throw new ManifestFormatException("counts.bytes " + bytesField
@@ -150,6 +187,23 @@ public final class ManifestCodec {
       throw new ManifestFormatException("field '" + field + "' missing or not an integer", null);
     }
     return v.asLong();
+  }
+
+  private static int smallInt(JsonNode n, String field) throws ManifestFormatException {
+    long v = num(n, field);
+    if (v < 0 || v > ColumnFamily.MAX_ID) {
+      throw new ManifestFormatException("field '" + field + "' must be 0.." + ColumnFamily.MAX_ID
+          + ", was " + v, null);
+    }
+    return (int) v;
+  }
+
+  private static boolean bool(JsonNode n, String field) throws ManifestFormatException {
+    JsonNode v = n.get(field);
+    if (v == null || !v.isBoolean()) {
+      throw new ManifestFormatException("field '" + field + "' missing or not a boolean", null);
+    }
+    return v.asBoolean();
   }
 
   private static String str(JsonNode n, String field) throws ManifestFormatException {

@@ -16,7 +16,9 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
 
 /**
- * {@code UnsafeRow} &lt;-&gt; bytes for one column family.
+ * {@code UnsafeRow} &lt;-&gt; bytes for a store without column families (Strata's format since
+ * 0.1; stores with column families, or with a range-scan key encoding, use {@link
+ * SparkFamilyCodec}).
  *
  * <p>Every key starts with a 2-byte big-endian column family id (0 for {@code default}). Then:
  * <ul>
@@ -26,9 +28,9 @@ import org.apache.spark.unsafe.Platform;
  *       prefixes therefore share a byte prefix, so a prefix scan is a RocksDB range scan.
  * </ul>
  * Values are the value row's bytes. Rows passed in may be reused by Spark, so bytes are copied.
- * Not thread-safe (projections keep buffers); one instance per store handle.
+ * One value per key. Not thread-safe (projections keep buffers); one task uses it at a time.
  */
-final class RowCodec {
+final class RowCodec implements FamilyCodec {
   private final int numKeyFields;
   private final int numValueFields;
   private final int prefixCols;
@@ -63,20 +65,28 @@ final class RowCodec {
       this.joinProjection = null;
     } else {
       throw new UnsupportedOperationException("key encoder " + spec.getClass().getSimpleName()
-          + " is not supported by Strata yet (only NoPrefixKeyStateEncoderSpec and "
-          + "PrefixKeyScanStateEncoderSpec)");
+          + " has no RowCodec (only NoPrefixKeyStateEncoderSpec and "
+          + "PrefixKeyScanStateEncoderSpec); use SparkFamilyCodec");
     }
   }
 
-  boolean supportsPrefixScan() {
+  @Override
+  public boolean supportsPrefixScan() {
     return prefixCols > 0;
   }
 
-  static byte[] familyPrefix(short cfId) {
-    return new byte[] {(byte) (cfId >>> 8), (byte) cfId};
+  @Override
+  public boolean multipleValues() {
+    return false;
   }
 
-  byte[] encodeKey(short cfId, UnsafeRow key) {
+  @Override
+  public scala.collection.Iterator<UnsafeRow> decodeValues(byte[] value) {
+    throw new IllegalStateException("This encoder doesn't support multiple values!");
+  }
+
+  @Override
+  public byte[] encodeKey(int cfId, UnsafeRow key) {
     if (prefixCols == 0) {
       return withFamily(cfId, key, false, null);
     }
@@ -86,14 +96,16 @@ final class RowCodec {
   }
 
   /** The byte prefix shared by every key whose first columns equal {@code prefixRow}. */
-  byte[] encodePrefix(short cfId, UnsafeRow prefixRow) {
+  @Override
+  public byte[] encodePrefix(int cfId, UnsafeRow prefixRow) {
     if (prefixCols == 0) {
       throw new UnsupportedOperationException("prefix scan needs a PrefixKeyScanStateEncoderSpec");
     }
     return withFamily(cfId, prefixRow, true, null);
   }
 
-  UnsafeRow decodeKey(byte[] bytes) {
+  @Override
+  public UnsafeRow decodeKey(byte[] bytes) {
     if (prefixCols == 0) {
       return pointTo(bytes, 2, bytes.length - 2, numKeyFields);
     }
@@ -104,14 +116,19 @@ final class RowCodec {
     return joinProjection.apply(joined.apply(prefix, rest)).copy();
   }
 
-  static byte[] encodeValue(UnsafeRow value) {
+  @Override
+  public byte[] encodeValue(UnsafeRow value) {
     byte[] out = new byte[value.getSizeInBytes()];
     Platform.copyMemory(value.getBaseObject(), value.getBaseOffset(), out,
         Platform.BYTE_ARRAY_OFFSET, out.length);
     return out;
   }
 
-  UnsafeRow decodeValue(byte[] bytes) {
+  @Override
+  public UnsafeRow decodeValue(byte[] bytes) {
+    if (bytes == null) {
+      return null;
+    }
     return pointTo(bytes, 0, bytes.length, numValueFields);
   }
 
@@ -122,7 +139,7 @@ final class RowCodec {
   }
 
   /** [cf id]([length of a])[row a]([row b]). */
-  private static byte[] withFamily(short cfId, UnsafeRow a, boolean lengthPrefixed, UnsafeRow b) {
+  private static byte[] withFamily(int cfId, UnsafeRow a, boolean lengthPrefixed, UnsafeRow b) {
     int aLen = a.getSizeInBytes();
     int header = lengthPrefixed ? 6 : 2;
     int total = header + aLen + (b == null ? 0 : b.getSizeInBytes());

@@ -2,6 +2,7 @@ package io.strata.spark;
 
 import java.util.Map;
 import org.apache.spark.SparkException;
+import org.apache.spark.SparkUnsupportedOperationException;
 
 /**
  * Spark error conditions the state store contract expects (they exist in Spark's
@@ -55,5 +56,45 @@ final class SparkErrors {
   static RuntimeException outOfOrder(String message) {
     return raise(new SparkException("STATE_STORE_OPERATION_OUT_OF_ORDER",
         Scala.map(Map.of("errorMsg", message)), null));
+  }
+
+  /**
+   * {@code STATE_STORE_UNSUPPORTED_OPERATION}: {@code operation} needs column families, and the
+   * store was initialised without them ({@code entity} says so, as Spark's RocksDB provider does).
+   */
+  static SparkUnsupportedOperationException unsupportedOperation(String operation, String entity) {
+    return new SparkUnsupportedOperationException("STATE_STORE_UNSUPPORTED_OPERATION",
+        Map.of("operationType", operation, "entity", entity));
+  }
+
+  /**
+   * {@code STATE_STORE_CANNOT_USE_COLUMN_FAMILY_WITH_INVALID_NAME}: an empty name, one with
+   * leading or trailing whitespace, or {@code default} where it may not be used.
+   */
+  static SparkUnsupportedOperationException invalidColumnFamilyName(String operation,
+      String name) {
+    return new SparkUnsupportedOperationException(
+        "STATE_STORE_CANNOT_USE_COLUMN_FAMILY_WITH_INVALID_NAME",
+        Map.of("operationName", operation, "colFamilyName", name));
+  }
+
+  /**
+   * {@code STATE_STORE_CANNOT_CREATE_COLUMN_FAMILY_WITH_RESERVED_CHARS}: a user (non-internal)
+   * family whose name starts with {@code $}, which Spark reserves for its own families.
+   */
+  static SparkUnsupportedOperationException reservedColumnFamilyName(String name) {
+    return new SparkUnsupportedOperationException(
+        "STATE_STORE_CANNOT_CREATE_COLUMN_FAMILY_WITH_RESERVED_CHARS",
+        Map.of("colFamilyName", name));
+  }
+
+  /**
+   * {@code STATE_STORE_UNSUPPORTED_OPERATION_ON_MISSING_COLUMN_FAMILY}: the family does not exist
+   * in the version being built (never created, or removed).
+   */
+  static SparkUnsupportedOperationException missingColumnFamily(String operation, String name) {
+    return new SparkUnsupportedOperationException(
+        "STATE_STORE_UNSUPPORTED_OPERATION_ON_MISSING_COLUMN_FAMILY",
+        Map.of("operationType", operation, "colFamilyName", name));
   }
 }

@@ -2,12 +2,15 @@ package io.strata.spark;
 
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.KeyValue;
+import io.strata.format.ColumnFamily;
 import io.strata.metrics.CommitStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
 import io.strata.sync.SyncedStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -44,7 +47,6 @@ final class StrataStateStore implements StateStore {
 
   private final StrataStateStoreProvider provider;
   private final SyncedStore core;
-  private final RowCodec codec;
   private final long version;
   private final RequestCounter requests;
   private final RequestCounter.Counts requestsAtStart;
@@ -57,11 +59,10 @@ final class StrataStateStore implements StateStore {
   /** Memory use captured at commit, before the lock is given back (metrics() comes later). */
   private long memoryAtCommit;
 
-  StrataStateStore(StrataStateStoreProvider provider, SyncedStore core, RowCodec codec,
-      long version, boolean readOnly, RequestCounter requests, RequestCounter.Counts atStart) {
+  StrataStateStore(StrataStateStoreProvider provider, SyncedStore core, long version,
+      boolean readOnly, RequestCounter requests, RequestCounter.Counts atStart) {
     this.provider = provider;
     this.core = core;
-    this.codec = codec;
     this.version = version;
     this.requests = requests;
     this.requestsAtStart = atStart;
@@ -93,41 +94,138 @@ final class StrataStateStore implements StateStore {
     return version;
   }
 
-  // ------------------------------------------------------------------ reads
+  // ------------------------------------------------------------------ column families
 
+  /** A family resolved for one operation: its key prefix id and its codec. */
+  private record Family(int id, FamilyCodec codec) { }
+
+  /**
+   * Resolves {@code name} for {@code op} with the checks (and Spark error conditions) of Spark's
+   * RocksDB provider: {@code default} always exists; any other name needs column families, a
+   * valid name, and a family that exists in the version being built.
+   */
+  private Family family(String op, String name) {
+    if (name == null || ColumnFamily.DEFAULT_NAME.equals(name)) {
+      return new Family(ColumnFamily.DEFAULT_ID, provider.defaultCodec());
+    }
+    provider.checkFamilyOperation(op, name);
+    Optional<ColumnFamily> cf = core.columnFamilies().byName(name);
+    if (cf.isEmpty()) {
+      throw SparkErrors.missingColumnFamily(op, name);
+    }
+    return new Family(cf.get().id(), provider.codec(name, version));
+  }
+
+  /**
+   * Creates the column family {@code colFamilyName} in the version being built unless it exists
+   * (Spark's transformWithState calls this for every state variable in every batch). The
+   * name-to-id mapping is committed in this version's manifest; the encoders are Spark's for
+   * {@code keyStateEncoderSpec} (see {@link SparkFamilyCodec}).
+   *
+   * @throws org.apache.spark.SparkUnsupportedOperationException {@code
+   *     STATE_STORE_UNSUPPORTED_OPERATION} without column families, {@code
+   *     STATE_STORE_CANNOT_USE_COLUMN_FAMILY_WITH_INVALID_NAME} for an empty name, one with
+   *     leading or trailing whitespace, or {@code default} unless internal, {@code
+   *     STATE_STORE_CANNOT_CREATE_COLUMN_FAMILY_WITH_RESERVED_CHARS} for a non-internal name
+   *     starting with {@code $}
+   */
   @Override
-  public UnsafeRow get(UnsafeRow key, String colFamilyName) {
-    checkReadable("get");
+  public void createColFamilyIfAbsent(String colFamilyName, StructType keySchema,
+      StructType valueSchema, KeyStateEncoderSpec keyStateEncoderSpec,
+      boolean useMultipleValuesPerKey, boolean isInternal) {
+    checkUpdating("createColFamilyIfAbsent");
+    provider.checkFamilyCreationOrRemoval("create_col_family", colFamilyName, isInternal);
+    if (ColumnFamily.DEFAULT_NAME.equals(colFamilyName)) {
+      return; // exists in every store, with the encoders given at init
+    }
+    boolean exists = core.columnFamilies().byName(colFamilyName).isPresent();
+    provider.declareFamily(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec,
+        useMultipleValuesPerKey, !exists);
+    core.createColumnFamily(colFamilyName, isInternal);
+  }
+
+  /**
+   * Removes the column family and every key in it from the version being built (each key gets a
+   * tombstone in this version's delta); its id is never reused.
+   *
+   * @return false if it does not exist
+   * @throws org.apache.spark.SparkUnsupportedOperationException as {@link
+   *     #createColFamilyIfAbsent} for a non-internal family (so {@code default} and names
+   *     starting with {@code $} are refused, as Spark's RocksDB provider refuses them)
+   */
+  @Override
+  public boolean removeColFamilyIfExists(String colFamilyName) {
+    checkUpdating("removeColFamilyIfExists");
+    provider.checkFamilyCreationOrRemoval("remove_col_family", colFamilyName, false);
     try {
-      byte[] v = core.get(codec.encodeKey(provider.familyId(colFamilyName), key));
-      return v == null ? null : codec.decodeValue(v);
+      // The codec stays registered: an abort brings the family back, and a re-creation
+      // replaces the codec (createColFamilyIfAbsent of a family that does not exist).
+      return core.removeColumnFamily(colFamilyName);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
   }
 
+  // ------------------------------------------------------------------ reads
+
+  @Override
+  public UnsafeRow get(UnsafeRow key, String colFamilyName) {
+    checkReadable("get");
+    checkKey(key);
+    Family f = family("get", colFamilyName);
+    return f.codec().decodeValue(read(f.codec().encodeKey(f.id(), key)));
+  }
+
+  /**
+   * Every value of {@code key} in a multi-valued family (transformWithState's ListState), in
+   * the order they were put or merged; empty if the key has none.
+   *
+   * @throws IllegalStateException if the family is not multi-valued
+   */
   @Override
   public Iterator<UnsafeRow> valuesIterator(UnsafeRow key, String colFamilyName) {
-    throw provider.multipleValuesUnsupported("valuesIterator");
+    checkReadable("valuesIterator");
+    checkKey(key);
+    Family f = family("valuesIterator", colFamilyName);
+    if (!f.codec().multipleValues()) {
+      throw new IllegalStateException("valuesIterator requires a encoder that supports multiple "
+          + "values for a single key.");
+    }
+    return f.codec().decodeValues(read(f.codec().encodeKey(f.id(), key)));
   }
 
   @Override
   public StateStoreIterator<UnsafeRowPair> prefixScan(UnsafeRow prefixKey, String colFamilyName) {
     checkReadable("prefixScan");
-    if (!codec.supportsPrefixScan()) {
-      throw new UnsupportedOperationException("prefixScan on " + provider
-          + " needs a PrefixKeyScanStateEncoderSpec");
+    Family f = family("prefixScan", colFamilyName);
+    if (!f.codec().supportsPrefixScan()) {
+      throw new IllegalArgumentException("requirement failed: Prefix scan requires setting "
+          + "prefix key! (" + provider + ", column family " + colFamilyName + ")");
     }
-    return scan(codec.encodePrefix(provider.familyId(colFamilyName), prefixKey));
+    return scan(f.codec(), f.codec().encodePrefix(f.id(), prefixKey));
   }
 
+  /**
+   * Every key of the family in unsigned byte order of its encoding (for a range-scan encoding,
+   * ordered by the ordering columns), committed state overlaid with this version's writes as
+   * they are when the iterator is created.
+   */
   @Override
   public StateStoreIterator<UnsafeRowPair> iterator(String colFamilyName) {
     checkReadable("iterator");
-    return scan(RowCodec.familyPrefix(provider.familyId(colFamilyName)));
+    Family f = family("iterator", colFamilyName);
+    return scan(f.codec(), ColumnFamily.keyPrefix(f.id()));
   }
 
-  private StateStoreIterator<UnsafeRowPair> scan(byte[] prefix) {
+  private byte[] read(byte[] key) {
+    try {
+      return core.get(key);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private StateStoreIterator<UnsafeRowPair> scan(FamilyCodec codec, byte[] prefix) {
     CloseableIterator<KeyValue> it = core.scan(prefix);
     UnsafeRowPair pair = new UnsafeRowPair(null, null);
     Iterator<UnsafeRowPair> rows = new AbstractIterator<>() {
@@ -153,52 +251,123 @@ final class StrataStateStore implements StateStore {
   @Override
   public void put(UnsafeRow key, UnsafeRow value, String colFamilyName) {
     checkUpdating("put");
+    checkKey(key);
     if (value == null) {
       throw new IllegalArgumentException("Cannot put a null value for key " + key + " in "
           + provider);
     }
-    try {
-      core.put(codec.encodeKey(provider.familyId(colFamilyName), key), RowCodec.encodeValue(value));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    Family f = family("put", colFamilyName);
+    write(f.codec().encodeKey(f.id(), key), f.codec().encodeValue(value));
   }
 
   @Override
   public void remove(UnsafeRow key, String colFamilyName) {
     checkUpdating("remove");
+    checkKey(key);
+    Family f = family("remove", colFamilyName);
     try {
-      core.delete(codec.encodeKey(provider.familyId(colFamilyName), key));
+      core.delete(f.codec().encodeKey(f.id(), key));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
   }
 
+  /**
+   * Replaces the values of {@code key} in a multi-valued family with {@code values} (in order).
+   *
+   * @throws IllegalArgumentException for a null or empty array or a null element
+   * @throws IllegalStateException if the family is not multi-valued
+   */
   @Override
   public void putList(UnsafeRow key, UnsafeRow[] values, String colFamilyName) {
-    throw provider.multipleValuesUnsupported("putList");
+    checkUpdating("putList");
+    checkKey(key);
+    checkValues(values, "put");
+    Family f = family("put", colFamilyName);
+    if (!f.codec().multipleValues()) {
+      throw new IllegalStateException("Multi-value put operation requires an encoder which "
+          + "supports multiple values for a single key");
+    }
+    write(f.codec().encodeKey(f.id(), key), SparkFamilyCodec.append(null, encode(f, values)));
   }
 
+  /**
+   * Appends {@code value} to the values of {@code key} in a multi-valued family. Read-modify-
+   * write within the version being built: this version's delta carries the whole new list.
+   *
+   * @throws IllegalStateException if the family is not multi-valued
+   */
   @Override
   public void merge(UnsafeRow key, UnsafeRow value, String colFamilyName) {
-    throw provider.multipleValuesUnsupported("merge");
+    checkUpdating("merge");
+    Family f = family("merge", colFamilyName);
+    checkMergeable(f);
+    checkKey(key);
+    if (value == null) {
+      throw new IllegalArgumentException("requirement failed: Cannot merge a null value");
+    }
+    append(f, key, List.of(f.codec().encodeValue(value)));
   }
 
+  /** Appends every element of {@code values}, in order; see {@link #merge}. */
   @Override
   public void mergeList(UnsafeRow key, UnsafeRow[] values, String colFamilyName) {
-    throw provider.multipleValuesUnsupported("mergeList");
+    checkUpdating("mergeList");
+    Family f = family("merge", colFamilyName);
+    checkMergeable(f);
+    checkKey(key);
+    checkValues(values, "merge");
+    append(f, key, encode(f, values));
   }
 
-  @Override
-  public boolean removeColFamilyIfExists(String colFamilyName) {
-    throw provider.columnFamiliesUnsupported("removeColFamilyIfExists");
+  private void append(Family f, UnsafeRow key, List<byte[]> encoded) {
+    byte[] k = f.codec().encodeKey(f.id(), key);
+    write(k, SparkFamilyCodec.append(read(k), encoded));
   }
 
-  @Override
-  public void createColFamilyIfAbsent(String colFamilyName, StructType keySchema,
-      StructType valueSchema, KeyStateEncoderSpec keyStateEncoderSpec,
-      boolean useMultipleValuesPerKey, boolean isInternal) {
-    throw provider.columnFamiliesUnsupported("createColFamilyIfAbsent");
+  private void write(byte[] key, byte[] value) {
+    try {
+      core.put(key, value);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static List<byte[]> encode(Family f, UnsafeRow[] values) {
+    List<byte[]> out = new ArrayList<>(values.length);
+    for (UnsafeRow v : values) {
+      out.add(f.codec().encodeValue(v));
+    }
+    return out;
+  }
+
+  private static void checkMergeable(Family f) {
+    if (!f.codec().multipleValues()) {
+      throw new IllegalStateException("Merge operation requires an encoder which supports "
+          + "multiple values for a single key");
+    }
+  }
+
+  private static void checkKey(UnsafeRow key) {
+    if (key == null) {
+      throw new IllegalStateException("Key cannot be null");
+    }
+  }
+
+  private static void checkValues(UnsafeRow[] values, String op) {
+    if (values == null) {
+      throw new IllegalArgumentException("requirement failed: Cannot " + op + " a null value");
+    }
+    if (values.length == 0) {
+      throw new IllegalArgumentException("requirement failed: Cannot " + op
+          + " an empty list of values");
+    }
+    for (UnsafeRow v : values) {
+      if (v == null) {
+        throw new IllegalArgumentException("requirement failed: Cannot " + op
+            + " a null value in the array");
+      }
+    }
   }
 
   // ------------------------------------------------------------------ life cycle

@@ -13,12 +13,15 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -53,6 +56,8 @@ import scala.Option;
 public final class StrataStateStoreProvider implements StateStoreProvider {
   private static final Logger LOG = LoggerFactory.getLogger(StrataStateStoreProvider.class);
   private static final String DEFAULT_CF = "default";
+  private static final String COLUMN_FAMILIES_DISABLED =
+      "multiple column families is disabled in StrataStateStoreProvider";
 
   private StateStoreId stateStoreId;
   private StructType keySchema;
@@ -62,6 +67,15 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   private Configuration hadoopConf;
   private boolean useColumnFamilies;
   private boolean useMultipleValuesPerKey;
+  private Option<StateSchemaProvider> schemaProvider = Option.empty();
+  /** Codec of the {@code default} family (id 0), fixed at init. */
+  private FamilyCodec defaultCodec;
+  /**
+   * Codecs of the other column families, by name, as declared by createColFamilyIfAbsent (the
+   * first declaration wins, as in Spark's provider). The ids live in the loaded version's
+   * column family mapping ({@link SyncedStore#columnFamilies()}), not here.
+   */
+  private final Map<String, FamilyCodec> familyCodecs = new ConcurrentHashMap<>();
   private StrataConf conf;
   private final RequestCounter requests = new RequestCounter();
   private final Semaphore taskLock = new Semaphore(1);
@@ -76,10 +90,18 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
    * Initialises the provider (Spark calls this once, right after construction). Validates
    * Strata's settings and the key encoding; no storage is touched.
    *
+   * <p>With {@code useColumnFamilies} (transformWithState, stream-stream join state format 3)
+   * every family, {@code default} included, is encoded with Spark's own RocksDB state encoders
+   * ({@link SparkFamilyCodec}), so key order matches Spark's RocksDB provider exactly, and
+   * {@code spark.sql.streaming.stateStore.encodingFormat} ({@code unsaferow} or {@code avro})
+   * applies. Without column families, {@link RowCodec}'s format is kept (range-scan encodings,
+   * which it lacks, use Spark's encoders too).
+   *
    * @throws IllegalArgumentException naming the setting, for an invalid Strata setting or an
-   *     unsupported checkpoint location scheme
-   * @throws UnsupportedOperationException for a key encoding or feature not supported yet
-   *     (multiple values per key)
+   *     unsupported checkpoint location scheme; or if {@code useMultipleValuesPerKey} is set
+   *     without {@code useColumnFamilies} (Spark's RocksDB provider requires both too)
+   * @throws org.apache.spark.SparkUnsupportedOperationException from Spark's encoders for a key
+   *     encoding they reject (a variable-size range-scan ordering column)
    */
   @Override
   public void init(StateStoreId stateStoreId, StructType keySchema, StructType valueSchema,
@@ -94,10 +116,13 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     this.hadoopConf = hadoopConf;
     this.useColumnFamilies = useColumnFamilies;
     this.useMultipleValuesPerKey = useMultipleValuesPerKey;
-    if (useMultipleValuesPerKey) {
-      throw multipleValuesUnsupported("init");
+    this.schemaProvider = stateSchemaProvider == null ? Option.empty() : stateSchemaProvider;
+    if (useMultipleValuesPerKey && !useColumnFamilies) {
+      throw new IllegalArgumentException("requirement failed: Multiple values per key support "
+          + "requires column families to be enabled in StrataStateStoreProvider (" + this + ")");
     }
-    new RowCodec(keySchema, valueSchema, keyStateEncoderSpec);
+    this.defaultCodec = newCodec(DEFAULT_CF, keySchema, valueSchema, keyStateEncoderSpec,
+        useMultipleValuesPerKey);
     this.conf = StrataConf.from(Scala.javaMap(storeConfs.sqlConfs()), s3aFallbacks(hadoopConf));
     // Fails now, naming the location, if its scheme is not one Strata can write to.
     ObjectStores.open(location(), conf.s3(), null).close();
@@ -162,8 +187,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
           ? Optional.of(ckptId.get()) : Optional.empty();
       RequestCounter.Counts start = requests.snapshot();
       c.load(version, attempt);
-      StrataStateStore store = new StrataStateStore(this, c,
-          new RowCodec(keySchema, valueSchema, keySpec), version, readOnly, requests, start);
+      StrataStateStore store = new StrataStateStore(this, c, version, readOnly, requests, start);
       synchronized (this) {
         holder = store;
       }
@@ -294,21 +318,81 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
 
   // ------------------------------------------------------------------ helpers for the store
 
-  short familyId(String name) {
-    if (name == null || name.equals(DEFAULT_CF)) {
-      return 0;
+  private FamilyCodec newCodec(String family, StructType key, StructType value,
+      KeyStateEncoderSpec spec, boolean multipleValues) {
+    if (!useColumnFamilies && (spec instanceof NoPrefixKeyStateEncoderSpec
+        || spec instanceof PrefixKeyScanStateEncoderSpec)) {
+      return new RowCodec(key, value, spec);
     }
-    throw columnFamiliesUnsupported("column family '" + name + "'");
+    return new SparkFamilyCodec(family, key, value, spec, multipleValues,
+        storeConf.stateStoreEncodingFormat(), schemaProvider);
   }
 
-  UnsupportedOperationException multipleValuesUnsupported(String op) {
-    return new UnsupportedOperationException(op + ": multiple values per key "
-        + "(transformWithState ListState) is not supported by Strata yet (" + this + ")");
+  /** The codec of the {@code default} family. */
+  FamilyCodec defaultCodec() {
+    return defaultCodec;
   }
 
-  UnsupportedOperationException columnFamiliesUnsupported(String op) {
-    return new UnsupportedOperationException(op + ": column families (transformWithState) are "
-        + "not supported by Strata yet (" + this + ")");
+  /**
+   * The codec of family {@code name}, which exists at {@code version}.
+   *
+   * @throws IllegalStateException if this provider instance never saw it declared (a family of
+   *     a restored version that the operator did not declare again with createColFamilyIfAbsent;
+   *     Spark's provider cannot use such a family either)
+   */
+  FamilyCodec codec(String name, long version) {
+    FamilyCodec c = familyCodecs.get(name);
+    if (c == null) {
+      throw new IllegalStateException("Cannot use column family '" + name + "' of " + this
+          + " version " + version + ": it exists in the state but was not declared with "
+          + "createColFamilyIfAbsent since the provider was loaded");
+    }
+    return c;
+  }
+
+  /**
+   * Registers the codec of family {@code name}: for a family being created ({@code replace}),
+   * always; for one that exists, unless one is registered already (Spark's provider keeps the
+   * first declaration of an existing family too).
+   */
+  void declareFamily(String name, StructType key, StructType value, KeyStateEncoderSpec spec,
+      boolean multipleValues, boolean replace) {
+    if (replace) {
+      familyCodecs.put(name, newCodec(name, key, value, spec, multipleValues));
+    } else {
+      familyCodecs.computeIfAbsent(name, n -> newCodec(n, key, value, spec, multipleValues));
+    }
+  }
+
+  /**
+   * Spark's checks before an operation on a family other than {@code default}: column families
+   * enabled, and a name that is not empty and has no leading or trailing whitespace.
+   */
+  void checkFamilyOperation(String op, String name) {
+    if (!useColumnFamilies) {
+      throw SparkErrors.unsupportedOperation(op, COLUMN_FAMILIES_DISABLED);
+    }
+    if (name.isEmpty() || !name.trim().equals(name)) {
+      throw SparkErrors.invalidColumnFamilyName(op, name);
+    }
+  }
+
+  /**
+   * Spark's checks before creating or removing a family: column families enabled; a name that
+   * is not empty, has no leading or trailing whitespace, and is not {@code default} unless
+   * internal; a non-internal name must not start with {@code $}.
+   */
+  void checkFamilyCreationOrRemoval(String op, String name, boolean internal) {
+    if (!useColumnFamilies) {
+      throw SparkErrors.unsupportedOperation(op, COLUMN_FAMILIES_DISABLED);
+    }
+    if (name == null || name.isEmpty() || !name.trim().equals(name)
+        || (name.equals(DEFAULT_CF) && !internal)) {
+      throw SparkErrors.invalidColumnFamilyName(op, String.valueOf(name));
+    }
+    if (!internal && name.charAt(0) == '$') {
+      throw SparkErrors.reservedColumnFamilyName(name);
+    }
   }
 
   private boolean checkpointIdsEnabled() {

@@ -6,6 +6,8 @@ import io.strata.engine.KeyValue;
 import io.strata.engine.LocalStore;
 import io.strata.format.BaseSnapshot;
 import io.strata.format.Checksums;
+import io.strata.format.ColumnFamilies;
+import io.strata.format.ColumnFamily;
 import io.strata.format.Delta;
 import io.strata.format.FileRef;
 import io.strata.format.Manifest;
@@ -67,6 +69,12 @@ import org.slf4j.LoggerFactory;
  * lacks (an ingested delta is already there, byte for byte) plus one pack of the small RocksDB
  * metadata files, and hands the result to the next commit, whose manifest then names it as its
  * base.
+ *
+ * <h2>Column families</h2>
+ * Virtual: every key starts with its family's 2-byte id ({@link ColumnFamily#keyPrefix()}).
+ * The name-to-id mapping of the version being built ({@link #columnFamilies()}) is committed in
+ * that version's manifest and restored with it, so ids never change across restores; removing a
+ * family writes a tombstone for each of its keys into the version's delta.
  *
  * <h2>Threading</h2>
  * One task thread at a time calls {@link #load}, the reads and writes, and {@link #commit} or
@@ -142,6 +150,11 @@ public final class SyncedStore implements AutoCloseable {
   private final List<Delta> spilled = new ArrayList<>();
   /** True while the local database holds spilled writes of a version not yet committed. */
   private boolean localDirty;
+  /**
+   * Column families of the version being built: the loaded manifest's, plus this version's
+   * creations and removals (dropped by an abort or a load). Immutable value, replaced on change.
+   */
+  private volatile ColumnFamilies families = ColumnFamilies.NONE;
   private volatile RestoreStats lastRestore = RestoreStats.NONE;
   private volatile long lastSnapshotVersion = -1;
 
@@ -235,6 +248,7 @@ public final class SyncedStore implements AutoCloseable {
     if (local != null && version == loadedVersion
         && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
       local.discardPending();
+      families = committedFamilies();
       return;
     }
     if (version == 0) {
@@ -314,6 +328,73 @@ public final class SyncedStore implements AutoCloseable {
     }
   }
 
+  /**
+   * The column families of the version being built (the loaded version's, plus this version's
+   * creations and removals).
+   */
+  public ColumnFamilies columnFamilies() {
+    return families;
+  }
+
+  /**
+   * Creates the column family {@code name} in the version being built, unless it exists; it is
+   * persisted by this version's manifest (and dropped by an abort). A new family gets the next
+   * unused id; an existing one keeps its id and {@code internal} flag.
+   *
+   * @return the family, new or existing
+   * @throws IllegalArgumentException if {@code name} is not a valid family name
+   * @throws IllegalStateException if nothing is loaded, or every id was used
+   */
+  public synchronized ColumnFamily createColumnFamily(String name, boolean internal) {
+    requireLocal();
+    ColumnFamilies current = families;
+    Optional<ColumnFamily> existing = current.byName(name);
+    if (existing.isPresent()) {
+      return existing.get();
+    }
+    ColumnFamilies next = current.with(name, internal);
+    families = next;
+    ColumnFamily created = next.byName(name).orElseThrow();
+    LOG.debug("{} version {}: created column family '{}' with id {}", identity,
+        loadedVersion + 1, name, created.id());
+    return created;
+  }
+
+  /**
+   * Removes the column family {@code name} from the version being built: every key of it gets a
+   * removal (a tombstone in this version's delta, so the removal travels the ordinary commit
+   * path), and the manifest no longer lists it. Its id is never reused. An abort undoes both.
+   *
+   * @return false if no such family exists
+   * @throws IOException if reading or spilling fails
+   * @throws IllegalStateException if nothing is loaded
+   */
+  public boolean removeColumnFamily(String name) throws IOException {
+    LocalStore l = requireLocal();
+    Optional<ColumnFamily> f = families.byName(name);
+    if (f.isEmpty()) {
+      return false;
+    }
+    long removed = 0;
+    try (CloseableIterator<KeyValue> it = l.scan(f.get().keyPrefix())) {
+      while (it.hasNext()) {
+        l.delete(it.next().key());
+        removed++;
+      }
+    }
+    synchronized (this) {
+      families = families.without(name);
+    }
+    maybeSpill(l);
+    LOG.debug("{} version {}: removed column family '{}' (id {}, {} keys)", identity,
+        loadedVersion + 1, name, f.get().id(), removed);
+    return true;
+  }
+
+  private ColumnFamilies committedFamilies() {
+    return loaded == null ? ColumnFamilies.NONE : loaded.columnFamilies();
+  }
+
   /** Iterates keys with {@code prefix} in unsigned byte order; see {@link LocalStore#scan}. */
   public CloseableIterator<KeyValue> scan(byte[] prefix) {
     return requireLocal().scan(prefix);
@@ -342,6 +423,7 @@ public final class SyncedStore implements AutoCloseable {
     } else if (local != null) {
       local.discardPending();
     }
+    families = committedFamilies();
     spilled.clear();
     buildingAttempt = null;
   }
@@ -384,9 +466,10 @@ public final class SyncedStore implements AutoCloseable {
         DeltaFile d = delta.get();
         deltas.add(new Delta(newVersion, attempt, new FileRef(key, 0, d.size(), d.checksum())));
       }
-      Manifest m = new Manifest(ManifestCodec.FORMAT_VERSION, identity.id(), newVersion, attempt,
-          loadedVersion, loadedAttempt(), base, deltas, keySchema, valueSchema, l.numKeys(),
-          System.currentTimeMillis());
+      ColumnFamilies cfs = families;
+      Manifest m = new Manifest(ManifestCodec.formatVersionFor(cfs), identity.id(), newVersion,
+          attempt, loadedVersion, loadedAttempt(), base, deltas, keySchema, valueSchema,
+          l.numKeys(), System.currentTimeMillis(), cfs);
       byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(m),
           delta.map(DeltaFile::size).orElse(0L));
       ObjectBody body = delta.isPresent()
@@ -852,6 +935,7 @@ public final class SyncedStore implements AutoCloseable {
     LocalStore old = local;
     local = fresh;
     loaded = m;
+    families = committedFamilies();
     loadedVersion = version;
     generation++;
     pendingBase = null;
@@ -868,6 +952,7 @@ public final class SyncedStore implements AutoCloseable {
     LocalStore old = local;
     local = null;
     loaded = null;
+    families = ColumnFamilies.NONE;
     loadedVersion = -1;
     generation++;
     pendingBase = null;

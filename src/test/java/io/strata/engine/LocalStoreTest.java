@@ -126,6 +126,38 @@ class LocalStoreTest {
     }
   }
 
+  /**
+   * A scan sees pending writes as they were when it started (as a RocksDB iterator sees its
+   * implicit snapshot in Spark's provider): puts, overwrites and removals made while it runs,
+   * ahead of its position, do not change what it returns.
+   */
+  @Test
+  void aScanSeesPendingWritesAsOfItsStart() throws Exception {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+      s.put(b("a1"), b("c"));
+      s.commitPending(s.writeDelta(tmp.resolve("d.sst")));
+      s.put(b("a2"), b("p"));
+      s.put(b("a4"), b("p"));
+      s.put(b("b1"), b("other prefix"));
+      List<String> seen = new ArrayList<>();
+      try (CloseableIterator<KeyValue> it = s.scan(b("a"))) {
+        while (it.hasNext()) {
+          KeyValue kv = it.next();
+          seen.add(new String(kv.key(), StandardCharsets.UTF_8) + "="
+              + new String(kv.value(), StandardCharsets.UTF_8));
+          if (seen.size() == 1) {
+            s.put(b("a3"), b("new"));     // ahead of the scan: not seen
+            s.delete(b("a4"));           // ahead of the scan: still seen
+            s.put(b("a2"), b("changed")); // ahead of the scan: old value seen
+          }
+        }
+      }
+      assertEquals(List.of("a1=c", "a2=p", "a4=p"), seen);
+      assertEquals(List.of("a1", "a2", "a3"), keys(s.scan(b("a"))));
+      assertArrayEquals(b("changed"), s.get(b("a2")));
+    }
+  }
+
   @Test
   void useAfterCloseIsAClearError() throws Exception {
     LocalStore s = LocalStore.open(tmp.resolve("db"), 0);

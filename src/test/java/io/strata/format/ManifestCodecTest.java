@@ -60,10 +60,95 @@ class ManifestCodecTest {
     assertEquals(m, ManifestCodec.decode(ManifestCodec.encode(m)));
   }
 
+  /**
+   * The manifest golden/manifest-v2.json holds: a transformWithState store with column families
+   * (one removed, so maxId exceeds the greatest listed id).
+   */
+  static Manifest goldenManifestV2() {
+    String a2 = "018c0a1b2d00-0123456789abcdef";
+    String a3 = "018c0a1b2e00-fedcba9876543210";
+    ColumnFamilies cfs = new ColumnFamilies(4, List.of(
+        new ColumnFamily("countState", 1, false),
+        new ColumnFamily("$procTimers_keyToTimestamp", 2, true),
+        new ColumnFamily("$procTimers_timestampToKey", 3, true)));
+    return new Manifest(2, "2/0/default", 3, a3, 2, Optional.of(a2), Optional.empty(),
+        List.of(new Delta(2, a2, new FileRef(StoreLayout.versionObject(2, a2), 0, 700, 0x77L)),
+            new Delta(3, a3, new FileRef(StoreLayout.versionObject(3, a3), 0, 300, 0x33L))),
+        "{\"type\":\"struct\",\"fields\":[]}", "{\"type\":\"struct\",\"fields\":[]}", 9,
+        1700000000000L, cfs);
+  }
+
+  @Test
+  void encodesExactlyTheGoldenFileWithColumnFamilies() throws IOException {
+    byte[] golden = readGolden("manifest-v2.json");
+    assertEquals(new String(golden, StandardCharsets.UTF_8).trim(),
+        new String(ManifestCodec.encode(goldenManifestV2()), StandardCharsets.UTF_8),
+        "manifest encoding changed: update docs/format.md and bump the format version on purpose");
+  }
+
+  @Test
+  void decodesTheGoldenFileWithColumnFamilies() throws Exception {
+    Manifest m = ManifestCodec.decode(readGolden("manifest-v2.json"));
+    assertEquals(goldenManifestV2(), m);
+    assertEquals(4, m.columnFamilies().maxId());
+    assertEquals(Optional.of(new ColumnFamily("$procTimers_timestampToKey", 3, true)),
+        m.columnFamilies().byName("$procTimers_timestampToKey"));
+  }
+
+  @Test
+  void aManifestWithoutColumnFamiliesIsStillWrittenAsFormatVersion1() throws Exception {
+    assertEquals(1, ManifestCodec.formatVersionFor(ColumnFamilies.NONE));
+    assertEquals(2, ManifestCodec.formatVersionFor(ColumnFamilies.NONE.with("x", false)));
+    Manifest v1 = ManifestCodec.decode(readGolden());
+    assertEquals(ColumnFamilies.NONE, v1.columnFamilies());
+    assertTrue(new String(ManifestCodec.encode(v1), StandardCharsets.UTF_8)
+        .startsWith("{\"formatVersion\":1,"));
+  }
+
+  @Test
+  void columnFamiliesNeedFormatVersion2() {
+    Manifest g = goldenManifestV2();
+    assertThrows(IllegalArgumentException.class, () -> new Manifest(1, g.storeId(), g.version(),
+        g.attempt(), g.parentVersion(), g.parentAttempt(), g.base(), g.deltas(), g.keySchema(),
+        g.valueSchema(), g.numKeys(), g.createdAtMillis(), g.columnFamilies()));
+    String json = new String(ManifestCodec.encode(g), StandardCharsets.UTF_8)
+        .replace("\"formatVersion\":2", "\"formatVersion\":1");
+    ManifestFormatException e = assertThrows(ManifestFormatException.class,
+        () -> ManifestCodec.decode(json.getBytes(StandardCharsets.UTF_8)));
+    assertTrue(e.getMessage().contains("columnFamilies"), e.getMessage());
+  }
+
+  @Test
+  void rejectsInvalidColumnFamilies() {
+    String json = new String(ManifestCodec.encode(goldenManifestV2()), StandardCharsets.UTF_8);
+    for (String bad : List.of(json.replace("\"maxId\":4", "\"maxId\":2"),
+        json.replace("\"id\":3", "\"id\":2"),
+        json.replace("\"name\":\"countState\"", "\"name\":\"default\""),
+        json.replace("\"id\":1", "\"id\":70000"),
+        json.replace("\"internal\":false", "\"internal\":0"))) {
+      assertThrows(ManifestFormatException.class,
+          () -> ManifestCodec.decode(bad.getBytes(StandardCharsets.UTF_8)), bad);
+    }
+  }
+
+  @Test
+  void columnFamilyIdsAreNeverReused() {
+    ColumnFamilies a = ColumnFamilies.NONE.with("a", false).with("b", true);
+    ColumnFamilies c = a.without("b").with("c", false);
+    assertEquals(3, c.byName("c").orElseThrow().id());
+    assertEquals(3, c.maxId());
+    assertArrayEquals(new byte[] {0, 3}, c.byName("c").orElseThrow().keyPrefix());
+    assertArrayEquals(new byte[] {(byte) 0xff, (byte) 0xff}, ColumnFamily.keyPrefix(0xffff));
+    assertThrows(IllegalArgumentException.class, () -> a.with("a", false));
+    assertThrows(IllegalStateException.class,
+        () -> new ColumnFamilies(ColumnFamily.MAX_ID, List.of()).with("z", false));
+  }
+
   @Test
   void rejectsANewerFormatVersion() {
     String json = new String(ManifestCodec.encode(goldenManifest()), StandardCharsets.UTF_8)
-        .replace("\"formatVersion\":1", "\"formatVersion\":2");
+        .replace("\"formatVersion\":1",
+            "\"formatVersion\":" + (ManifestCodec.FORMAT_VERSION + 1));
     ManifestFormatException e = assertThrows(ManifestFormatException.class,
         () -> ManifestCodec.decode(json.getBytes(StandardCharsets.UTF_8)));
     assertTrue(e.getMessage().contains("newer Strata"), e.getMessage());
@@ -145,9 +230,13 @@ class ManifestCodecTest {
   }
 
   private static byte[] readGolden() throws IOException {
-    try (InputStream in = ManifestCodecTest.class.getResourceAsStream("/golden/manifest-v1.json")) {
+    return readGolden("manifest-v1.json");
+  }
+
+  private static byte[] readGolden(String name) throws IOException {
+    try (InputStream in = ManifestCodecTest.class.getResourceAsStream("/golden/" + name)) {
       if (in == null) {
-        throw new IOException("golden/manifest-v1.json missing from test resources");
+        throw new IOException("golden/" + name + " missing from test resources");
       }
       return in.readAllBytes();
     }

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.format.ColumnFamilies;
+import io.strata.format.ColumnFamily;
 import io.strata.format.Manifest;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectInfo;
@@ -108,6 +110,69 @@ class SyncedStoreTest {
       fresh.load(3, Optional.empty());
       assertVersion(fresh, 3);
     }
+  }
+
+  /**
+   * Column families: the name-to-id mapping is committed in the manifest and restored exactly
+   * on a fresh instance (ids are not reassigned); a removal writes tombstones for the family's
+   * keys into the version's delta and its id is never reused; an abort drops creations and
+   * removals of the version being built.
+   */
+  @Test
+  void columnFamiliesAreCommittedInTheManifestAndRestoredExactly() throws Exception {
+    byte[] aPrefix;
+    try (SyncedStore s = open("a", 100)) {
+      s.load(0, Optional.empty());
+      ColumnFamily a = s.createColumnFamily("a", false);
+      ColumnFamily b = s.createColumnFamily("$b", true);
+      assertEquals(a, s.createColumnFamily("a", true), "existing family kept as it was");
+      assertEquals(List.of(1, 2), List.of(a.id(), b.id()));
+      aPrefix = a.keyPrefix();
+      s.put(concat(a.keyPrefix(), b("k1")), b("1"));
+      s.put(concat(a.keyPrefix(), b("k2")), b("2"));
+      s.put(concat(b.keyPrefix(), b("k1")), b("3"));
+      SyncedStore.Committed c1 = s.commit();
+      assertEquals(2, c1.manifest().formatVersion());
+      assertEquals(new ColumnFamilies(2, List.of(a, b)), c1.manifest().columnFamilies());
+
+      // Version 2 removes "a" (its keys too) and creates "c", which gets a new id.
+      assertTrue(s.removeColumnFamily("a"));
+      assertFalse(s.removeColumnFamily("a"));
+      assertNull(s.get(concat(aPrefix, b("k1"))));
+      assertEquals(1, s.numKeys());
+      ColumnFamily c = s.createColumnFamily("c", false);
+      assertEquals(3, c.id());
+      s.abort();
+      assertEquals(new ColumnFamilies(2, List.of(a, b)), s.columnFamilies(), "abort undid both");
+      assertArrayEquals(b("1"), s.get(concat(aPrefix, b("k1"))));
+
+      assertTrue(s.removeColumnFamily("a"));
+      assertEquals(3, s.createColumnFamily("c", false).id());
+      s.put(concat(c.keyPrefix(), b("k1")), b("4"));
+      SyncedStore.Committed c2 = s.commit();
+      assertEquals(new ColumnFamilies(3, List.of(b, c)), c2.manifest().columnFamilies());
+      assertEquals(2, c2.manifest().numKeys());
+    }
+    try (SyncedStore fresh = open("b", 100)) {
+      fresh.load(2, Optional.empty());
+      assertEquals(new ColumnFamilies(3, List.of(new ColumnFamily("$b", 2, true),
+          new ColumnFamily("c", 3, false))), fresh.columnFamilies());
+      assertNull(fresh.get(concat(aPrefix, b("k1"))), "the removal's tombstones were restored");
+      assertArrayEquals(b("3"), fresh.get(concat(ColumnFamily.keyPrefix(2), b("k1"))));
+      assertEquals(4, fresh.createColumnFamily("a", false).id(), "ids are never reused");
+      fresh.load(1, Optional.empty());
+      assertEquals(List.of("$b", "a"), fresh.columnFamilies().families().stream()
+          .map(ColumnFamily::name).sorted().toList());
+      assertArrayEquals(b("1"), fresh.get(concat(aPrefix, b("k1"))));
+      fresh.load(0, Optional.empty());
+      assertEquals(ColumnFamilies.NONE, fresh.columnFamilies());
+    }
+  }
+
+  private static byte[] concat(byte[] a, byte[] b) {
+    byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
   }
 
   @Test
