@@ -1,5 +1,6 @@
 package io.strata.spark;
 
+import io.strata.engine.LocalStore;
 import io.strata.metrics.CommitStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
@@ -44,14 +45,24 @@ final class StrataMetrics {
   static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
       "strataRestoreBytes", "Strata: bytes downloaded to restore state");
 
+  static final StateStoreCustomSizeMetric BLOCK_CACHE_BYTES = new StateStoreCustomSizeMetric(
+      "strataBlockCacheBytes", "Strata: RocksDB block cache usage (each store's share of the "
+          + "executor's shared cache, so the sum is the total)");
+
   static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
       INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_FAILED, DELTA_CHAIN,
-      RESTORE_MS, RESTORE_BYTES);
+      RESTORE_MS, RESTORE_BYTES, BLOCK_CACHE_BYTES);
 
   private StrataMetrics() { }
 
-  static StateStoreMetrics build(long numKeys, long memoryBytes, CommitStats c, RestoreStats r,
-      RequestCounter.Counts requests) {
+  /**
+   * The metrics of one store for one batch.
+   *
+   * @param memory native memory of the local database plus heap of pending writes; its total is
+   *     Spark's {@code memoryUsedBytes}, its block cache part {@link #BLOCK_CACHE_BYTES}
+   */
+  static StateStoreMetrics build(long numKeys, LocalStore.MemoryUsage memory, CommitStats c,
+      RestoreStats r, RequestCounter.Counts requests) {
     Map<StateStoreCustomMetric, Object> m = new LinkedHashMap<>();
     m.put(DELTA_BUILD_MS, c.deltaBuildMs());
     m.put(MANIFEST_MS, c.manifestMs());
@@ -66,10 +77,12 @@ final class StrataMetrics {
     m.put(DELTA_CHAIN, c.deltaChainLength());
     m.put(RESTORE_MS, r.restoreMs());
     m.put(RESTORE_BYTES, r.bytesDownloaded());
+    m.put(BLOCK_CACHE_BYTES, memory.blockCacheBytes());
     @SuppressWarnings({"unchecked", "rawtypes"})
     scala.collection.immutable.Map<StateStoreCustomMetric, Object> custom =
         (scala.collection.immutable.Map) Scala.map(m);
-    return new StateStoreMetrics(numKeys, memoryBytes, castLongs(custom), Scala.map(Map.of()));
+    return new StateStoreMetrics(numKeys, memory.totalBytes(), castLongs(custom),
+        Scala.map(Map.of()));
   }
 
   @SuppressWarnings({"unchecked", "rawtypes"})

@@ -2,6 +2,7 @@ package io.strata.spark;
 
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.KeyValue;
+import io.strata.engine.LocalStore;
 import io.strata.metrics.CommitStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
@@ -53,7 +54,7 @@ final class StrataStateStore implements StateStore {
   private SyncedStore.Committed committed;
   private RequestCounter.Counts requestsAtEnd;
   /** Memory use captured at commit, before the lock is given back (metrics() comes later). */
-  private long memoryAtCommit;
+  private LocalStore.MemoryUsage memoryAtCommit = LocalStore.MemoryUsage.NONE;
 
   StrataStateStore(StrataStateStoreProvider provider, SyncedStore core, RowCodec codec,
       long version, boolean readOnly, RequestCounter requests, RequestCounter.Counts atStart) {
@@ -208,7 +209,7 @@ final class StrataStateStore implements StateStore {
       throw SparkErrors.cannotCommit(provider.toString(), e);
     }
     requestsAtEnd = requests.snapshot();
-    memoryAtCommit = core.memoryUsageBytes();
+    memoryAtCommit = core.memoryUsage();
     mode = Mode.COMMITTED;
     provider.afterCommit(this, committed.manifest().version());
     return committed.manifest().version();
@@ -262,7 +263,7 @@ final class StrataStateStore implements StateStore {
       return StrataMetrics.build(committed.manifest().numKeys(), memoryAtCommit,
           committed.stats(), restore, end.minus(requestsAtStart));
     }
-    return StrataMetrics.build(core.numKeys(), core.memoryUsageBytes(), CommitStats.NONE,
+    return StrataMetrics.build(core.numKeys(), core.memoryUsage(), CommitStats.NONE,
         restore, end.minus(requestsAtStart));
   }
 
