@@ -101,6 +101,29 @@ final class Parsers {
     }
   }
 
+  /**
+   * {@code auto} (empty) or a size as {@link #bytes} of at least {@code minBytes}.
+   */
+  static Function<String, java.util.Optional<Long>> sizeOrAuto(long minBytes) {
+    return s -> {
+      if (s.trim().equalsIgnoreCase("auto")) {
+        return java.util.Optional.empty();
+      }
+      long v;
+      try {
+        v = bytes(s);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("expected auto or a size such as 512m or 2g "
+            + "(bare numbers are bytes)");
+      }
+      if (v < minBytes) {
+        throw new IllegalArgumentException("expected auto or a size of at least "
+            + (minBytes >> 20) + "m");
+      }
+      return java.util.Optional.of(v);
+    };
+  }
+
   /** An absolute http(s) URI with a host, for an S3 endpoint. */
   static URI endpoint(String s) {
     URI uri;

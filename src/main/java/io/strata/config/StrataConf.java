@@ -29,6 +29,10 @@ import java.util.Optional;
  * @param spillThresholdBytes pending writes of one batch (approximate heap bytes) above which
  *     they are spilled to a spill delta uploaded before commit; 0 disables spilling
  * @param lockAcquireTimeout how long a task waits for another task that holds the same store
+ * @param memoryBounded true to share one capped RocksDB block cache and write-buffer manager
+ *     among all stores of an executor
+ * @param memoryMaxBytes the cap in bytes, or empty for {@code auto} (derived from the executor's
+ *     memory overhead by the Spark layer, which knows the Spark configuration)
  */
 public record StrataConf(
     Optional<Path> localDir,
@@ -36,7 +40,9 @@ public record StrataConf(
     int snapshotInterval,
     int transferThreads,
     long spillThresholdBytes,
-    Duration lockAcquireTimeout) {
+    Duration lockAcquireTimeout,
+    boolean memoryBounded,
+    Optional<Long> memoryMaxBytes) {
 
   /** Prefix of every Strata key. */
   public static final String PREFIX = "spark.sql.streaming.stateStore.strata.";
@@ -102,11 +108,27 @@ public record StrataConf(
       "How long a task waits for a store held by another task (duration).",
       false, Parsers::positiveDuration);
 
+  public static final ConfigOption<Boolean> MEMORY_BOUNDED = new ConfigOption<>(
+      "memory.bounded", Optional.of("true"),
+      "Share one RocksDB block cache and write-buffer manager among all stores of an executor, "
+          + "capped by memory.max (index and filter blocks and memtables count against it). "
+          + "false: each store has its own 16 MB block cache and the total grows with the "
+          + "number of stores.",
+      false, Parsers::bool);
+  public static final ConfigOption<Optional<Long>> MEMORY_MAX = new ConfigOption<>(
+      "memory.max", Optional.of("auto"),
+      "Cap of the shared RocksDB memory per executor (native, off-heap; size: k, m, g, at least "
+          + "1m). auto: half of the executor's memory overhead (spark.executor.memoryOverhead, "
+          + "else max(spark.executor.minMemoryOverhead, spark.executor.memoryOverheadFactor x "
+          + "spark.executor.memory)), at least 64m; 512m outside Spark. Fixed by the first store "
+          + "an executor opens until all its stores close.",
+      false, Parsers.sizeOrAuto(1L << 20));
+
   /** Every option, in documentation order. */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, SNAPSHOT_INTERVAL,
-      TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT);
+      TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX);
 
   /**
    * Resolves the settings.
@@ -160,7 +182,9 @@ public record StrataConf(
         r.get(SNAPSHOT_INTERVAL, null, 10),
         r.get(TRANSFER_THREADS, null, 8),
         r.get(SPILL_THRESHOLD, null, 64L << 20),
-        r.get(LOCK_TIMEOUT, null, Duration.ofSeconds(60)));
+        r.get(LOCK_TIMEOUT, null, Duration.ofSeconds(60)),
+        r.get(MEMORY_BOUNDED, null, true),
+        r.get(MEMORY_MAX, null, Optional.empty()));
   }
 
   /** Reads options with an optional Hadoop fallback key. */

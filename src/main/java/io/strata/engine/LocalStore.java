@@ -21,7 +21,8 @@ import org.rocksdb.Checkpoint;
 import org.rocksdb.CompressionType;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
-import org.rocksdb.LRUCache;
+import org.rocksdb.MemoryUsageType;
+import org.rocksdb.MemoryUtil;
 import org.rocksdb.Options;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
@@ -35,20 +36,62 @@ import org.rocksdb.SstFileWriter;
  *
  * <p>The database only ever changes by ingesting SST deltas ({@link #ingest}); the writes of the
  * version being built live in memory ({@link PendingWrites}) until {@link #writeDelta} turns them
- * into one sorted SST. So the database never holds uncommitted writes, and {@link
- * #discardPending()} is a complete abort.
+ * into one sorted SST. So the database never holds uncommitted writes, except after a spill
+ * ({@link #spillPending}), and {@link #discardPending()} is otherwise a complete abort. Memtables
+ * therefore stay empty: they are sized small ({@value #WRITE_BUFFER_BYTES} bytes, at most two).
  *
  * <p>Reads ({@link #get}, {@link #scan}) see committed state overlaid with pending writes.
  *
+ * <p>Native memory: the block cache and the write-buffer manager come from {@link SharedMemory}
+ * (one capped cache per JVM by default); {@link #memoryUsage()} reports this store's part.
+ *
+ * <h2>State machine</h2>
+ * <pre>
+ *   open --&gt; CLEAN --spillPending--&gt; SPILLED --commitPending--&gt; CLEAN
+ *              |                        |
+ *              +-------- close ---------+--&gt; CLOSED
+ * </pre>
+ * CLEAN: the database holds exactly a committed version. SPILLED: it also holds spilled writes
+ * of the version being built; only {@link #commitPending} makes it CLEAN again ({@link
+ * #discardPending()} cannot take them out, the caller must drop the database), and {@link
+ * #checkpoint} is refused, so no snapshot ever holds uncommitted writes. CLOSED: every call
+ * throws {@link IllegalStateException}.
+ *
  * <p>Threading: one task thread uses the store at a time (the provider's lock guarantees it);
- * {@link #checkpoint} may run on a maintenance thread between tasks. Every call into RocksDB holds
- * a read lock and {@link #close()} takes the write lock (Flink's resource-guard idea), so close
- * waits for calls in flight and never frees a native handle under one; it then closes open
- * iterators, the database and its options, in that order. Use after close throws {@link
- * IllegalStateException}, never a native crash.
+ * {@link #checkpoint} and {@link #close()} may run on a maintenance thread meanwhile. Every call
+ * into RocksDB holds the guard's read lock and {@link #close()} takes its write lock (Flink's
+ * resource-guard idea), so close waits for calls in flight and never frees a native handle under
+ * one; it then closes open iterators, the database, its options and the memory lease, in that
+ * order. Ingestion, checkpoints, state changes and close are also serialised by this object's
+ * monitor, so a checkpoint never sees a half-made transition.
  */
 public final class LocalStore implements AutoCloseable {
-  private static final long BLOCK_CACHE_BYTES = 16L << 20;
+  /** Memtable size, bytes: memtables stay empty (writes arrive as ingested SSTs). */
+  static final long WRITE_BUFFER_BYTES = 1L << 20;
+
+  /** Life cycle of the local database; see the class comment. */
+  public enum State { CLEAN, SPILLED, CLOSED }
+
+  /**
+   * Native memory one store uses, bytes.
+   *
+   * @param memTableBytes memtables (RocksDB {@code kMemTableTotal}; also charged to the shared
+   *     cache in bounded mode)
+   * @param tableReaderBytes SST readers outside the block cache ({@code kTableReadersTotal})
+   * @param blockCacheBytes this store's part of the block cache: the shared usage divided by the
+   *     stores sharing it (bounded mode), or its own cache's usage
+   * @param pendingBytes heap bytes of the pending writes (on the JVM heap, not native)
+   */
+  public record MemoryUsage(long memTableBytes, long tableReaderBytes, long blockCacheBytes,
+      long pendingBytes) {
+    /** A closed or absent store. */
+    public static final MemoryUsage NONE = new MemoryUsage(0, 0, 0, 0);
+
+    /** Sum of all parts, bytes. */
+    public long totalBytes() {
+      return memTableBytes + tableReaderBytes + blockCacheBytes + pendingBytes;
+    }
+  }
 
   static {
     RocksDB.loadLibrary();
@@ -56,47 +99,71 @@ public final class LocalStore implements AutoCloseable {
 
   private final Path dir;
   private final Options options;
-  private final LRUCache blockCache;
+  private final SharedMemory.Lease memory;
   private final BloomFilter bloom;
   private final RocksDB db;
   private final PendingWrites pending = new PendingWrites();
   private final Set<MergingIterator> openIterators = ConcurrentHashMap.newKeySet();
   private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
-  private volatile boolean closed;
+  private volatile State state = State.CLEAN;
   private long committedKeys;
   private long pendingKeyDelta;
 
-  private LocalStore(Path dir, Options options, LRUCache cache, BloomFilter bloom, RocksDB db,
-      long committedKeys) {
+  private LocalStore(Path dir, Options options, SharedMemory.Lease memory, BloomFilter bloom,
+      RocksDB db, long committedKeys) {
     this.dir = dir;
     this.options = options;
-    this.blockCache = cache;
+    this.memory = memory;
     this.bloom = bloom;
     this.db = db;
     this.committedKeys = committedKeys;
   }
 
   /**
+   * Opens the database with {@link SharedMemory.Limits#DEFAULT} limits; see {@link #open(Path,
+   * long, SharedMemory.Limits)}.
+   */
+  public static LocalStore open(Path dir, long committedKeys) throws IOException {
+    return open(dir, committedKeys, SharedMemory.Limits.DEFAULT);
+  }
+
+  /**
    * Opens (creating if empty) the RocksDB database in {@code dir}: an empty directory for an empty
-   * state, or one holding a restored base snapshot.
+   * state, or one holding a restored base snapshot. Its block cache and write-buffer manager come
+   * from the JVM's {@link SharedMemory}.
    *
    * @param dir database directory (created if missing)
    * @param committedKeys number of keys the database holds (from the manifest it was restored
    *     from; 0 for an empty one)
-   * @throws IOException if RocksDB cannot open it (message names the directory)
+   * @param limits native memory limits (the first store of the JVM to open fixes the shared
+   *     cache's; see {@link SharedMemory})
+   * @throws IOException if RocksDB cannot open it (message names the directory); everything
+   *     made so far is closed again
    */
-  public static LocalStore open(Path dir, long committedKeys) throws IOException {
+  public static LocalStore open(Path dir, long committedKeys, SharedMemory.Limits limits)
+      throws IOException {
+    return open(dir, committedKeys, SharedMemory.jvm(), limits);
+  }
+
+  /** As {@link #open(Path, long, SharedMemory.Limits)} with a given memory owner (tests). */
+  static LocalStore open(Path dir, long committedKeys, SharedMemory memory,
+      SharedMemory.Limits limits) throws IOException {
     Files.createDirectories(dir);
+    SharedMemory.Lease lease = memory.acquire(limits);
     Options options = null;
-    LRUCache cache = null;
     BloomFilter bloom = null;
     try {
-      cache = new LRUCache(BLOCK_CACHE_BYTES);
       bloom = new BloomFilter(10, false);
       BlockBasedTableConfig table = new BlockBasedTableConfig()
-          .setBlockCache(cache)
+          .setBlockCache(lease.cache())
           .setFilterPolicy(bloom)
           .setBlockSize(16 * 1024);
+      if (lease.shared()) {
+        // Index and filter blocks count against the cap too; high priority keeps them cached
+        // ahead of data blocks, unpinned so the cap holds (Spark also pins L0's; we do not).
+        table.setCacheIndexAndFilterBlocks(true)
+            .setCacheIndexAndFilterBlocksWithHighPriority(true);
+      }
       options = new Options()
           .setCreateIfMissing(true)
           .setCompressionType(CompressionType.LZ4_COMPRESSION)
@@ -104,21 +171,32 @@ public final class LocalStore implements AutoCloseable {
           .setMaxOpenFiles(-1)
           .setAvoidFlushDuringShutdown(true)
           .setMaxBackgroundJobs(2)
-          .setLevelCompactionDynamicLevelBytes(true);
+          .setLevelCompactionDynamicLevelBytes(true)
+          .setWriteBufferSize(WRITE_BUFFER_BYTES)
+          .setMaxWriteBufferNumber(2);
+      if (lease.writeBufferManager() != null) {
+        options.setWriteBufferManager(lease.writeBufferManager());
+      }
       RocksDB db = RocksDB.open(options, dir.toString());
-      return new LocalStore(dir, options, cache, bloom, db, committedKeys);
-    } catch (RocksDBException e) {
+      return new LocalStore(dir, options, lease, bloom, db, committedKeys);
+    } catch (RocksDBException | RuntimeException e) {
       if (options != null) {
         options.close();
       }
       if (bloom != null) {
         bloom.close();
       }
-      if (cache != null) {
-        cache.close();
+      lease.close();
+      if (e instanceof RuntimeException re) {
+        throw re;
       }
       throw new IOException("Cannot open local RocksDB at " + dir + ": " + e.getMessage(), e);
     }
+  }
+
+  /** The current state; see the class comment. */
+  public State state() {
+    return state;
   }
 
   /** The database directory. */
@@ -268,10 +346,13 @@ public final class LocalStore implements AutoCloseable {
    * to what was uploaded.
    *
    * @param delta the SST delta, or empty for a version without writes
+   * <p>State: CLEAN or SPILLED -&gt; CLEAN.
+   *
    * @throws IOException if ingestion fails; the database may then hold the delta or not, and the
    *     caller must not reuse it without a reload
+   * @throws IllegalStateException if the store is closed
    */
-  public void commitPending(Optional<DeltaFile> delta) throws IOException {
+  public synchronized void commitPending(Optional<DeltaFile> delta) throws IOException {
     ensureOpen();
     closeScans();
     if (delta.isPresent()) {
@@ -279,6 +360,7 @@ public final class LocalStore implements AutoCloseable {
     }
     committedKeys += pendingKeyDelta;
     discardPending();
+    transition(State.CLEAN);
   }
 
   /**
@@ -289,15 +371,19 @@ public final class LocalStore implements AutoCloseable {
    * writes. Refused while a scan is open, since the scan's view of the database predates the
    * spill and would miss the spilled writes.
    *
-   * @throws IllegalStateException if a scan is open
+   * <p>State: CLEAN or SPILLED -&gt; SPILLED (set before ingesting: if ingestion fails the
+   * database may hold the writes).
+   *
+   * @throws IllegalStateException if a scan is open or the store is closed
    * @throws IOException if ingestion fails
    */
-  public void spillPending(DeltaFile delta) throws IOException {
+  public synchronized void spillPending(DeltaFile delta) throws IOException {
     ensureOpen();
     if (!openIterators.isEmpty()) {
       throw new IllegalStateException("cannot spill pending writes of " + dir
           + " while a scan is open");
     }
+    transition(State.SPILLED);
     ingest(delta.path());
     pending.clear();
   }
@@ -336,12 +422,19 @@ public final class LocalStore implements AutoCloseable {
 
   /**
    * Creates a RocksDB checkpoint (hard links to the live SST files plus copies of the metadata
-   * files) of the committed state in {@code target}, which must not exist.
+   * files) of the committed state in {@code target}, which must not exist. Only in state CLEAN.
    *
+   * @throws IllegalStateException if the store is SPILLED (the database holds writes of a
+   *     version not committed) or closed
    * @throws IOException if RocksDB fails
    */
   public synchronized void checkpoint(Path target) throws IOException {
     Lock l = enter();
+    if (state == State.SPILLED) {
+      l.unlock();
+      throw new IllegalStateException("cannot checkpoint local RocksDB at " + dir
+          + ": it holds spilled writes of a version not yet committed");
+    }
     try (Checkpoint cp = Checkpoint.create(db)) {
       cp.createCheckpoint(target.toString());
     } catch (RocksDBException e) {
@@ -352,55 +445,77 @@ public final class LocalStore implements AutoCloseable {
     }
   }
 
-  /** Approximate native memory used (block cache, memtables, table readers), in bytes. */
-  public long memoryUsageBytes() {
+  /**
+   * Native memory this store uses (RocksDB's {@code MemoryUtil.getApproximateMemoryUsageByType}
+   * for its database, plus its part of the block cache) and the heap held by pending writes.
+   *
+   * @return the usage in bytes; {@link MemoryUsage#NONE} once closed
+   */
+  public MemoryUsage memoryUsage() {
     Lock l = guard.readLock();
     l.lock();
     try {
-      if (closed) {
-        return 0;
+      if (state == State.CLOSED) {
+        return MemoryUsage.NONE;
       }
-      long sum = blockCache.getUsage() + pending.approxBytes();
-      for (String p : new String[] {"rocksdb.cur-size-all-mem-tables",
-          "rocksdb.estimate-table-readers-mem"}) {
-        try {
-          sum += db.getLongProperty(p);
-        } catch (RocksDBException ignored) {
-          // property unavailable: leave it out of the estimate
-        }
-      }
-      return sum;
+      Map<MemoryUsageType, Long> m =
+          MemoryUtil.getApproximateMemoryUsageByType(List.of(db), Set.of());
+      return new MemoryUsage(m.getOrDefault(MemoryUsageType.kMemTableTotal, 0L),
+          m.getOrDefault(MemoryUsageType.kTableReadersTotal, 0L), memory.cacheShareBytes(),
+          pending.approxBytes());
     } finally {
       l.unlock();
     }
   }
 
-  /** Closes iterators, the database and its options, in that order. Idempotent. */
+  /**
+   * The RocksDB handle, for measuring memory across stores in tests ({@code MemoryUtil}); never
+   * use it after {@link #close()}.
+   */
+  RocksDB db() {
+    return db;
+  }
+
+  /**
+   * Closes open iterators, the database, its options and its memory lease, in that order, after
+   * waiting for calls in flight (state -&gt; CLOSED). Idempotent.
+   */
   @Override
   public synchronized void close() {
     Lock w = guard.writeLock();
     w.lock();
     try {
-      if (closed) {
+      if (state == State.CLOSED) {
         return;
       }
-      closed = true;
+      state = State.CLOSED;
       for (MergingIterator it : new ArrayList<>(openIterators)) {
         it.closedByStore = true;
         it.close();
       }
-      db.close();
-      options.close();
-      bloom.close();
-      blockCache.close();
-      pending.clear();
+      try {
+        db.close();
+      } finally {
+        options.close();
+        bloom.close();
+        memory.close();
+        pending.clear();
+      }
     } finally {
       w.unlock();
     }
   }
 
+  /** Moves to {@code next}; caller holds the monitor and has checked the store is open. */
+  private void transition(State next) {
+    if (state == State.CLOSED) {
+      throw new IllegalStateException("local RocksDB at " + dir + " is closed");
+    }
+    state = next;
+  }
+
   private void ensureOpen() {
-    if (closed) {
+    if (state == State.CLOSED) {
       throw new IllegalStateException("local RocksDB at " + dir + " is closed");
     }
   }
@@ -409,7 +524,7 @@ public final class LocalStore implements AutoCloseable {
   private Lock enter() {
     Lock l = guard.readLock();
     l.lock();
-    if (closed) {
+    if (state == State.CLOSED) {
       l.unlock();
       throw new IllegalStateException("local RocksDB at " + dir + " is closed");
     }
@@ -493,7 +608,7 @@ public final class LocalStore implements AutoCloseable {
       Lock l = guard.readLock();
       l.lock();
       try {
-        if (closed && !done) {
+        if (state == State.CLOSED && !done) {
           throw new IllegalStateException("local RocksDB at " + dir
               + " was closed during a scan");
         }

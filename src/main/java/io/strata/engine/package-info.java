@@ -1,6 +1,8 @@
 /**
  * The local engine: one RocksDB per state store on the executor's disk, the writes of the
- * version being built, SST delta writing and ingestion, local checkpoints. The only package that
- * imports RocksDB.
+ * version being built, SST delta writing and ingestion, local checkpoints, the block cache and
+ * write-buffer manager shared by all stores of the JVM ({@link io.strata.engine.SharedMemory}),
+ * and which JVM owns which local directory ({@link io.strata.engine.LocalDirs}). The only
+ * package that imports RocksDB.
  */
 package io.strata.engine;

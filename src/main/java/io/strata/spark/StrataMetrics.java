@@ -1,5 +1,6 @@
 package io.strata.spark;
 
+import io.strata.engine.LocalStore;
 import io.strata.metrics.CommitStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
@@ -57,9 +58,14 @@ final class StrataMetrics {
   static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
       "strataRestoreBytes", "Strata: bytes downloaded to restore state");
 
+  static final StateStoreCustomSizeMetric BLOCK_CACHE_BYTES = new StateStoreCustomSizeMetric(
+      "strataBlockCacheBytes", "Strata: RocksDB block cache usage (each store's share of the "
+          + "executor's shared cache, so the sum is the total)");
+
   static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
       INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_HEADS, S3_DELETES,
-      S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, RESTORE_MS, RESTORE_BYTES);
+      S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, RESTORE_MS, RESTORE_BYTES,
+      BLOCK_CACHE_BYTES);
 
   /**
    * Spark's own instance metric for the last uploaded snapshot: Strata reports the version of the
@@ -76,7 +82,8 @@ final class StrataMetrics {
    * What one store reports for a batch.
    *
    * @param numKeys keys in the store after the batch
-   * @param memoryBytes native memory the store's RocksDB uses, bytes
+   * @param memory native memory of the local database plus heap of pending writes; its total is
+   *     Spark's {@code memoryUsedBytes}, its block cache part {@link #BLOCK_CACHE_BYTES}
    * @param commit cost of the commit ({@link CommitStats#NONE} if none)
    * @param restore cost of the restore at load ({@link RestoreStats#NONE} if none)
    * @param requests S3 requests of the batch
@@ -85,7 +92,7 @@ final class StrataMetrics {
    * @param partitionId the store's partition
    * @param storeName the store's name
    */
-  record Batch(long numKeys, long memoryBytes, CommitStats commit, RestoreStats restore,
+  record Batch(long numKeys, LocalStore.MemoryUsage memory, CommitStats commit, RestoreStats restore,
       RequestCounter.Counts requests, int attemptsLost, long baseVersion, int partitionId,
       String storeName) { }
 
@@ -112,6 +119,7 @@ final class StrataMetrics {
     m.put(ATTEMPTS_LOST, (long) b.attemptsLost());
     m.put(RESTORE_MS, b.restore().restoreMs());
     m.put(RESTORE_BYTES, b.restore().bytesDownloaded());
+    m.put(BLOCK_CACHE_BYTES, b.memory().blockCacheBytes());
     @SuppressWarnings({"unchecked", "rawtypes"})
     scala.collection.immutable.Map<StateStoreCustomMetric, Object> custom =
         (scala.collection.immutable.Map) Scala.map(m);
@@ -121,7 +129,8 @@ final class StrataMetrics {
     @SuppressWarnings({"unchecked", "rawtypes"})
     scala.collection.immutable.Map<StateStoreInstanceMetric, Object> inst =
         (scala.collection.immutable.Map) Scala.map(instance);
-    return new StateStoreMetrics(b.numKeys(), b.memoryBytes(), castLongs(custom), castLongs(inst));
+    return new StateStoreMetrics(b.numKeys(), b.memory().totalBytes(), castLongs(custom),
+        castLongs(inst));
   }
 
   @SuppressWarnings({"unchecked", "rawtypes"})

@@ -3,6 +3,7 @@ package io.strata.spark;
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.KeyValue;
 import io.strata.format.ColumnFamily;
+import io.strata.engine.LocalStore;
 import io.strata.metrics.CommitStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
@@ -57,7 +58,7 @@ final class StrataStateStore implements StateStore {
   private SyncedStore.Committed committed;
   private RequestCounter.Counts requestsAtEnd;
   /** Memory use captured at commit, before the lock is given back (metrics() comes later). */
-  private long memoryAtCommit;
+  private LocalStore.MemoryUsage memoryAtCommit = LocalStore.MemoryUsage.NONE;
 
   StrataStateStore(StrataStateStoreProvider provider, SyncedStore core, long version,
       boolean readOnly, RequestCounter requests, RequestCounter.Counts atStart) {
@@ -381,7 +382,7 @@ final class StrataStateStore implements StateStore {
       throw SparkErrors.cannotCommit(provider.toString(), e);
     }
     requestsAtEnd = requests.snapshot();
-    memoryAtCommit = core.memoryUsageBytes();
+    memoryAtCommit = core.memoryUsage();
     mode = Mode.COMMITTED;
     provider.afterCommit(this, committed.manifest().version());
     return committed.manifest().version();
@@ -437,7 +438,7 @@ final class StrataStateStore implements StateStore {
           committed.stats(), restore, end.minus(requestsAtStart), committed.lostRace() ? 1 : 0,
           m.base().map(b -> b.version()).orElse(-1L), partitionId(), storeName()));
     }
-    return StrataMetrics.build(new StrataMetrics.Batch(core.numKeys(), core.memoryUsageBytes(),
+    return StrataMetrics.build(new StrataMetrics.Batch(core.numKeys(), core.memoryUsage(),
         CommitStats.NONE, restore, end.minus(requestsAtStart), 0, loadedBaseVersion,
         partitionId(), storeName()));
   }

@@ -1,12 +1,15 @@
 package io.strata.spark;
 
 import io.strata.config.StrataConf;
+import io.strata.engine.LocalDirs;
+import io.strata.engine.SharedMemory;
 import io.strata.metrics.RequestCounter;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.sync.StateLoadException;
 import io.strata.sync.StoreIdentity;
 import io.strata.sync.SyncedStore;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.HashMap;
@@ -17,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
@@ -77,6 +81,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
    */
   private final Map<String, FamilyCodec> familyCodecs = new ConcurrentHashMap<>();
   private StrataConf conf;
+  private SharedMemory.Limits memoryLimits;
   private final RequestCounter requests = new RequestCounter();
   private final Semaphore taskLock = new Semaphore(1);
   private volatile StrataStateStore holder;
@@ -124,6 +129,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     this.defaultCodec = newCodec(DEFAULT_CF, keySchema, valueSchema, keyStateEncoderSpec,
         useMultipleValuesPerKey);
     this.conf = StrataConf.from(Scala.javaMap(storeConfs.sqlConfs()), s3aFallbacks(hadoopConf));
+    this.memoryLimits = memoryLimits(conf, SparkEnv.get());
     // Fails now, naming the location, if its scheme is not one Strata can write to.
     ObjectStores.open(location(), conf.s3(), null).close();
   }
@@ -182,6 +188,10 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     }
     acquireTaskLock(version);
     try {
+      if (closed) {
+        // close() gave up waiting for the previous holder and closed the store meanwhile.
+        throw new IllegalStateException(this + " is closed");
+      }
       SyncedStore c = core();
       Optional<String> attempt = checkpointIdsEnabled() && ckptId.isDefined()
           ? Optional.of(ckptId.get()) : Optional.empty();
@@ -403,20 +413,28 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     return stateStoreId.storeCheckpointLocation().toString();
   }
 
-  private synchronized SyncedStore core() {
+  private synchronized SyncedStore core() throws IOException {
+    if (closed) {
+      throw new IllegalStateException(this + " is closed");
+    }
     if (core == null) {
       StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
           stateStoreId.partitionId(), stateStoreId.storeName(), location());
       ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
       core = new SyncedStore(identity, objects, localDir(),
           new SyncedStore.Settings(conf.snapshotInterval(), conf.transferThreads(),
-              conf.spillThresholdBytes(), checkpointIdsEnabled()),
+              conf.spillThresholdBytes(), checkpointIdsEnabled(), memoryLimits),
           keySchema.json(), valueSchema.json());
     }
     return core;
   }
 
-  private Path localDir() {
+  /**
+   * The store's local directory: {@code <base>/strata/jvm-<uuid>/<op>-<part>-<name>-<uuid>},
+   * inside this JVM's claimed directory ({@link LocalDirs}; claiming it first deletes what JVMs
+   * that exited or crashed left under {@code <base>/strata}).
+   */
+  private Path localDir() throws IOException {
     Path base;
     if (conf.localDir().isPresent()) {
       base = conf.localDir().get();
@@ -425,8 +443,57 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     } else {
       base = Paths.get(System.getProperty("java.io.tmpdir"));
     }
-    return base.resolve("strata").resolve(stateStoreId.operatorId() + "-"
+    return LocalDirs.claim(base.resolve("strata")).resolve(stateStoreId.operatorId() + "-"
         + stateStoreId.partitionId() + "-" + stateStoreId.storeName() + "-" + UUID.randomUUID());
+  }
+
+  /** Cap used for {@code memory.max=auto} outside Spark (no SparkEnv), bytes. */
+  static final long MEMORY_MAX_WITHOUT_SPARK = 512L << 20;
+  /** Lower bound of the {@code auto} cap, bytes. */
+  static final long MEMORY_AUTO_MIN = 64L << 20;
+
+  /**
+   * The native memory limits of this JVM's local stores: {@code memory.max} when set, else
+   * ({@code auto}) half of the memory overhead Spark budgets for this JVM outside the heap, which
+   * is where RocksDB's native memory lives in a YARN or Kubernetes container.
+   *
+   * @param env the executor's SparkEnv, or null outside Spark ({@value #MEMORY_MAX_WITHOUT_SPARK}
+   *     bytes then)
+   */
+  static SharedMemory.Limits memoryLimits(StrataConf conf, SparkEnv env) {
+    long cap;
+    if (conf.memoryMaxBytes().isPresent()) {
+      cap = conf.memoryMaxBytes().get();
+    } else if (env == null) {
+      cap = MEMORY_MAX_WITHOUT_SPARK;
+    } else {
+      // "driver" is SparkContext.DRIVER_IDENTIFIER: local mode, tasks run in the driver JVM.
+      cap = autoMemoryBytes(env.conf(), "driver".equals(env.executorId()));
+    }
+    return new SharedMemory.Limits(conf.memoryBounded(), cap);
+  }
+
+  /**
+   * Half of the JVM's memory overhead, at least {@value #MEMORY_AUTO_MIN} bytes. The overhead is
+   * Spark's: {@code spark.<role>.memoryOverhead} if set, else {@code
+   * max(spark.<role>.minMemoryOverhead (384m), spark.<role>.memoryOverheadFactor (0.10) *
+   * spark.<role>.memory (1g))}, with role {@code driver} in local mode (tasks run in the driver)
+   * and {@code executor} otherwise. The other half stays for the JVM's own native memory.
+   *
+   * @return the cap, bytes
+   */
+  static long autoMemoryBytes(SparkConf sc, boolean driver) {
+    String role = driver ? "spark.driver." : "spark.executor.";
+    long overheadMiB;
+    if (sc.contains(role + "memoryOverhead")) {
+      overheadMiB = sc.getSizeAsMb(role + "memoryOverhead");
+    } else {
+      long heapMiB = sc.getSizeAsMb(role + "memory", "1g");
+      double factor = sc.getDouble(role + "memoryOverheadFactor", 0.10);
+      long minMiB = sc.getSizeAsMb(role + "minMemoryOverhead", "384m");
+      overheadMiB = Math.max(minMiB, (long) (factor * heapMiB));
+    }
+    return Math.max(MEMORY_AUTO_MIN, (overheadMiB << 20) / 2);
   }
 
   /** Hadoop S3A settings Strata falls back to, with the endpoint given a scheme. */

@@ -4,6 +4,7 @@ import io.strata.engine.CloseableIterator;
 import io.strata.engine.DeltaFile;
 import io.strata.engine.KeyValue;
 import io.strata.engine.LocalStore;
+import io.strata.engine.SharedMemory;
 import io.strata.format.BaseSnapshot;
 import io.strata.format.Checksums;
 import io.strata.format.ColumnFamilies;
@@ -76,14 +77,28 @@ import org.slf4j.LoggerFactory;
  * that version's manifest and restored with it, so ids never change across restores; removing a
  * family writes a tombstone for each of its keys into the version's delta.
  *
+ * <h2>Local disk</h2>
+ * The store's directory holds the live database ({@code db-N}), at most one local checkpoint
+ * ({@code checkpoint-N}, hard links made by maintenance, deleted when its upload ends) and
+ * {@code tmp/} (the SST of the commit or spill in progress, the deltas of a restore). So it is
+ * bounded by the live database plus one checkpoint: a restore drops the old database before it
+ * downloads the new one, and every load and maintenance round deletes whatever a failed delete
+ * left behind (older {@code db-*}, idle {@code checkpoint-*}, files in {@code tmp/}). A
+ * directory left by a crashed JVM is the caller's to sweep (see {@code LocalDirs} in the
+ * engine).
+ *
  * <h2>Threading</h2>
  * One task thread at a time calls {@link #load}, the reads and writes, and {@link #commit} or
  * {@link #abort} (the caller serialises tasks). {@link #maintenance()} and {@link #close()} may
- * run on another thread; state changes are serialised by this object's monitor, and uploads of
- * a snapshot run outside it.
+ * run on another thread; state changes are serialised by this object's monitor, so close and
+ * the checkpoint step of maintenance never overlap a commit, spill or load. The upload of a
+ * snapshot runs outside the monitor; {@link #close()} cancels it and waits (up to {@value
+ * #CLOSE_WAIT_MS} ms) for it to stop before it closes the object store and deletes the directory.
  */
 public final class SyncedStore implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SyncedStore.class);
+  /** How long {@link #close()} waits for a snapshot upload to stop, ms. */
+  static final long CLOSE_WAIT_MS = 30_000;
 
   /**
    * Tuning of one store.
@@ -95,12 +110,21 @@ public final class SyncedStore implements AutoCloseable {
    * @param attemptKeys true under Spark's checkpoint format 2: every attempt writes its own
    *     {@code v/<version>/<attempt>.svo} and the driver names the one to load; false under
    *     format 1: all attempts of a version race for {@code v/<version>.svo}, first writer wins
+   * @param memory native memory limits of the local database (see {@link SharedMemory})
    */
   public record Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
-      boolean attemptKeys) {
-    /** Format-1 settings ({@code attemptKeys = false}). */
+      boolean attemptKeys, SharedMemory.Limits memory) {
+    /** Format-1 settings with {@link SharedMemory.Limits#DEFAULT} memory limits. */
     public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes) {
-      this(snapshotInterval, transferThreads, spillThresholdBytes, false);
+      this(snapshotInterval, transferThreads, spillThresholdBytes, false,
+          SharedMemory.Limits.DEFAULT);
+    }
+
+    /** Settings with {@link SharedMemory.Limits#DEFAULT} memory limits. */
+    public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
+        boolean attemptKeys) {
+      this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
+          SharedMemory.Limits.DEFAULT);
     }
   }
 
@@ -137,12 +161,14 @@ public final class SyncedStore implements AutoCloseable {
   private final Map<String, FileRef.ContentId> localFileIds = new ConcurrentHashMap<>();
   private final AtomicInteger dirCounter = new AtomicInteger();
 
-  private LocalStore local;
+  /** Volatile: metrics read it from other threads; changed only under the monitor. */
+  private volatile LocalStore local;
   private long loadedVersion = -1;
   private Manifest loaded;
   private int generation;
   private PendingBase pendingBase;
-  private boolean snapshotRunning;
+  /** The checkpoint a snapshot upload is reading (outside the monitor), or null. */
+  private Path runningCheckpoint;
   private boolean closed;
   /** Attempt id of the version being built, fixed at its first spill (else chosen at commit). */
   private String buildingAttempt;
@@ -167,7 +193,7 @@ public final class SyncedStore implements AutoCloseable {
    * @param objects the object store rooted at the store's checkpoint location; closed by {@link
    *     #close()}
    * @param localDir a directory owned by this store alone (created on first load, deleted on
-   *     close)
+   *     close; anything in it that is not the live database is deleted)
    * @param settings tuning
    * @param keySchema key schema as JSON, recorded in manifests
    * @param valueSchema value schema as JSON, recorded in manifests
@@ -245,6 +271,7 @@ public final class SyncedStore implements AutoCloseable {
     }
     spilled.clear();
     buildingAttempt = null;
+    sweepLocalDir();
     if (local != null && version == loadedVersion
         && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
       local.discardPending();
@@ -252,11 +279,15 @@ public final class SyncedStore implements AutoCloseable {
       return;
     }
     if (version == 0) {
-      replaceLocal(LocalStore.open(newDbDir(), 0), null, 0);
+      invalidateLocal();
+      replaceLocal(LocalStore.open(newDbDir(), 0, settings.memory()), null, 0);
       return;
     }
     long start = System.nanoTime();
     Manifest m = readManifest(version, attempt);
+    // The old database holds another version and is never reused for this one: drop it before
+    // downloading, so the disk holds one database at a time.
+    invalidateLocal();
     restore(m, start);
   }
 
@@ -324,7 +355,7 @@ public final class SyncedStore implements AutoCloseable {
       LOG.debug("{} version {}: spilled {} bytes of pending writes to {}", identity, version,
           d.size(), key);
     } finally {
-      Files.deleteIfExists(sst);
+      deleteQuietly(sst);
     }
   }
 
@@ -406,10 +437,13 @@ public final class SyncedStore implements AutoCloseable {
     return l == null ? 0 : l.numKeys();
   }
 
-  /** Approximate memory used by the local database and pending writes, bytes. */
-  public long memoryUsageBytes() {
+  /**
+   * Memory used by the local database (native: memtables, table readers, its part of the block
+   * cache) and by pending writes (heap), bytes; zeros when nothing is loaded.
+   */
+  public LocalStore.MemoryUsage memoryUsage() {
     LocalStore l = local;
-    return l == null ? 0 : l.memoryUsageBytes();
+    return l == null ? LocalStore.MemoryUsage.NONE : l.memoryUsage();
   }
 
   /**
@@ -516,7 +550,7 @@ public final class SyncedStore implements AutoCloseable {
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
       return new Committed(m, key, stats(t0, t1, t2, t3, t4, delta, body, m));
     } finally {
-      Files.deleteIfExists(sst);
+      deleteQuietly(sst);
     }
   }
 
@@ -590,9 +624,10 @@ public final class SyncedStore implements AutoCloseable {
     int gen;
     Path cpDir;
     synchronized (this) {
-      if (closed || local == null || loaded == null || snapshotRunning || localDirty) {
+      if (closed || local == null || loaded == null || runningCheckpoint != null || localDirty) {
         return false;
       }
+      sweepLocalDir();
       long baseVersion = loaded.base().map(BaseSnapshot::version).orElse(0L);
       if (pendingBase != null && pendingBase.generation() == generation) {
         baseVersion = Math.max(baseVersion, pendingBase.snapshot().version());
@@ -603,8 +638,13 @@ public final class SyncedStore implements AutoCloseable {
       m = loaded;
       gen = generation;
       cpDir = localDir.resolve("checkpoint-" + dirCounter.incrementAndGet());
-      local.checkpoint(cpDir);
-      snapshotRunning = true;
+      try {
+        local.checkpoint(cpDir);
+      } catch (IOException | RuntimeException e) {
+        deleteQuietly(cpDir);
+        throw e;
+      }
+      runningCheckpoint = cpDir;
     }
     try {
       long t0 = System.nanoTime();
@@ -619,10 +659,11 @@ public final class SyncedStore implements AutoCloseable {
           m.version(), snapshot.files().size(), ms(System.nanoTime() - t0));
       return true;
     } finally {
+      deleteQuietly(cpDir);
       synchronized (this) {
-        snapshotRunning = false;
+        runningCheckpoint = null;
+        notifyAll(); // close() may wait for this
       }
-      deleteRecursively(cpDir);
     }
   }
 
@@ -674,7 +715,18 @@ public final class SyncedStore implements AutoCloseable {
       }
     }
     result.addAll(awaitAll(uploads, "upload base snapshot of version " + version));
-    objects.putIfAbsent(packKey, ObjectBody.of(pack.toByteArray()));
+    synchronized (this) {
+      if (closed) {
+        throw new IllegalStateException(identity + " closed during the upload of the base "
+            + "snapshot of version " + version);
+      }
+    }
+    // On the transfer pool too, so that close() can interrupt it.
+    byte[] packBytes = pack.toByteArray();
+    awaitAll(List.of(transfers.submit(() -> {
+      objects.putIfAbsent(packKey, ObjectBody.of(packBytes));
+      return packKey;
+    })), "upload base snapshot of version " + version);
     for (int i = 0; i < packNames.size(); i++) {
       long[] r = packRanges.get(i);
       result.add(new BaseSnapshot.BaseFile(packNames.get(i), new FileRef(packKey, r[0], r[1], r[2])));
@@ -683,7 +735,12 @@ public final class SyncedStore implements AutoCloseable {
     return new BaseSnapshot(version, attempt, result);
   }
 
-  /** Closes the local database, the transfer pool and the object store; deletes local files. */
+  /**
+   * Closes the store: waits for a running commit, spill or load (the monitor), cancels the
+   * transfers of a snapshot upload and waits up to {@value #CLOSE_WAIT_MS} ms for it to stop,
+   * then closes the local database, the object store, and deletes the local directory.
+   * Idempotent.
+   */
   @Override
   public synchronized void close() {
     if (closed) {
@@ -695,15 +752,38 @@ public final class SyncedStore implements AutoCloseable {
         f.cancel(true); // so a maintenance thread waiting on it wakes up instead of hanging
       }
     }
-    if (local != null) {
-      local.close();
-      local = null;
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_WAIT_MS);
+    boolean interrupted = false;
+    while (runningCheckpoint != null) {
+      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+      if (left <= 0) {
+        LOG.warn("{}: closing while the upload of a base snapshot still runs after {} ms",
+            identity, CLOSE_WAIT_MS);
+        break;
+      }
+      try {
+        wait(left);
+      } catch (InterruptedException e) {
+        interrupted = true;
+        break;
+      }
     }
-    objects.close();
     try {
-      deleteRecursively(localDir);
-    } catch (IOException e) {
-      LOG.warn("{}: cannot delete local directory {}", identity, localDir, e);
+      LocalStore l = local;
+      local = null;
+      if (l != null) {
+        l.close();
+      }
+      objects.close();
+      try {
+        deleteRecursively(localDir);
+      } catch (IOException e) {
+        LOG.warn("{}: cannot delete local directory {}", identity, localDir, e);
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -825,7 +905,7 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   private void restore(Manifest m, long startNanos) throws IOException {
-    Path dbDir = newDbDir();
+    Path dbDir = Files.createDirectories(newDbDir());
     Path tmp = Files.createDirectories(localDir.resolve("tmp"));
     List<Future<Long>> downloads = new ArrayList<>();
     List<Path> deltaFiles = new ArrayList<>();
@@ -854,7 +934,7 @@ public final class SyncedStore implements AutoCloseable {
         throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
             + " version " + m.version() + ": its base snapshot lists no CURRENT file", null);
       }
-      fresh = LocalStore.open(dbDir, m.numKeys());
+      fresh = LocalStore.open(dbDir, m.numKeys(), settings.memory());
       for (Path p : deltaFiles) {
         fresh.ingest(p);
       }
@@ -874,18 +954,19 @@ public final class SyncedStore implements AutoCloseable {
       if (fresh != null && fresh != local) {
         fresh.close();
       }
-      deleteRecursively(dbDir);
+      deleteQuietly(dbDir);
       throw e;
     } finally {
       for (Path p : deltaFiles) {
-        Files.deleteIfExists(p);
+        deleteQuietly(p);
       }
     }
   }
 
   /** Downloads one file range to {@code target}, verifying size and checksum; returns bytes. */
   private long download(Manifest m, FileRef ref, Path target) throws IOException {
-    Files.createDirectories(target.getParent());
+    // The target's directory exists (made by restore); a download cancelled after a failed
+    // restore then fails instead of re-creating a directory the restore already deleted.
     if (ref.length() == 0) {
       Files.write(target, new byte[0]);
       return 0;
@@ -942,7 +1023,7 @@ public final class SyncedStore implements AutoCloseable {
     localFileIds.clear();
     if (old != null) {
       old.close();
-      deleteRecursively(old.dir());
+      deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
     }
   }
 
@@ -960,10 +1041,43 @@ public final class SyncedStore implements AutoCloseable {
     localFileIds.clear();
     if (old != null) {
       old.close();
-      try {
-        deleteRecursively(old.dir());
-      } catch (IOException e) {
-        LOG.warn("{}: cannot delete {}", identity, old.dir(), e);
+      deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
+    }
+  }
+
+  /**
+   * Deletes what the store's directory holds besides the live database and the checkpoint an
+   * upload is reading: older {@code db-*} and idle {@code checkpoint-*} directories and every
+   * file in {@code tmp/} (only commit, spill and restore use it, all under the monitor, which
+   * the caller holds). Failures are logged; the next sweep retries.
+   */
+  private void sweepLocalDir() {
+    if (!Files.isDirectory(localDir)) {
+      return;
+    }
+    LocalStore l = local;
+    Path live = l == null ? null : l.dir();
+    List<Path> entries;
+    try (Stream<Path> s = Files.list(localDir)) {
+      entries = s.toList();
+    } catch (IOException e) {
+      LOG.warn("{}: cannot list local directory {}", identity, localDir, e);
+      return;
+    }
+    for (Path p : entries) {
+      String name = p.getFileName().toString();
+      if (p.equals(live) || p.equals(runningCheckpoint)) {
+        continue;
+      }
+      if (name.equals("tmp")) {
+        try (Stream<Path> s = Files.list(p)) {
+          s.forEach(this::deleteQuietly);
+        } catch (IOException e) {
+          LOG.warn("{}: cannot list {}", identity, p, e);
+        }
+      } else if (name.startsWith("db-") || name.startsWith("checkpoint-")) {
+        LOG.info("{}: deleting leftover local directory {}", identity, p);
+        deleteQuietly(p);
       }
     }
   }
@@ -1003,6 +1117,16 @@ public final class SyncedStore implements AutoCloseable {
         throw re;
       }
       throw new IOException("Cannot " + what + " of " + identity + ": " + c, c);
+    }
+  }
+
+  /** Deletes a file or directory tree, logging (not throwing) a failure. */
+  private void deleteQuietly(Path p) {
+    try {
+      deleteRecursively(p);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("{} version {}: cannot delete local {}; the next sweep retries: {}", identity,
+          loadedVersion, p, e.toString());
     }
   }
 

@@ -30,6 +30,21 @@ class StrataConfTest {
     assertEquals(8, c.transferThreads());
     assertEquals(64L << 20, c.spillThresholdBytes());
     assertEquals(Duration.ofSeconds(60), c.lockAcquireTimeout());
+    assertTrue(c.memoryBounded());
+    assertEquals(Optional.empty(), c.memoryMaxBytes(), "auto");
+  }
+
+  @Test
+  void memorySettings() {
+    StrataConf c = StrataConf.from(Map.of(P + "memory.max", "2g", P + "memory.bounded", "false"),
+        Map.of());
+    assertEquals(Optional.of(2L << 30), c.memoryMaxBytes());
+    assertFalse(c.memoryBounded());
+    assertEquals(Optional.empty(),
+        StrataConf.from(Map.of(P + "memory.max", "AUTO"), Map.of()).memoryMaxBytes());
+    assertBad(P + "memory.max", "512k", "at least 1m");
+    assertBad(P + "memory.max", "lots", "expected auto or a size");
+    assertBad(P + "memory.bounded", "maybe", "true or false");
   }
 
   @Test

@@ -159,6 +159,47 @@ class LocalStoreTest {
   }
 
   @Test
+  void aSpilledDatabaseIsNeverCheckpointedUntilItsVersionCommits() throws Exception {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+      assertEquals(LocalStore.State.CLEAN, s.state());
+      s.put(b("a"), b("1"));
+      s.spillPending(s.writeDelta(tmp.resolve("spill.sst")).orElseThrow());
+      assertEquals(LocalStore.State.SPILLED, s.state());
+      IllegalStateException e = assertThrows(IllegalStateException.class,
+          () -> s.checkpoint(tmp.resolve("cp1")));
+      assertTrue(e.getMessage().contains("spilled"), e.getMessage());
+      assertFalse(Files.exists(tmp.resolve("cp1")));
+      // Dropping the pending writes cannot take spilled writes out of the database.
+      s.discardPending();
+      assertEquals(LocalStore.State.SPILLED, s.state());
+      assertThrows(IllegalStateException.class, () -> s.checkpoint(tmp.resolve("cp2")));
+      s.put(b("b"), b("2"));
+      s.commitPending(s.writeDelta(tmp.resolve("d.sst")));
+      assertEquals(LocalStore.State.CLEAN, s.state());
+      s.checkpoint(tmp.resolve("cp3"));
+      assertTrue(Files.exists(tmp.resolve("cp3").resolve("CURRENT")));
+    }
+  }
+
+  @Test
+  void closeFreesTheMemoryLeaseAndReportsNoMemory() throws Exception {
+    SharedMemory memory = new SharedMemory();
+    LocalStore s = LocalStore.open(tmp.resolve("db"), 0, memory,
+        new SharedMemory.Limits(true, 4L << 20));
+    s.put(b("a"), b("1"));
+    s.commitPending(s.writeDelta(tmp.resolve("d.sst")));
+    assertArrayEquals(b("1"), s.get(b("a")));
+    assertTrue(s.memoryUsage().blockCacheBytes() > 0, "the read block is cached");
+    assertEquals(1, memory.usage().stores());
+    s.close();
+    assertEquals(LocalStore.State.CLOSED, s.state());
+    assertEquals(LocalStore.MemoryUsage.NONE, s.memoryUsage());
+    assertEquals(SharedMemory.Usage.NONE, memory.usage());
+    assertThrows(IllegalStateException.class, () -> s.checkpoint(tmp.resolve("cp")));
+    assertThrows(IllegalStateException.class, () -> s.commitPending(Optional.empty()));
+  }
+
+  @Test
   void useAfterCloseIsAClearError() throws Exception {
     LocalStore s = LocalStore.open(tmp.resolve("db"), 0);
     CloseableIterator<KeyValue> it = s.scan(new byte[0]);
