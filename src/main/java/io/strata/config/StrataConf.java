@@ -29,6 +29,10 @@ import java.util.Optional;
  * @param spillThresholdBytes pending writes of one batch (approximate heap bytes) above which
  *     they are spilled to a spill delta uploaded before commit; 0 disables spilling
  * @param lockAcquireTimeout how long a task waits for another task that holds the same store
+ * @param gcEnabled whether maintenance deletes versions older than the retention and
+ *     unreferenced objects (docs/format.md, "Retention and garbage collection")
+ * @param gcGracePeriod how old an unreferenced object must be before it is deleted (&gt;= 1
+ *     minute); a base snapshot not published within half of it is not published
  */
 public record StrataConf(
     Optional<Path> localDir,
@@ -36,7 +40,9 @@ public record StrataConf(
     int snapshotInterval,
     int transferThreads,
     long spillThresholdBytes,
-    Duration lockAcquireTimeout) {
+    Duration lockAcquireTimeout,
+    boolean gcEnabled,
+    Duration gcGracePeriod) {
 
   /** Prefix of every Strata key. */
   public static final String PREFIX = "spark.sql.streaming.stateStore.strata.";
@@ -102,11 +108,28 @@ public record StrataConf(
       "How long a task waits for a store held by another task (duration).",
       false, Parsers::positiveDuration);
 
+  public static final ConfigOption<Boolean> GC_ENABLED = new ConfigOption<>("gc.enabled",
+      Optional.of("true"),
+      "Maintenance deletes the objects of versions older than Spark's minBatchesToRetain and "
+          + "every object no retained version's manifest names (once older than "
+          + "gc.gracePeriod); false keeps everything.",
+      false, Parsers::bool);
+  /** Smallest accepted {@link #GC_GRACE_PERIOD}. */
+  public static final Duration MIN_GC_GRACE_PERIOD = Duration.ofMinutes(1);
+  public static final ConfigOption<Duration> GC_GRACE_PERIOD = new ConfigOption<>(
+      "gc.gracePeriod", Optional.of("1h"),
+      "Garbage collection deletes an object no retained manifest names only once it is this "
+          + "old (by the object store's last-modified time), so in-flight commits and base "
+          + "snapshots are never robbed; must exceed twice the clock skew between executors "
+          + "and the object store and twice the time between two commits of a store, since a "
+          + "base snapshot not published within half of it is dropped (duration, at least 1m).",
+      false, s -> Parsers.durationAtLeast(s, MIN_GC_GRACE_PERIOD));
+
   /** Every option, in documentation order. */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, SNAPSHOT_INTERVAL,
-      TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT);
+      TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, GC_ENABLED, GC_GRACE_PERIOD);
 
   /**
    * Resolves the settings.
@@ -160,7 +183,9 @@ public record StrataConf(
         r.get(SNAPSHOT_INTERVAL, null, 10),
         r.get(TRANSFER_THREADS, null, 8),
         r.get(SPILL_THRESHOLD, null, 64L << 20),
-        r.get(LOCK_TIMEOUT, null, Duration.ofSeconds(60)));
+        r.get(LOCK_TIMEOUT, null, Duration.ofSeconds(60)),
+        r.get(GC_ENABLED, null, true),
+        r.get(GC_GRACE_PERIOD, null, Duration.ofHours(1)));
   }
 
   /** Reads options with an optional Hadoop fallback key. */
