@@ -18,7 +18,7 @@ package io.strata.metrics;
  * @param bytesDeleted bytes of the deleted objects
  * @param listRequests LIST requests (objects, plus incomplete multipart uploads when checked)
  * @param manifestReads manifests read from the object store (the rest came from the cache)
- * @param deleteRequests DeleteObjects requests
+ * @param deleteRequests DeleteObjects requests, plus one AbortMultipartUpload per aborted upload
  * @param uploadsAborted incomplete multipart uploads (or stale temporary files of a local
  *     store) older than the grace period that were aborted
  * @param durationMs wall time of the round, ms
