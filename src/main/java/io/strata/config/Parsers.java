@@ -72,6 +72,25 @@ final class Parsers {
     return d;
   }
 
+  /** A {@link #positiveDuration} of at least {@code min}. */
+  static Duration durationAtLeast(String s, Duration min) {
+    Duration d = positiveDuration(s);
+    if (d.compareTo(min) < 0) {
+      throw new IllegalArgumentException("expected a duration of at least " + text(min));
+    }
+    return d;
+  }
+
+  private static String text(Duration d) {
+    if (d.toSeconds() % 3600 == 0) {
+      return d.toHours() + "h";
+    }
+    if (d.toSeconds() % 60 == 0 && d.toMillis() % 1000 == 0) {
+      return d.toMinutes() + "m";
+    }
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+  }
+
   /**
    * A size in bytes: a number with unit b, k/kb, m/mb, g/gb (binary multiples, Spark's style);
    * a bare number means bytes; 0 is allowed where the caller treats it as "off".

@@ -33,6 +33,10 @@ import java.util.Optional;
  *     among all stores of an executor
  * @param memoryMaxBytes the cap in bytes, or empty for {@code auto} (derived from the executor's
  *     memory overhead by the Spark layer, which knows the Spark configuration)
+ * @param gcEnabled whether maintenance deletes versions older than the retention and
+ *     unreferenced objects (docs/format.md, "Retention and garbage collection")
+ * @param gcGracePeriod how old an unreferenced object must be before it is deleted (&gt;= 1
+ *     minute); a base snapshot not published within half of it is not published
  */
 public record StrataConf(
     Optional<Path> localDir,
@@ -42,7 +46,9 @@ public record StrataConf(
     long spillThresholdBytes,
     Duration lockAcquireTimeout,
     boolean memoryBounded,
-    Optional<Long> memoryMaxBytes) {
+    Optional<Long> memoryMaxBytes,
+    boolean gcEnabled,
+    Duration gcGracePeriod) {
 
   /** Prefix of every Strata key. */
   public static final String PREFIX = "spark.sql.streaming.stateStore.strata.";
@@ -123,12 +129,29 @@ public record StrataConf(
           + "spark.executor.memory)), at least 64m; 512m outside Spark. Fixed by the first store "
           + "an executor opens until all its stores close.",
       false, Parsers.sizeOrAuto(1L << 20));
+  public static final ConfigOption<Boolean> GC_ENABLED = new ConfigOption<>("gc.enabled",
+      Optional.of("true"),
+      "Maintenance deletes the objects of versions older than Spark's minBatchesToRetain and "
+          + "every object no retained version's manifest names (once older than "
+          + "gc.gracePeriod); false keeps everything.",
+      false, Parsers::bool);
+  /** Smallest accepted {@link #GC_GRACE_PERIOD}. */
+  public static final Duration MIN_GC_GRACE_PERIOD = Duration.ofMinutes(1);
+  public static final ConfigOption<Duration> GC_GRACE_PERIOD = new ConfigOption<>(
+      "gc.gracePeriod", Optional.of("1h"),
+      "Garbage collection deletes an object no retained manifest names only once it is this "
+          + "old (by the object store's last-modified time), so in-flight commits and base "
+          + "snapshots are never robbed; must exceed twice the clock skew between executors "
+          + "and the object store and twice the time between two commits of a store, since a "
+          + "base snapshot not published within half of it is dropped (duration, at least 1m).",
+      false, s -> Parsers.durationAtLeast(s, MIN_GC_GRACE_PERIOD));
 
   /** Every option, in documentation order. */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, SNAPSHOT_INTERVAL,
-      TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX);
+      TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
+      GC_GRACE_PERIOD);
 
   /**
    * Resolves the settings.
@@ -184,7 +207,9 @@ public record StrataConf(
         r.get(SPILL_THRESHOLD, null, 64L << 20),
         r.get(LOCK_TIMEOUT, null, Duration.ofSeconds(60)),
         r.get(MEMORY_BOUNDED, null, true),
-        r.get(MEMORY_MAX, null, Optional.empty()));
+        r.get(MEMORY_MAX, null, Optional.empty()),
+        r.get(GC_ENABLED, null, true),
+        r.get(GC_GRACE_PERIOD, null, Duration.ofHours(1)));
   }
 
   /** Reads options with an optional Hadoop fallback key. */

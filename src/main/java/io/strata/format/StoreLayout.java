@@ -2,6 +2,7 @@ package io.strata.format;
 
 import java.security.SecureRandom;
 import java.util.Locale;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -24,7 +25,18 @@ public final class StoreLayout {
   public static final String VERSIONS = "v/";
   /** Suffix of version objects. */
   public static final String VERSION_OBJECT_SUFFIX = ".svo";
+  /** Prefix of spill deltas. */
+  public static final String SPILLS = "spill/";
+  /** Prefix of base-snapshot SSTs. */
+  public static final String SNAPSHOT_SSTS = "sst/";
+  /** Prefix of base-snapshot packs. */
+  public static final String SNAPSHOT_PACKS = "snap/";
   private static final Pattern ATTEMPT = Pattern.compile("[0-9a-f]{12}-[0-9a-f]{16}");
+  private static final Pattern SPILL_KEY =
+      Pattern.compile("spill/([0-9]{20})-[0-9a-f]{12}-[0-9a-f]{16}-[0-9]+\\.sst");
+  private static final Pattern SNAPSHOT_SST_KEY = Pattern.compile("sst/[0-9a-f]{32}\\.sst");
+  private static final Pattern SNAPSHOT_PACK_KEY =
+      Pattern.compile("snap/([0-9]{20})-[0-9a-f]{12}-[0-9a-f]{16}-[0-9a-f]{32}\\.pack");
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private StoreLayout() { }
@@ -99,6 +111,29 @@ public final class StoreLayout {
   public static String spill(long version, String attempt, int n) {
     requireAttempt(attempt);
     return "spill/" + pad(version) + "-" + attempt + "-" + n + ".sst";
+  }
+
+  /**
+   * The version of a spill delta key {@code spill/<version:20>-<attempt>-<n>.sst} ({@link
+   * #spill}), or -1 if the key does not have that shape.
+   */
+  public static long spillVersionOf(String key) {
+    Matcher m = SPILL_KEY.matcher(key);
+    return m.matches() ? Long.parseLong(m.group(1)) : -1;
+  }
+
+  /** True if {@code key} has the shape of a base-snapshot SST, {@code sst/<32 hex>.sst}. */
+  public static boolean isSnapshotSst(String key) {
+    return SNAPSHOT_SST_KEY.matcher(key).matches();
+  }
+
+  /**
+   * The version of a base-snapshot pack key {@code snap/<version:20>-<attempt>-<32 hex>.pack}
+   * ({@link #snapshotPack}), or -1 if the key does not have that shape.
+   */
+  public static long snapshotPackVersionOf(String key) {
+    Matcher m = SNAPSHOT_PACK_KEY.matcher(key);
+    return m.matches() ? Long.parseLong(m.group(1)) : -1;
   }
 
   /** Key of a base-snapshot SST uploaded under a fresh unique name. */

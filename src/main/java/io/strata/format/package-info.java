@@ -1,6 +1,7 @@
 /**
  * The remote format as pure code: object keys ({@link io.strata.format.StoreLayout}), {@link
  * io.strata.format.Manifest} records, the manifest codec with its format version, the version
- * object layout and checksums. No I/O; see docs/format.md.
+ * object layout, checksums, and the reachability rule garbage collection applies ({@link
+ * io.strata.format.Reachability}). No I/O; see docs/format.md.
  */
 package io.strata.format;

@@ -4,6 +4,7 @@ import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
@@ -25,6 +26,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -288,6 +290,55 @@ final class LocalObjectStore implements ObjectStore {
         throw error("delete", keys.get(i), e);
       }
     }
+  }
+
+  /**
+   * Deletes hidden temporary files ({@code .<name>.strata-tmp-<uuid>}) under {@code prefix}
+   * last written before {@code startedBeforeMillis}: writes that never finished (the writer
+   * died between writing and publishing). A write still running keeps its file's last-modified
+   * time fresh.
+   */
+  @Override
+  public int abortIncompleteUploads(String prefix, long startedBeforeMillis) throws IOException {
+    Keys.validatePrefix(prefix);
+    checkOpen();
+    int slash = prefix.lastIndexOf('/');
+    String dirKey = slash < 0 ? "" : prefix.substring(0, slash);
+    Path start = dirKey.isEmpty() ? root : root.resolve(dirKey);
+    if (!Files.isDirectory(start, LinkOption.NOFOLLOW_LINKS)) {
+      return 0;
+    }
+    int aborted = 0;
+    try (Stream<Path> files = Files.walk(start)) {
+      for (Path p : (Iterable<Path>) files::iterator) {
+        String name = p.getFileName().toString();
+        if (!name.startsWith(".") || !name.contains(TMP_MARKER)) {
+          continue;
+        }
+        String key = root.relativize(p.getParent().resolve(
+            name.substring(1, name.indexOf(TMP_MARKER)))).toString().replace('\\', '/');
+        try {
+          BasicFileAttributes attrs = Files.readAttributes(p, BasicFileAttributes.class,
+              LinkOption.NOFOLLOW_LINKS);
+          if (key.startsWith(prefix) && attrs.isRegularFile()
+              && attrs.lastModifiedTime().toMillis() < startedBeforeMillis
+              && Files.deleteIfExists(p)) {
+            aborted++;
+            LOG.info("Deleted stale temporary file {} of an unfinished write of {}", p,
+                describe(key));
+          }
+        } catch (NoSuchFileException finishedMeanwhile) {
+          // the write completed or was cleaned up meanwhile
+        }
+      }
+    } catch (UncheckedIOException e) {
+      if (!(e.getCause() instanceof NoSuchFileException)) {
+        throw error("abort incomplete uploads under", prefix, e.getCause());
+      }
+    } catch (IOException e) {
+      throw error("abort incomplete uploads under", prefix, e);
+    }
+    return aborted;
   }
 
   @Override

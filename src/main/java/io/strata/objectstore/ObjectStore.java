@@ -102,6 +102,21 @@ public interface ObjectStore extends AutoCloseable {
   void delete(List<String> keys) throws IOException;
 
   /**
+   * Aborts the incomplete uploads under {@code prefix} that were started before {@code
+   * startedBeforeMillis}, so their parts stop costing storage: on S3 the multipart uploads
+   * (ListMultipartUploads, then AbortMultipartUpload for each; an upload completed or aborted
+   * meanwhile is skipped), on a local directory the hidden temporary files of writes that never
+   * finished (by last-modified time). Objects are never touched.
+   *
+   * @param prefix key prefix relative to the store root; empty for everything
+   * @param startedBeforeMillis epoch ms; only uploads initiated (S3) or last written (local)
+   *     strictly before this are aborted
+   * @return the number of uploads aborted
+   * @throws ObjectStoreException on failure (uploads aborted before it stay aborted)
+   */
+  int abortIncompleteUploads(String prefix, long startedBeforeMillis) throws IOException;
+
+  /**
    * A human-readable location for messages, for example {@code s3://bucket/prefix} or {@code
    * file:/tmp/ckpt}; never contains credentials.
    */

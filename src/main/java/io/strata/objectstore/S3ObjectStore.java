@@ -28,6 +28,7 @@ import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
+import software.amazon.awssdk.services.s3.model.MultipartUpload;
 import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 import software.amazon.awssdk.services.s3.model.S3Error;
@@ -361,6 +362,40 @@ final class S3ObjectStore implements ObjectStore {
     }
     return new ObjectStoreException("Cannot delete " + errors.size() + " object(s) in s3://"
         + bucket + " at " + endpoint + ": " + sb, retryable, null);
+  }
+
+  @Override
+  public int abortIncompleteUploads(String listPrefix, long startedBeforeMillis)
+      throws IOException {
+    Keys.validatePrefix(listPrefix);
+    checkOpen();
+    int aborted = 0;
+    try {
+      for (MultipartUpload u : s3.listMultipartUploadsPaginator(b -> b.bucket(bucket)
+          .prefix(prefix + listPrefix).overrideConfiguration(this::withListener)).uploads()) {
+        if (!u.key().startsWith(prefix + listPrefix) || u.initiated() == null
+            || u.initiated().toEpochMilli() >= startedBeforeMillis) {
+          continue;
+        }
+        String key = u.key().substring(prefix.length());
+        try {
+          s3.abortMultipartUpload(b -> b.bucket(bucket).key(u.key()).uploadId(u.uploadId())
+              .overrideConfiguration(this::withListener));
+          aborted++;
+          LOG.info("Aborted incomplete multipart upload {} of {} (initiated {})", u.uploadId(),
+              describe(key), u.initiated());
+        } catch (SdkServiceException e) {
+          if (e.statusCode() != 404) { // 404 NoSuchUpload: completed or aborted meanwhile
+            throw S3Errors.classify("abort multipart upload " + u.uploadId() + " of",
+                describe(key), endpoint, e);
+          }
+        }
+      }
+    } catch (SdkException e) {
+      throw S3Errors.classify("list incomplete multipart uploads under", describe(listPrefix),
+          endpoint, e);
+    }
+    return aborted;
   }
 
   @Override

@@ -1,6 +1,7 @@
 /**
  * Storage for Strata: the small {@link io.strata.objectstore.ObjectStore} interface that the
- * commit protocol talks to (put-if-absent, put, get, ranged and tail get, head, list, delete),
+ * commit protocol talks to (put-if-absent, put, get, ranged and tail get, head, list, delete,
+ * abort incomplete uploads),
  * with an S3 implementation on the AWS SDK v2 and a local-filesystem one.
  *
  * <p>This package owns:
@@ -11,7 +12,7 @@
  *   <li>building S3 clients ({@link io.strata.objectstore.S3ClientFactory}) and sharing them
  *       JVM-wide with reference counting ({@link io.strata.objectstore.SharedS3Clients});
  *   <li>S3 semantics on top of the SDK: conditional create with {@code If-None-Match: *} and
- *       recognition of our own retried writes by a put id; pagination; batched deletes;
+ *       recognition of our own retried writes by a put id; pagination; batched deletes; aborting stale multipart uploads;
  *   <li>classifying every storage failure where it is thrown into {@link
  *       io.strata.objectstore.ObjectAlreadyExistsException}, {@link
  *       io.strata.objectstore.ObjectNotFoundException} or {@link

@@ -6,6 +6,7 @@ import io.strata.engine.SharedMemory;
 import io.strata.metrics.RequestCounter;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
+import io.strata.sync.GcSettings;
 import io.strata.sync.StateLoadException;
 import io.strata.sync.StoreIdentity;
 import io.strata.sync.SyncedStore;
@@ -252,7 +253,8 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   }
 
   /**
-   * Background maintenance (Spark's maintenance thread): uploads a base snapshot when due.
+   * Background maintenance (Spark's maintenance thread): uploads a base snapshot when due, then
+   * runs a garbage-collection round when due (see {@link SyncedStore#maintenance()}).
    * Failures are logged and swallowed, as Spark's own providers do, so they never fail a query;
    * the next round retries.
    */
@@ -423,10 +425,22 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
       ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
       core = new SyncedStore(identity, objects, localDir(),
           new SyncedStore.Settings(conf.snapshotInterval(), conf.transferThreads(),
-              conf.spillThresholdBytes(), checkpointIdsEnabled(), memoryLimits),
+              conf.spillThresholdBytes(), checkpointIdsEnabled(), memoryLimits,
+              gcSettings()),
           keySchema.json(), valueSchema.json());
     }
     return core;
+  }
+
+  /**
+   * Retention from Spark ({@code minBatchesToRetain}; a round after {@code minVersionsToDelete}
+   * = {@code ratioExtraSpaceAllowedInCheckpoint * minBatchesToRetain} commits, at least 1, as
+   * Spark's RocksDB provider batches its deletions) and Strata's {@code gc.*} settings.
+   */
+  private GcSettings gcSettings() {
+    long interval = Math.max(1, Math.min(Integer.MAX_VALUE, storeConf.minVersionsToDelete()));
+    return new GcSettings(conf.gcEnabled(), Math.max(1, storeConf.minVersionsToRetain()),
+        (int) interval, conf.gcGracePeriod().toMillis());
   }
 
   /**

@@ -1,5 +1,6 @@
 package io.strata.sync;
 
+import io.strata.config.StrataConf;
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.DeltaFile;
 import io.strata.engine.KeyValue;
@@ -14,9 +15,11 @@ import io.strata.format.FileRef;
 import io.strata.format.Manifest;
 import io.strata.format.ManifestCodec;
 import io.strata.format.ManifestFormatException;
+import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
 import io.strata.format.VersionObjectCodec;
 import io.strata.metrics.CommitStats;
+import io.strata.metrics.GcStats;
 import io.strata.metrics.RestoreStats;
 import io.strata.objectstore.ObjectAlreadyExistsException;
 import io.strata.objectstore.ObjectBody;
@@ -29,11 +32,15 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -87,6 +94,16 @@ import org.slf4j.LoggerFactory;
  * directory left by a crashed JVM is the caller's to sweep (see {@code LocalDirs} in the
  * engine).
  *
+ * <h2>Retention and garbage collection</h2>
+ * {@link #maintenance()} also runs a garbage-collection round ({@link GarbageCollector}) when
+ * one is due: after this instance committed {@link GcSettings#roundInterval()} versions since the
+ * last round (the first round follows its first commit), or once an object this instance left
+ * unreferenced (an aborted batch's spills, a dropped base snapshot, a lost race) is older than
+ * the grace period. Only instances that commit collect. A round keeps every object the manifests
+ * of the retained versions name, plus this instance's pending base snapshot, in-flight spills
+ * and loaded version; see {@link Reachability}. A base snapshot not published within half the
+ * grace period is dropped rather than published, since its fresh files may be collected.
+ *
  * <h2>Threading</h2>
  * One task thread at a time calls {@link #load}, the reads and writes, and {@link #commit} or
  * {@link #abort} (the caller serialises tasks). {@link #maintenance()} and {@link #close()} may
@@ -111,20 +128,32 @@ public final class SyncedStore implements AutoCloseable {
    *     {@code v/<version>/<attempt>.svo} and the driver names the one to load; false under
    *     format 1: all attempts of a version race for {@code v/<version>.svo}, first writer wins
    * @param memory native memory limits of the local database (see {@link SharedMemory})
+   * @param gc retention and garbage collection
    */
   public record Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
-      boolean attemptKeys, SharedMemory.Limits memory) {
-    /** Format-1 settings with {@link SharedMemory.Limits#DEFAULT} memory limits. */
-    public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes) {
-      this(snapshotInterval, transferThreads, spillThresholdBytes, false,
-          SharedMemory.Limits.DEFAULT);
+      boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc) {
+    public Settings {
+      java.util.Objects.requireNonNull(memory, "memory");
+      java.util.Objects.requireNonNull(gc, "gc");
     }
 
-    /** Settings with {@link SharedMemory.Limits#DEFAULT} memory limits. */
+    /** Format-1 settings with default memory limits and {@link GcSettings#DEFAULT}. */
+    public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes) {
+      this(snapshotInterval, transferThreads, spillThresholdBytes, false);
+    }
+
+    /** Settings with default memory limits and {@link GcSettings#DEFAULT}. */
     public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
         boolean attemptKeys) {
       this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
-          SharedMemory.Limits.DEFAULT);
+          SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT);
+    }
+
+    /** Settings with default memory limits. */
+    public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
+        boolean attemptKeys, GcSettings gc) {
+      this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
+          SharedMemory.Limits.DEFAULT, gc);
     }
   }
 
@@ -152,7 +181,9 @@ public final class SyncedStore implements AutoCloseable {
   private final String keySchema;
   private final String valueSchema;
   private final ExecutorService transfers;
-  private final Map<FileRef.ContentId, FileRef> remoteFiles = new ConcurrentHashMap<>();
+  private final Clock clock;
+  private final ManifestCache manifests;
+  private final GarbageCollector collector;
   /**
    * (length, checksum) of local SST files already hashed, keyed by {@code <generation>/<file
    * name>}: RocksDB reuses file names across databases, so a name is only an identity within one
@@ -184,7 +215,30 @@ public final class SyncedStore implements AutoCloseable {
   private volatile RestoreStats lastRestore = RestoreStats.NONE;
   private volatile long lastSnapshotVersion = -1;
 
-  private record PendingBase(BaseSnapshot snapshot, int generation) { }
+  // Garbage-collection trigger state, guarded by this.
+  /** Newest version this instance committed (or adopted), -1 if none: only committers collect. */
+  private long committedVersion = -1;
+  /** {@link #committedVersion} when the last round started, -1 before the first round. */
+  private long lastRoundVersion = -1;
+  /** Wall time of the oldest (and newest) orphan this instance left that no round covered yet. */
+  private long orphansSinceMillis = -1;
+  private long orphansUntilMillis = -1;
+  /** Wall time the last failed round started, or -1. */
+  private long lastFailedRoundMillis = -1;
+  /** Wall time incomplete uploads were last checked, or -1. */
+  private long lastUploadsCheckMillis = -1;
+  private long gcRounds;
+  private boolean gcRunning;
+  private volatile GcStats lastGc = GcStats.NONE;
+
+  /**
+   * A base snapshot uploaded for the next commit to publish.
+   *
+   * @param startedMillis wall time (the store's clock) before its first upload started
+   * @param startedNanos {@link System#nanoTime()} at the same moment
+   */
+  private record PendingBase(BaseSnapshot snapshot, int generation, long startedMillis,
+      long startedNanos) { }
 
   /**
    * Creates the store; no I/O happens until {@link #load}.
@@ -200,6 +254,15 @@ public final class SyncedStore implements AutoCloseable {
    */
   public SyncedStore(StoreIdentity identity, ObjectStore objects, Path localDir,
       Settings settings, String keySchema, String valueSchema) {
+    this(identity, objects, localDir, settings, keySchema, valueSchema, Clock.systemUTC());
+  }
+
+  /**
+   * As the public constructor, with the wall clock used for the grace period (tests move it
+   * forward to age objects instead of waiting).
+   */
+  SyncedStore(StoreIdentity identity, ObjectStore objects, Path localDir, Settings settings,
+      String keySchema, String valueSchema, Clock clock) {
     this.identity = identity;
     this.objects = objects;
     this.localDir = localDir;
@@ -216,6 +279,13 @@ public final class SyncedStore implements AutoCloseable {
         });
     pool.allowCoreThreadTimeOut(true);
     this.transfers = pool;
+    this.clock = clock;
+    GcSettings gc = settings.gc();
+    this.manifests = new ManifestCache((int) Math.min(10_000L,
+        gc.versionsToRetain() + 2L * Math.max(gc.roundInterval(), settings.snapshotInterval())
+            + 16));
+    this.collector = new GarbageCollector(identity, objects, this::readManifestAt, manifests,
+        transfers, gc);
   }
 
   /** Which store this is. */
@@ -346,12 +416,16 @@ public final class SyncedStore implements AutoCloseable {
         + ".sst");
     try {
       DeltaFile d = l.writeDelta(sst).orElseThrow();
-      objects.putIfAbsent(key, ObjectBody.of(sst));
+      try {
+        objects.putIfAbsent(key, ObjectBody.of(sst));
+      } catch (IOException | RuntimeException e) {
+        markOrphans(); // a failed PUT may still have been applied
+        throw e;
+      }
       localDirty = true;
       l.spillPending(d);
       FileRef ref = new FileRef(key, 0, d.size(), d.checksum());
       spilled.add(new Delta(version, buildingAttempt, ref));
-      remoteFiles.put(ref.contentId(), ref);
       LOG.debug("{} version {}: spilled {} bytes of pending writes to {}", identity, version,
           d.size(), key);
     } finally {
@@ -452,6 +526,9 @@ public final class SyncedStore implements AutoCloseable {
    * are left unreferenced.
    */
   public synchronized void abort() {
+    if (!spilled.isEmpty()) {
+      markOrphans();
+    }
     if (localDirty) {
       invalidateLocal();
     } else if (local != null) {
@@ -487,6 +564,10 @@ public final class SyncedStore implements AutoCloseable {
 
       Optional<BaseSnapshot> base = loaded == null ? Optional.empty() : loaded.base();
       List<Delta> deltas = new ArrayList<>(loaded == null ? List.of() : loaded.deltas());
+      if (pendingBase != null && pendingBase.generation() == generation
+          && pendingBaseExpired(pendingBase)) {
+        dropExpiredPendingBase(newVersion);
+      }
       if (pendingBase != null && pendingBase.generation() == generation) {
         BaseSnapshot nb = pendingBase.snapshot();
         long currentBase = base.map(BaseSnapshot::version).orElse(0L);
@@ -529,6 +610,8 @@ public final class SyncedStore implements AutoCloseable {
         // load rebuilds it from the object store.
         LOG.warn("{} version {}: committed to {} but local ingestion failed; the next load "
             + "restores from the object store", identity, newVersion, objects.describe(key), e);
+        manifests.put(key, body.length(), m);
+        committedVersion = Math.max(committedVersion, newVersion);
         invalidateLocal();
         spilled.clear();
         buildingAttempt = null;
@@ -544,8 +627,8 @@ public final class SyncedStore implements AutoCloseable {
       }
       loaded = m;
       loadedVersion = newVersion;
-      delta.ifPresent(d -> remoteFiles.put(new FileRef.ContentId(d.size(), d.checksum()),
-          new FileRef(key, 0, d.size(), d.checksum())));
+      manifests.put(key, body.length(), m);
+      committedVersion = Math.max(committedVersion, newVersion);
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
       return new Committed(m, key, stats(t0, t1, t2, t3, t4, delta, body, m));
@@ -575,8 +658,12 @@ public final class SyncedStore implements AutoCloseable {
         + "writes are dropped (checkpoint format 1: the first attempt to commit wins){}",
         identity, newVersion, mine.attempt(), objects.describe(key), winner.attempt(),
         catchUp ? "" : "; the next load restores the winner from the object store");
+    if (!spilled.isEmpty()) {
+      markOrphans(); // this attempt's spill deltas: no manifest will ever name them
+    }
     spilled.clear();
     buildingAttempt = null;
+    committedVersion = Math.max(committedVersion, newVersion);
     if (!catchUp) {
       invalidateLocal();
       return new Committed(winner, key, stats, true);
@@ -590,7 +677,6 @@ public final class SyncedStore implements AutoCloseable {
       try {
         download(winner, ref, sst);
         l.ingest(sst);
-        remoteFiles.put(ref.contentId(), ref);
       } catch (IOException | RuntimeException e) {
         invalidateLocal();
         throw e;
@@ -612,22 +698,154 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   /**
-   * Background work: uploads a base snapshot of the loaded version if {@code snapshotInterval}
-   * versions passed since the last base. Never runs on the commit path.
+   * Background work, never on the commit path: uploads a base snapshot of the loaded version if
+   * {@code snapshotInterval} versions passed since the last base, then runs a garbage-collection
+   * round if one is due (see the class comment). A snapshot failure does not prevent the round.
    *
    * @return true if a snapshot was uploaded
-   * @throws IOException if the checkpoint or an upload fails (nothing is published then; the
-   *     uploaded objects are unreferenced)
+   * @throws IOException if the checkpoint, an upload or the round fails (nothing is published
+   *     then; uploaded objects are unreferenced and collected by a later round); the first
+   *     failure is thrown, a second one is attached as suppressed
    */
   public boolean maintenance() throws IOException {
+    boolean uploaded = false;
+    IOException failure = null;
+    try {
+      uploaded = snapshotIfDue();
+    } catch (IOException e) {
+      failure = e;
+    }
+    if (gcDue()) {
+      try {
+        collectGarbage();
+      } catch (IOException e) {
+        if (failure == null) {
+          failure = e;
+        } else {
+          failure.addSuppressed(e);
+        }
+      }
+    }
+    if (failure != null) {
+      throw failure;
+    }
+    return uploaded;
+  }
+
+  /**
+   * True if a garbage-collection round is due: GC is enabled, this instance committed at least
+   * one version, no round is running, and either no round ran yet, or this instance committed
+   * {@link GcSettings#roundInterval()} versions since the last round started, or an orphan it
+   * left is now older than the grace period (then at most one failed try per grace period).
+   * Nothing new can have become garbage otherwise, so no request is made.
+   */
+  public synchronized boolean gcDue() {
+    GcSettings gc = settings.gc();
+    if (!gc.enabled() || closed || gcRunning || committedVersion < 1) {
+      return false;
+    }
+    if (lastRoundVersion < 0 || committedVersion - lastRoundVersion >= gc.roundInterval()) {
+      return true;
+    }
+    long now = clock.millis();
+    return orphansSinceMillis >= 0 && now - orphansSinceMillis >= gc.gracePeriodMillis()
+        && (lastFailedRoundMillis < 0 || now - lastFailedRoundMillis >= gc.gracePeriodMillis());
+  }
+
+  /**
+   * Runs one garbage-collection round now, whether due or not (maintenance calls it when {@link
+   * #gcDue()}): one LIST of the store's root, a tail GET of each retained manifest not cached,
+   * batched DeleteObjects of the garbage, and (on the first round, then at most once per grace
+   * period) aborting incomplete multipart uploads older than the grace period. Deletes nothing
+   * this instance's pending base snapshot, in-flight spills or loaded version name.
+   *
+   * @return what the round did; {@link GcStats#NONE} if GC is disabled or a round is already
+   *     running
+   * @throws IOException if listing, reading a retained manifest or deleting fails (see {@link
+   *     GarbageCollector#collect})
+   * @throws IllegalStateException if the store is closed
+   */
+  public GcStats collectGarbage() throws IOException {
+    long round;
+    long knownNewest;
+    Set<String> protectedKeys;
+    long now;
+    boolean checkUploads;
+    synchronized (this) {
+      ensureOpen();
+      if (!settings.gc().enabled() || gcRunning) {
+        return GcStats.NONE;
+      }
+      gcRunning = true;
+      round = ++gcRounds;
+      knownNewest = Math.max(loadedVersion, committedVersion);
+      protectedKeys = protectedKeys();
+      now = clock.millis();
+      checkUploads = lastUploadsCheckMillis < 0
+          || now - lastUploadsCheckMillis >= settings.gc().gracePeriodMillis();
+      lastRoundVersion = committedVersion;
+    }
+    boolean ok = false;
+    try {
+      GcStats stats = collector.collect(round, knownNewest, protectedKeys, now, checkUploads);
+      lastGc = stats;
+      ok = true;
+      return stats;
+    } finally {
+      synchronized (this) {
+        gcRunning = false;
+        long grace = settings.gc().gracePeriodMillis();
+        if (ok) {
+          lastFailedRoundMillis = -1;
+          if (checkUploads) {
+            lastUploadsCheckMillis = now;
+          }
+          if (orphansUntilMillis >= 0 && orphansUntilMillis <= now - grace) {
+            orphansSinceMillis = -1; // every orphan recorded so far was old enough for this round
+            orphansUntilMillis = -1;
+          } else if (orphansSinceMillis >= 0 && orphansSinceMillis <= now - grace) {
+            orphansSinceMillis = orphansUntilMillis; // the older ones were collected
+          }
+        } else {
+          lastFailedRoundMillis = now;
+        }
+      }
+    }
+  }
+
+  /** What the last completed garbage-collection round did, or {@link GcStats#NONE}. */
+  public GcStats lastGc() {
+    return lastGc;
+  }
+
+  /** Keys this instance needs that no retained manifest may name yet. Caller holds the monitor. */
+  private Set<String> protectedKeys() {
+    Set<String> keys = new HashSet<>();
+    if (pendingBase != null) {
+      pendingBase.snapshot().files().forEach(f -> keys.add(f.file().key()));
+    }
+    spilled.forEach(d -> keys.add(d.file().key()));
+    if (loaded != null) {
+      keys.addAll(Reachability.namedKeys(loaded));
+    }
+    return keys;
+  }
+
+  private boolean snapshotIfDue() throws IOException {
     Manifest m;
     int gen;
     Path cpDir;
+    long startedMillis;
+    long startedNanos;
     synchronized (this) {
       if (closed || local == null || loaded == null || runningCheckpoint != null || localDirty) {
         return false;
       }
       sweepLocalDir();
+      if (pendingBase != null && pendingBase.generation() == generation
+          && pendingBaseExpired(pendingBase)) {
+        dropExpiredPendingBase(loadedVersion);
+      }
       long baseVersion = loaded.base().map(BaseSnapshot::version).orElse(0L);
       if (pendingBase != null && pendingBase.generation() == generation) {
         baseVersion = Math.max(baseVersion, pendingBase.snapshot().version());
@@ -645,13 +863,25 @@ public final class SyncedStore implements AutoCloseable {
         throw e;
       }
       runningCheckpoint = cpDir;
+      startedMillis = clock.millis();
+      startedNanos = System.nanoTime();
     }
     try {
       long t0 = System.nanoTime();
-      BaseSnapshot snapshot = uploadSnapshot(cpDir, m.version(), m.attempt(), gen);
+      BaseSnapshot snapshot;
+      try {
+        snapshot = uploadSnapshot(cpDir, m, gen);
+      } catch (IOException | RuntimeException e) {
+        synchronized (this) {
+          markOrphans(); // the files uploaded before the failure
+        }
+        throw e;
+      }
       synchronized (this) {
         if (gen == generation && !closed) {
-          pendingBase = new PendingBase(snapshot, gen);
+          pendingBase = new PendingBase(snapshot, gen, startedMillis, startedNanos);
+        } else {
+          markOrphans();
         }
       }
       lastSnapshotVersion = m.version();
@@ -667,8 +897,21 @@ public final class SyncedStore implements AutoCloseable {
     }
   }
 
-  private BaseSnapshot uploadSnapshot(Path cpDir, long version, String attempt, int gen)
-      throws IOException {
+  /**
+   * Uploads the checkpoint in {@code cpDir} of the version {@code m} describes. An SST whose
+   * content (length, XXHash64) a file {@code m} names already holds is not uploaded again; only
+   * files {@code m} names are reused, never older ones: a retained manifest names them, so no
+   * garbage-collection round can delete them while this snapshot waits to be published.
+   */
+  private BaseSnapshot uploadSnapshot(Path cpDir, Manifest m, int gen) throws IOException {
+    long version = m.version();
+    String attempt = m.attempt();
+    Map<FileRef.ContentId, FileRef> reusable = new HashMap<>();
+    for (Delta d : m.deltas()) {
+      reusable.putIfAbsent(d.file().contentId(), d.file());
+    }
+    m.base().ifPresent(b -> b.files().forEach(
+        f -> reusable.putIfAbsent(f.file().contentId(), f.file())));
     List<Path> files;
     try (Stream<Path> s = Files.list(cpDir)) {
       files = s.filter(Files::isRegularFile)
@@ -694,7 +937,7 @@ public final class SyncedStore implements AutoCloseable {
           id = new FileRef.ContentId(size, Checksums.xxhash64(f));
           localFileIds.put(cacheKey, id);
         }
-        FileRef known = remoteFiles.get(id);
+        FileRef known = reusable.get(id);
         if (known != null) {
           result.add(new BaseSnapshot.BaseFile(name, known));
         } else {
@@ -702,9 +945,8 @@ public final class SyncedStore implements AutoCloseable {
           uploads.add(transfers.submit(() -> {
             String key = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
             objects.putIfAbsent(key, ObjectBody.of(f));
-            FileRef ref = new FileRef(key, 0, cid.length(), cid.checksum());
-            remoteFiles.put(cid, ref);
-            return new BaseSnapshot.BaseFile(name, ref);
+            return new BaseSnapshot.BaseFile(name,
+                new FileRef(key, 0, cid.length(), cid.checksum()));
           }));
         }
       } else {
@@ -860,6 +1102,8 @@ public final class SyncedStore implements AutoCloseable {
             + identity.id() + " version " + version
             + (expectedAttempt == null ? "" : " attempt " + expectedAttempt), null);
       }
+      manifests.put(key, footer.manifestOffset() + footer.manifestLength()
+          + VersionObjectCodec.FOOTER_BYTES, m);
       return m;
     } catch (ManifestFormatException e) {
       throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
@@ -940,10 +1184,6 @@ public final class SyncedStore implements AutoCloseable {
       }
       fresh.setCommittedKeys(m.numKeys());
       replaceLocal(fresh, m, m.version());
-      for (Delta d : m.deltas()) {
-        remoteFiles.put(d.file().contentId(), d.file());
-      }
-      m.base().ifPresent(b -> b.files().forEach(f -> remoteFiles.put(f.file().contentId(), f.file())));
       lastRestore = new RestoreStats(ms(System.nanoTime() - startNanos), bytes, files);
       LOG.info("{} restored version {} from the object store: {} files, {} bytes, {} ms",
           identity, m.version(), files, bytes, lastRestore.restoreMs());
@@ -1019,7 +1259,7 @@ public final class SyncedStore implements AutoCloseable {
     families = committedFamilies();
     loadedVersion = version;
     generation++;
-    pendingBase = null;
+    dropPendingBase();
     localFileIds.clear();
     if (old != null) {
       old.close();
@@ -1036,7 +1276,7 @@ public final class SyncedStore implements AutoCloseable {
     families = ColumnFamilies.NONE;
     loadedVersion = -1;
     generation++;
-    pendingBase = null;
+    dropPendingBase();
     localDirty = false;
     localFileIds.clear();
     if (old != null) {
@@ -1080,6 +1320,48 @@ public final class SyncedStore implements AutoCloseable {
         deleteQuietly(p);
       }
     }
+  }
+
+  /** Forgets the pending base snapshot; its uploaded files become orphans. */
+  private void dropPendingBase() {
+    if (pendingBase != null) {
+      pendingBase = null;
+      markOrphans();
+    }
+  }
+
+  /**
+   * True if {@code pb} was uploaded too long ago to be published: half the grace period has
+   * passed since its upload started, by the store's wall clock or by the monotonic clock,
+   * whichever says more (a wall clock set back never makes it look younger).
+   */
+  private boolean pendingBaseExpired(PendingBase pb) {
+    long halfGrace = settings.gc().gracePeriodMillis() / 2;
+    long wall = clock.millis() - pb.startedMillis();
+    long mono = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pb.startedNanos());
+    return Math.max(wall, mono) >= halfGrace;
+  }
+
+  private void dropExpiredPendingBase(long atVersion) {
+    LOG.warn("{} version {}: the base snapshot of version {} was uploaded more than half the "
+        + "garbage-collection grace period ago ({} ms) and is not published: a garbage-collection "
+        + "round may already treat its files as unreferenced. Maintenance takes a new one; if "
+        + "this repeats, commits come further apart than half of {}", identity, atVersion,
+        pendingBase.snapshot().version(), settings.gc().gracePeriodMillis() / 2,
+        StrataConf.GC_GRACE_PERIOD.fullKey());
+    dropPendingBase();
+  }
+
+  /**
+   * Records that this instance just left objects no manifest will name (they become garbage
+   * once older than the grace period). Caller holds the monitor.
+   */
+  private void markOrphans() {
+    long now = clock.millis();
+    if (orphansSinceMillis < 0) {
+      orphansSinceMillis = now;
+    }
+    orphansUntilMillis = Math.max(orphansUntilMillis, now);
   }
 
   private LocalStore requireLocal() {

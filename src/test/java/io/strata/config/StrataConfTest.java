@@ -32,6 +32,8 @@ class StrataConfTest {
     assertEquals(Duration.ofSeconds(60), c.lockAcquireTimeout());
     assertTrue(c.memoryBounded());
     assertEquals(Optional.empty(), c.memoryMaxBytes(), "auto");
+    assertTrue(c.gcEnabled());
+    assertEquals(Duration.ofHours(1), c.gcGracePeriod());
   }
 
   @Test
@@ -45,6 +47,16 @@ class StrataConfTest {
     assertBad(P + "memory.max", "512k", "at least 1m");
     assertBad(P + "memory.max", "lots", "expected auto or a size");
     assertBad(P + "memory.bounded", "maybe", "true or false");
+  }
+
+  @Test
+  void garbageCollectionSettings() {
+    StrataConf c = StrataConf.from(Map.of(P + "gc.enabled", "false", P + "gc.gracePeriod", "90m"),
+        Map.of());
+    assertFalse(c.gcEnabled());
+    assertEquals(Duration.ofMinutes(90), c.gcGracePeriod());
+    assertEquals(Duration.ofMinutes(1),
+        StrataConf.from(Map.of(P + "gc.gracePeriod", "60s"), Map.of()).gcGracePeriod());
   }
 
   @Test
@@ -82,6 +94,10 @@ class StrataConfTest {
     assertBad(P + "s3.endpoint", "ftp://host", "http:// or https://");
     assertBad(P + "s3.region", "US East", "AWS region");
     assertBad(P + "s3.pathStyleAccess", "yes", "true or false");
+    assertBad(P + "gc.enabled", "on", "true or false");
+    assertBad(P + "gc.gracePeriod", "59s", "at least 1m");
+    assertBad(P + "gc.gracePeriod", "0", "not zero");
+    assertBad(P + "gc.gracePeriod", "forever", "duration");
   }
 
   @Test

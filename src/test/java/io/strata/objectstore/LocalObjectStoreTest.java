@@ -226,4 +226,34 @@ class LocalObjectStoreTest {
   private static List<String> keys(List<ObjectInfo> infos) {
     return infos.stream().map(ObjectInfo::key).collect(Collectors.toList());
   }
+
+  @Test
+  void abortIncompleteUploadsDeletesOnlyStaleTemporaryFilesUnderThePrefix() throws IOException {
+    store.putIfAbsent("spill/a.sst", body("done"));
+    Path root = dir.resolve("root");
+    Path staleSpill = root.resolve("spill/.b.sst.strata-tmp-1111");
+    Path freshSpill = root.resolve("spill/.c.sst.strata-tmp-2222");
+    Path staleOther = root.resolve("v/.x.svo.strata-tmp-3333");
+    Files.createDirectories(staleOther.getParent());
+    for (Path p : List.of(staleSpill, freshSpill, staleOther)) {
+      Files.writeString(p, "partial");
+    }
+    long now = System.currentTimeMillis();
+    java.nio.file.attribute.FileTime old =
+        java.nio.file.attribute.FileTime.fromMillis(now - 7_200_000L);
+    Files.setLastModifiedTime(staleSpill, old);
+    Files.setLastModifiedTime(staleOther, old);
+    Files.setLastModifiedTime(root.resolve("spill/a.sst"), old);
+    long cutoff = now - 3_600_000L;
+
+    assertEquals(1, store.abortIncompleteUploads("spill/", cutoff));
+    assertFalse(Files.exists(staleSpill), "a write unfinished for 2 h is aborted");
+    assertTrue(Files.exists(freshSpill), "a recent (maybe running) write is not");
+    assertTrue(Files.exists(staleOther), "outside the prefix");
+    assertEquals("done", read("spill/a.sst"), "objects are never touched, however old");
+    assertEquals(1, store.abortIncompleteUploads("", cutoff));
+    assertFalse(Files.exists(staleOther));
+    assertEquals(0, store.abortIncompleteUploads("", cutoff));
+    assertEquals(0, store.abortIncompleteUploads("nowhere/", cutoff), "a missing prefix");
+  }
 }

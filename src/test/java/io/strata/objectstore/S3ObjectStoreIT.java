@@ -307,6 +307,33 @@ class S3ObjectStoreIT {
   }
 
   @Test
+  void abortIncompleteUploadsAbortsOnlyOldUploadsUnderThePrefix() throws IOException {
+    try (SharedS3Clients.Lease lease = SharedS3Clients.lease(settings)) {
+      software.amazon.awssdk.services.s3.S3Client s3 = lease.client();
+      String insideKey = PREFIX + "/spill/x.sst";
+      String inside = s3.createMultipartUpload(b -> b.bucket(bucket).key(insideKey)).uploadId();
+      s3.uploadPart(b -> b.bucket(bucket).key(insideKey).uploadId(inside).partNumber(1),
+          software.amazon.awssdk.core.sync.RequestBody.fromBytes(new byte[1024]));
+      String outside = s3.createMultipartUpload(b -> b.bucket(bucket).key("other/y")).uploadId();
+      long now = System.currentTimeMillis();
+      requests.clear();
+      assertEquals(0, store.abortIncompleteUploads("", now - 3_600_000L),
+          "an upload initiated less than an hour ago is left alone");
+      assertEquals(List.of("LIST 200"), requests.summary());
+      requests.clear();
+      assertEquals(0, store.abortIncompleteUploads("v/", now + 60_000L), "another prefix");
+      assertEquals(1, store.abortIncompleteUploads("", now + 60_000L));
+      assertEquals("DELETE", requests.all.get(requests.all.size() - 1).kind(),
+          "AbortMultipartUpload: " + requests.summary());
+      List<String> left = s3.listMultipartUploads(b -> b.bucket(bucket)).uploads().stream()
+          .map(software.amazon.awssdk.services.s3.model.MultipartUpload::key).toList();
+      assertEquals(List.of("other/y"), left, "an upload outside the store's prefix stays");
+      assertEquals(0, store.abortIncompleteUploads("", now + 60_000L));
+      s3.abortMultipartUpload(b -> b.bucket(bucket).key("other/y").uploadId(outside));
+    }
+  }
+
+  @Test
   void wrongCredentialsAreNotRetryableAndNeverPrinted() {
     String secret = "wrong-secret-" + UUID.randomUUID();
     try (S3ObjectStore bad = open(settings(server.endpoint(), secret, 3), bucket, requests,

@@ -122,6 +122,13 @@ class SyncedStoreLocalDiskTest {
     }
 
     @Override
+    public int abortIncompleteUploads(String prefix, long startedBeforeMillis)
+        throws IOException {
+      before(prefix, false);
+      return real.abortIncompleteUploads(prefix, startedBeforeMillis);
+    }
+
+    @Override
     public String describe(String key) {
       return real.describe(key);
     }

@@ -1,0 +1,243 @@
+package io.strata.format;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The garbage-collection rule as pure code: given one listing of a store's objects and the
+ * manifests of the versions it retains, which objects are garbage. No I/O; the caller lists,
+ * reads the manifests of {@link Plan#roots()} and deletes what {@link #garbage} returns
+ * (docs/format.md, "Retention and garbage collection").
+ *
+ * <p>The rule, for a store whose newest version is {@code N} and that retains {@code R} versions
+ * (Spark's {@code minBatchesToRetain}):
+ *
+ * <ol>
+ *   <li>Only keys of Strata's own shapes are ever garbage: version objects ({@code v/...svo}),
+ *       spill deltas ({@code spill/...sst}), base-snapshot SSTs ({@code sst/<32 hex>.sst}) and
+ *       packs ({@code snap/...pack}). Any other key under the store's root is left alone.
+ *   <li>Every version object of a version in {@code [N - R + 1, N]}, all attempts, is retained:
+ *       these are the <em>roots</em>.
+ *   <li>Every object a root's manifest names (base files and deltas, by key) is retained, however
+ *       old its version.
+ *   <li>A spill delta of a version {@code >= N} is retained: it belongs to a batch that may still
+ *       be running (its commit has not happened yet, or is the newest).
+ *   <li>Keys the caller protects (its own pending base snapshot, its in-flight spills) are
+ *       retained.
+ *   <li>Anything else is garbage once it is at least the grace period old by its last-modified
+ *       time; younger objects are kept (an in-flight commit or snapshot may be about to name
+ *       them). Age only ever protects; it never makes a named object garbage.
+ * </ol>
+ *
+ * {@code N} is the greatest version in the listing or the one the caller knows, whichever is
+ * greater, so an instance that is behind the store's real owner computes the same roots as the
+ * owner and never deletes what the owner's newer versions need.
+ */
+public final class Reachability {
+
+  private Reachability() { }
+
+  /** What a key is, by its shape ({@link StoreLayout}). */
+  public enum Kind {
+    /** {@code v/<version>.svo} or {@code v/<version>/<attempt>.svo}. */
+    VERSION_OBJECT,
+    /** {@code spill/<version>-<attempt>-<n>.sst}. */
+    SPILL,
+    /** {@code sst/<32 hex>.sst}. */
+    SNAPSHOT_SST,
+    /** {@code snap/<version>-<attempt>-<32 hex>.pack}. */
+    SNAPSHOT_PACK,
+    /** Anything else: never touched by garbage collection. */
+    FOREIGN
+  }
+
+  /**
+   * One listed object.
+   *
+   * @param key key relative to the store's root
+   * @param size size in bytes
+   * @param lastModifiedMillis the object store's last-modified time, epoch ms (only ever used to
+   *     keep young objects)
+   */
+  public record Listed(String key, long size, long lastModifiedMillis) {
+    public Listed {
+      Objects.requireNonNull(key, "key");
+    }
+  }
+
+  /**
+   * The retention decision of one round, made from the listing alone.
+   *
+   * @param newestVersion the newest version: the greatest in the listing or known to the caller,
+   *     -1 if none
+   * @param oldestRetainedVersion the oldest retained version, {@code newestVersion - R + 1}
+   *     (may be &lt;= 0 when the store has fewer than R versions)
+   * @param roots the version objects of retained versions (every attempt), in key order; the
+   *     caller reads their manifests
+   */
+  public record Plan(long newestVersion, long oldestRetainedVersion, List<Listed> roots) {
+    public Plan {
+      roots = List.copyOf(roots);
+    }
+  }
+
+  /**
+   * The outcome of one round.
+   *
+   * @param garbage objects to delete: version objects first (so a failure part-way never leaves
+   *     a version object whose files are gone but itself remains, among old versions), then the
+   *     rest, each group in key order
+   * @param retainedVersionObjects version objects of retained versions (the roots)
+   * @param named objects kept because a root's manifest names them
+   * @param pinnedOldVersionObjects of {@code named}, version objects of versions older than the
+   *     retention, kept because a retained manifest names a delta inside them (an SST RocksDB
+   *     has not compacted away, reused by a base snapshot)
+   * @param inFlightSpills spill deltas of a version &gt;= the newest, kept
+   * @param protectedByCaller objects kept because the caller protected them
+   * @param young unreferenced objects kept because they are younger than the grace period
+   * @param foreign keys of other shapes, never touched
+   */
+  public record Verdict(List<Listed> garbage, int retainedVersionObjects, int named,
+      int pinnedOldVersionObjects, int inFlightSpills, int protectedByCaller, int young,
+      int foreign) {
+    public Verdict {
+      garbage = List.copyOf(garbage);
+    }
+
+    /** Total bytes of {@link #garbage()}. */
+    public long garbageBytes() {
+      long sum = 0;
+      for (Listed l : garbage) {
+        sum += l.size();
+      }
+      return sum;
+    }
+  }
+
+  /** The kind of {@code key} by its shape. */
+  public static Kind kindOf(String key) {
+    if (StoreLayout.versionOf(key) >= 0) {
+      return Kind.VERSION_OBJECT;
+    }
+    if (StoreLayout.spillVersionOf(key) >= 0) {
+      return Kind.SPILL;
+    }
+    if (StoreLayout.isSnapshotSst(key)) {
+      return Kind.SNAPSHOT_SST;
+    }
+    if (StoreLayout.snapshotPackVersionOf(key) >= 0) {
+      return Kind.SNAPSHOT_PACK;
+    }
+    return Kind.FOREIGN;
+  }
+
+  /**
+   * Decides the newest version, the retention floor and the roots from one listing.
+   *
+   * @param listing every object under the store's root (one LIST)
+   * @param knownNewestVersion the newest version the caller itself committed or loaded, or -1
+   * @param versionsToRetain R, the number of newest versions that stay loadable (&gt;= 1;
+   *     Spark's {@code spark.sql.streaming.minBatchesToRetain})
+   * @throws IllegalArgumentException if {@code versionsToRetain < 1}
+   */
+  public static Plan plan(List<Listed> listing, long knownNewestVersion, int versionsToRetain) {
+    if (versionsToRetain < 1) {
+      throw new IllegalArgumentException("versionsToRetain must be >= 1, was "
+          + versionsToRetain);
+    }
+    long newest = Math.max(-1, knownNewestVersion);
+    for (Listed l : listing) {
+      newest = Math.max(newest, StoreLayout.versionOf(l.key()));
+    }
+    long floor = newest - versionsToRetain + 1;
+    List<Listed> roots = new ArrayList<>();
+    for (Listed l : listing) {
+      long v = StoreLayout.versionOf(l.key());
+      if (v >= 0 && v >= floor) {
+        roots.add(l);
+      }
+    }
+    roots.sort(Comparator.comparing(Listed::key));
+    return new Plan(newest, floor, roots);
+  }
+
+  /**
+   * Applies the rule (see the class comment).
+   *
+   * @param listing the same listing {@code plan} was made from
+   * @param plan the plan of this round
+   * @param named every key the manifests of {@code plan.roots()} name ({@link #namedKeys})
+   * @param protectedKeys keys the caller keeps regardless (its pending base snapshot, its
+   *     in-flight spills)
+   * @param nowMillis the caller's wall-clock time, epoch ms, taken before the listing
+   * @param graceMillis the grace period, ms (&gt;= 0): an unreferenced object younger than this
+   *     is kept
+   */
+  public static Verdict garbage(List<Listed> listing, Plan plan, Set<String> named,
+      Set<String> protectedKeys, long nowMillis, long graceMillis) {
+    if (graceMillis < 0) {
+      throw new IllegalArgumentException("graceMillis must be >= 0, was " + graceMillis);
+    }
+    List<Listed> versionObjects = new ArrayList<>();
+    List<Listed> others = new ArrayList<>();
+    int retained = 0;
+    int keptNamed = 0;
+    int pinned = 0;
+    int inFlight = 0;
+    int keptProtected = 0;
+    int young = 0;
+    int foreign = 0;
+    for (Listed l : listing) {
+      Kind kind = kindOf(l.key());
+      if (kind == Kind.FOREIGN) {
+        foreign++;
+        continue;
+      }
+      if (kind == Kind.VERSION_OBJECT
+          && StoreLayout.versionOf(l.key()) >= plan.oldestRetainedVersion()) {
+        retained++;
+        continue;
+      }
+      if (kind == Kind.SPILL && StoreLayout.spillVersionOf(l.key()) >= plan.newestVersion()) {
+        inFlight++;
+        continue;
+      }
+      if (named.contains(l.key())) {
+        keptNamed++;
+        if (kind == Kind.VERSION_OBJECT) {
+          pinned++;
+        }
+        continue;
+      }
+      if (protectedKeys.contains(l.key())) {
+        keptProtected++;
+        continue;
+      }
+      if (nowMillis - l.lastModifiedMillis() < graceMillis) {
+        young++;
+        continue;
+      }
+      (kind == Kind.VERSION_OBJECT ? versionObjects : others).add(l);
+    }
+    versionObjects.sort(Comparator.comparing(Listed::key));
+    others.sort(Comparator.comparing(Listed::key));
+    List<Listed> garbage = new ArrayList<>(versionObjects);
+    garbage.addAll(others);
+    return new Verdict(garbage, retained, keptNamed, pinned, inFlight, keptProtected, young,
+        foreign);
+  }
+
+  /** Every object key {@code m} names: its base snapshot's files and its deltas. */
+  public static Set<String> namedKeys(Manifest m) {
+    Set<String> keys = new HashSet<>();
+    m.base().ifPresent(b -> b.files().forEach(f -> keys.add(f.file().key())));
+    for (Delta d : m.deltas()) {
+      keys.add(d.file().key());
+    }
+    return keys;
+  }
+}

@@ -1,0 +1,31 @@
+package io.strata.metrics;
+
+/**
+ * What one garbage-collection round of one state store did and cost (docs/format.md, "Retention
+ * and garbage collection"). Request counts are in S3's units as the round issued them: one LIST
+ * per 1000 keys listed, one DeleteObjects per 1000 keys deleted, one ranged GET per manifest
+ * read; SDK retries are not counted (the store's request listener sees those). A store on a
+ * local directory counts the same units.
+ *
+ * @param round sequence number of the round within this store instance (1 for the first); 0
+ *     for {@link #NONE}
+ * @param newestVersion the newest version the round saw (in the listing or known locally), -1
+ *     if none
+ * @param oldestRetainedVersion the oldest version kept loadable ({@code newestVersion -
+ *     minVersionsToRetain + 1})
+ * @param objectsListed objects in the store's listing
+ * @param objectsDeleted objects deleted
+ * @param bytesDeleted bytes of the deleted objects
+ * @param listRequests LIST requests (objects, plus incomplete multipart uploads when checked)
+ * @param manifestReads manifests read from the object store (the rest came from the cache)
+ * @param deleteRequests DeleteObjects requests, plus one AbortMultipartUpload per aborted upload
+ * @param uploadsAborted incomplete multipart uploads (or stale temporary files of a local
+ *     store) older than the grace period that were aborted
+ * @param durationMs wall time of the round, ms
+ */
+public record GcStats(long round, long newestVersion, long oldestRetainedVersion,
+    long objectsListed, long objectsDeleted, long bytesDeleted, long listRequests,
+    long manifestReads, long deleteRequests, long uploadsAborted, long durationMs) {
+  /** No round yet. */
+  public static final GcStats NONE = new GcStats(0, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0);
+}

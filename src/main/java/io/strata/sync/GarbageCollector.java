@@ -1,0 +1,181 @@
+package io.strata.sync;
+
+import io.strata.format.Manifest;
+import io.strata.format.Reachability;
+import io.strata.format.StoreLayout;
+import io.strata.metrics.GcStats;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectStore;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One store's garbage collection: one round lists the store's root once, decides the roots
+ * ({@link Reachability#plan}), reads the manifests of the roots it has not cached (one tail GET
+ * each, in parallel), applies {@link Reachability#garbage} and deletes the garbage with batched
+ * DeleteObjects. Optionally aborts incomplete multipart uploads older than the grace period.
+ *
+ * <p>Nothing is deleted unless every root's manifest was read: a round that cannot read one
+ * fails without deleting. A round with no candidate at all (nothing old enough, nothing below
+ * the retention) reads no manifest. Knows nothing of Spark; {@link SyncedStore} decides when a
+ * round is due and which keys it protects.
+ */
+final class GarbageCollector {
+  private static final Logger LOG = LoggerFactory.getLogger(GarbageCollector.class);
+  /** Keys per LIST page and per DeleteObjects request on S3. */
+  static final int S3_BATCH = 1000;
+
+  /** Reads and verifies the manifest in a version object. */
+  @FunctionalInterface
+  interface ManifestReader {
+    /**
+     * @param version the version the key encodes
+     * @param key the version object's key
+     * @param expectedAttempt the attempt the key encodes, or null for a format-1 key
+     * @throws IOException if it cannot be read or is invalid
+     */
+    Manifest read(long version, String key, String expectedAttempt) throws IOException;
+  }
+
+  private final StoreIdentity identity;
+  private final ObjectStore objects;
+  private final ManifestReader reader;
+  private final ManifestCache cache;
+  private final ExecutorService readers;
+  private final GcSettings settings;
+
+  GarbageCollector(StoreIdentity identity, ObjectStore objects, ManifestReader reader,
+      ManifestCache cache, ExecutorService readers, GcSettings settings) {
+    this.identity = identity;
+    this.objects = objects;
+    this.reader = reader;
+    this.cache = cache;
+    this.readers = readers;
+    this.settings = settings;
+  }
+
+  /**
+   * Runs one round.
+   *
+   * @param round this round's sequence number (for the stats)
+   * @param knownNewestVersion the newest version the caller committed or loaded, or -1
+   * @param protectedKeys keys never deleted by this round (the caller's pending base snapshot,
+   *     in-flight spills, loaded manifest)
+   * @param nowMillis the caller's wall-clock time, taken before the listing
+   * @param abortUploads also abort incomplete multipart uploads older than the grace period
+   * @return what the round did
+   * @throws IOException if listing, reading a root's manifest or deleting fails (nothing is
+   *     deleted when listing or reading fails; after a failed delete batch, earlier batches stay
+   *     deleted)
+   */
+  GcStats collect(long round, long knownNewestVersion, Set<String> protectedKeys,
+      long nowMillis, boolean abortUploads) throws IOException {
+    long start = System.nanoTime();
+    List<ObjectInfo> infos = objects.list("");
+    List<Reachability.Listed> listing = new ArrayList<>(infos.size());
+    for (ObjectInfo o : infos) {
+      listing.add(new Reachability.Listed(o.key(), o.size(), o.lastModifiedMillis()));
+    }
+    long listRequests = Math.max(1, (listing.size() + S3_BATCH - 1) / S3_BATCH);
+    Reachability.Plan plan = Reachability.plan(listing, knownNewestVersion,
+        settings.versionsToRetain());
+    long grace = settings.gracePeriodMillis();
+
+    // Without any root named, everything old would be garbage: if even that is nothing, no
+    // manifest needs reading.
+    Reachability.Verdict upperBound = Reachability.garbage(listing, plan, Set.of(),
+        protectedKeys, nowMillis, grace);
+    Reachability.Verdict verdict = upperBound;
+    int reads = 0;
+    if (!upperBound.garbage().isEmpty()) {
+      Set<String> named = new HashSet<>();
+      reads = readNamedKeys(plan, named);
+      verdict = Reachability.garbage(listing, plan, named, protectedKeys, nowMillis, grace);
+    }
+
+    List<String> keys = new ArrayList<>(verdict.garbage().size());
+    verdict.garbage().forEach(l -> keys.add(l.key()));
+    long deleteRequests = (keys.size() + S3_BATCH - 1) / S3_BATCH;
+    if (!keys.isEmpty()) {
+      try {
+        objects.delete(keys);
+      } finally {
+        cache.removeAll(keys);
+      }
+    }
+    int aborted = 0;
+    if (abortUploads) {
+      aborted = objects.abortIncompleteUploads("", nowMillis - grace);
+      listRequests++;
+      deleteRequests += aborted;
+    }
+    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    GcStats stats = new GcStats(round, plan.newestVersion(), plan.oldestRetainedVersion(),
+        listing.size(), keys.size(), verdict.garbageBytes(), listRequests, reads,
+        deleteRequests, aborted, ms);
+    if (!keys.isEmpty() || aborted > 0) {
+      LOG.info("{} garbage collection round {} at version {}: deleted {} objects ({} bytes), "
+          + "aborted {} uploads; kept {} retained version objects (versions >= {}), {} named "
+          + "({} older version objects), {} in-flight spills, {} protected, {} younger than the "
+          + "grace period; {} manifest reads, {} ms", identity, round, plan.newestVersion(),
+          keys.size(), verdict.garbageBytes(), aborted, verdict.retainedVersionObjects(),
+          plan.oldestRetainedVersion(), verdict.named(), verdict.pinnedOldVersionObjects(),
+          verdict.inFlightSpills(), verdict.protectedByCaller(), verdict.young(), reads, ms);
+    } else {
+      LOG.debug("{} garbage collection round {} at version {}: nothing to delete ({} objects, "
+          + "{} manifest reads, {} ms)", identity, round, plan.newestVersion(), listing.size(),
+          reads, ms);
+    }
+    return stats;
+  }
+
+  /**
+   * Adds every key the roots' manifests name to {@code named}, reading (in parallel) those not
+   * cached.
+   *
+   * @return the number of manifests read from the object store
+   * @throws IOException if any root cannot be read
+   */
+  private int readNamedKeys(Reachability.Plan plan, Set<String> named) throws IOException {
+    List<Future<Manifest>> futures = new ArrayList<>();
+    List<Reachability.Listed> reading = new ArrayList<>();
+    for (Reachability.Listed root : plan.roots()) {
+      if (cache.addNamedKeys(root.key(), root.size(), named)) {
+        continue;
+      }
+      long version = StoreLayout.versionOf(root.key());
+      String attempt = StoreLayout.attemptOf(root.key());
+      reading.add(root);
+      futures.add(readers.submit(() -> reader.read(version, root.key(), attempt)));
+    }
+    try {
+      for (int i = 0; i < futures.size(); i++) {
+        Manifest m = futures.get(i).get();
+        Reachability.Listed root = reading.get(i);
+        cache.put(root.key(), root.size(), m);
+        named.addAll(Reachability.namedKeys(m));
+      }
+    } catch (InterruptedException e) {
+      futures.forEach(f -> f.cancel(true));
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("Interrupted while reading the retained manifests of "
+          + identity + " for garbage collection");
+    } catch (ExecutionException e) {
+      futures.forEach(f -> f.cancel(true));
+      Throwable c = e.getCause();
+      throw new IOException("Cannot collect garbage of " + identity + ": a retained manifest "
+          + "cannot be read, so nothing is deleted this round: " + c.getMessage(), c);
+    }
+    return futures.size();
+  }
+}

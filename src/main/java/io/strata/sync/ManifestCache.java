@@ -1,0 +1,101 @@
+package io.strata.sync;
+
+import io.strata.format.BaseSnapshot;
+import io.strata.format.Delta;
+import io.strata.format.Manifest;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * What the manifests of recent version objects name, so a garbage-collection round reads only
+ * the manifests it has not seen (the owner of a store caches every manifest it commits or
+ * loads). Bounded: least recently used entries are evicted beyond the capacity. Keeps only the
+ * named keys, not whole manifests; manifests on the same base share one set of base keys.
+ *
+ * <p>An entry is keyed by the version object's key and valid only for the object size it was
+ * read with, so a key that was deleted and written again (a version older than the retention
+ * re-created by a zombie attempt) is never answered from a stale entry. Thread-safe.
+ */
+final class ManifestCache {
+  private record Entry(long objectSize, Set<String> baseKeys, List<String> deltaKeys) { }
+
+  /** Identity of a base snapshot within a store. */
+  private record BaseId(long version, String attempt, String firstKey) { }
+
+  private final int capacity;
+  private final LinkedHashMap<String, Entry> entries;
+  private final LinkedHashMap<BaseId, Set<String>> bases;
+
+  /** A cache of at most {@code capacity} (&gt;= 1) version objects. */
+  ManifestCache(int capacity) {
+    if (capacity < 1) {
+      throw new IllegalArgumentException("capacity must be >= 1, was " + capacity);
+    }
+    this.capacity = capacity;
+    this.entries = new LinkedHashMap<>(16, 0.75f, true) {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<String, Entry> eldest) {
+        return size() > ManifestCache.this.capacity;
+      }
+    };
+    this.bases = new LinkedHashMap<>(16, 0.75f, true) {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<BaseId, Set<String>> eldest) {
+        return size() > 32;
+      }
+    };
+  }
+
+  /** Records what the manifest in the version object {@code key} of {@code objectSize} names. */
+  synchronized void put(String key, long objectSize, Manifest m) {
+    Set<String> baseKeys = Set.of();
+    if (m.base().isPresent() && !m.base().get().files().isEmpty()) {
+      BaseSnapshot b = m.base().get();
+      BaseId id = new BaseId(b.version(), b.attempt(), b.files().get(0).file().key());
+      baseKeys = bases.get(id);
+      if (baseKeys == null) {
+        Set<String> keys = new HashSet<>();
+        b.files().forEach(f -> keys.add(f.file().key()));
+        baseKeys = Set.copyOf(keys);
+        bases.put(id, baseKeys);
+      }
+    }
+    List<String> deltaKeys = new ArrayList<>(m.deltas().size());
+    for (Delta d : m.deltas()) {
+      if (!deltaKeys.contains(d.file().key())) {
+        deltaKeys.add(d.file().key());
+      }
+    }
+    entries.put(key, new Entry(objectSize, baseKeys, List.copyOf(deltaKeys)));
+  }
+
+  /**
+   * Adds the keys named by the cached manifest of {@code key} to {@code out}.
+   *
+   * @return false if the cache has no entry for {@code key} at {@code objectSize}
+   */
+  synchronized boolean addNamedKeys(String key, long objectSize, Collection<String> out) {
+    Entry e = entries.get(key);
+    if (e == null || e.objectSize() != objectSize) {
+      return false;
+    }
+    out.addAll(e.baseKeys());
+    out.addAll(e.deltaKeys());
+    return true;
+  }
+
+  /** Forgets deleted version objects. */
+  synchronized void removeAll(Collection<String> keys) {
+    keys.forEach(entries::remove);
+  }
+
+  /** Number of cached version objects. */
+  synchronized int size() {
+    return entries.size();
+  }
+}

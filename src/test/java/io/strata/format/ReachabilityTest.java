@@ -1,0 +1,194 @@
+package io.strata.format;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** The garbage-collection rule, on hand-made listings and manifests (no I/O). */
+class ReachabilityTest {
+  private static final long NOW = 1_800_000_000_000L;
+  private static final long HOUR = 3_600_000L;
+  private static final long OLD = NOW - 2 * HOUR;
+  private static final long YOUNG = NOW - 60_000L;
+  private static final String A1 = "018c0a1b2c3d-00112233445566ff";
+  private static final String A2 = "018c0a1b2c3e-8899aabbccddeeff";
+  private static final String SST_X = "sst/0123456789abcdef0123456789abcdef.sst";
+  private static final String SST_Y = "sst/fedcba9876543210fedcba9876543210.sst";
+  private static final String PACK = StoreLayout.snapshotPack(3, A1,
+      "00112233445566778899aabbccddeeff");
+
+  private static Reachability.Listed old(String key) {
+    return new Reachability.Listed(key, 100, OLD);
+  }
+
+  private static Reachability.Listed young(String key) {
+    return new Reachability.Listed(key, 100, YOUNG);
+  }
+
+  private static FileRef ref(String key) {
+    return new FileRef(key, 0, 10, 42);
+  }
+
+  /** A manifest of {@code version} with base files {@code baseKeys} and deltas in {@code deltaKeys}. */
+  private static Manifest manifest(long version, List<String> baseKeys, List<String> deltaKeys) {
+    Optional<BaseSnapshot> base = Optional.empty();
+    if (!baseKeys.isEmpty()) {
+      List<BaseSnapshot.BaseFile> files = new ArrayList<>();
+      for (int i = 0; i < baseKeys.size(); i++) {
+        files.add(new BaseSnapshot.BaseFile("f" + i, ref(baseKeys.get(i))));
+      }
+      base = Optional.of(new BaseSnapshot(3, A1, files));
+    }
+    List<Delta> deltas = new ArrayList<>();
+    long v = version - deltaKeys.size() + 1;
+    for (String k : deltaKeys) {
+      deltas.add(new Delta(v++, A1, ref(k)));
+    }
+    return new Manifest(1, "0/0/default", version, A1, version - 1, Optional.of(A1), base,
+        deltas, "{}", "{}", 0, 0);
+  }
+
+  @Test
+  void keysAreClassifiedByShape() {
+    assertEquals(Reachability.Kind.VERSION_OBJECT,
+        Reachability.kindOf(StoreLayout.versionObject(7)));
+    assertEquals(Reachability.Kind.VERSION_OBJECT,
+        Reachability.kindOf(StoreLayout.versionObject(7, A1)));
+    assertEquals(Reachability.Kind.SPILL, Reachability.kindOf(StoreLayout.spill(7, A1, 2)));
+    assertEquals(7, StoreLayout.spillVersionOf(StoreLayout.spill(7, A1, 2)));
+    assertEquals(Reachability.Kind.SNAPSHOT_SST, Reachability.kindOf(SST_X));
+    assertEquals(Reachability.Kind.SNAPSHOT_PACK, Reachability.kindOf(PACK));
+    assertEquals(3, StoreLayout.snapshotPackVersionOf(PACK));
+    for (String foreign : List.of("_metadata/schema", "v/7.svo.tmp", "v/abc.svo", "sst/x.sst",
+        "spill/7.sst", "snap/old.pack", "left-keyToNumValues/v/00000000000000000001.svo",
+        "v/00000000000000000007/not-an-attempt.svo")) {
+      assertEquals(Reachability.Kind.FOREIGN, Reachability.kindOf(foreign), foreign);
+    }
+  }
+
+  @Test
+  void newestComesFromTheListingOrTheCallerWhicheverIsGreater() {
+    List<Reachability.Listed> listing = List.of(old(StoreLayout.versionObject(1)),
+        old(StoreLayout.versionObject(2)), old(StoreLayout.versionObject(9, A1)));
+    Reachability.Plan fromListing = Reachability.plan(listing, 4, 3);
+    assertEquals(9, fromListing.newestVersion(), "a stale caller (4) never lowers the newest");
+    assertEquals(7, fromListing.oldestRetainedVersion());
+    assertEquals(List.of(StoreLayout.versionObject(9, A1)),
+        fromListing.roots().stream().map(Reachability.Listed::key).toList());
+    Reachability.Plan fromCaller = Reachability.plan(listing, 12, 3);
+    assertEquals(12, fromCaller.newestVersion());
+    assertEquals(List.of(), fromCaller.roots());
+    assertThrows(IllegalArgumentException.class, () -> Reachability.plan(listing, 1, 0));
+  }
+
+  @Test
+  void versionsOlderThanTheRetentionAreGarbageUnlessARetainedManifestNamesThem() {
+    List<Reachability.Listed> listing = new ArrayList<>();
+    for (long v = 1; v <= 10; v++) {
+      listing.add(old(StoreLayout.versionObject(v)));
+    }
+    listing.add(old(SST_X));
+    listing.add(old(SST_Y));
+    listing.add(old(PACK));
+    Reachability.Plan plan = Reachability.plan(listing, -1, 4);
+    assertEquals(10, plan.newestVersion());
+    assertEquals(7, plan.oldestRetainedVersion(), "versions [newest - 4 + 1, newest] retained");
+    assertEquals(4, plan.roots().size());
+    // The retained manifests name a base (SST_X, PACK, and a delta inside v/2) and deltas 4..10.
+    Set<String> named = new java.util.HashSet<>();
+    for (long v = 7; v <= 10; v++) {
+      List<String> deltas = new ArrayList<>();
+      for (long d = 4; d <= v; d++) {
+        deltas.add(StoreLayout.versionObject(d));
+      }
+      named.addAll(Reachability.namedKeys(manifest(v,
+          List.of(SST_X, PACK, StoreLayout.versionObject(2)), deltas)));
+    }
+    Reachability.Verdict verdict = Reachability.garbage(listing, plan, named, Set.of(), NOW, HOUR);
+    assertEquals(List.of(StoreLayout.versionObject(1), StoreLayout.versionObject(3), SST_Y),
+        keys(verdict.garbage()), "unnamed old versions and the unnamed SST, version objects first");
+    assertEquals(4, verdict.retainedVersionObjects());
+    assertEquals(4 + 2, verdict.named(), "v/2 (pinned by the base), v/4..v/6, SST_X and PACK: "
+        + verdict);
+    assertEquals(4, verdict.pinnedOldVersionObjects(), "v/2, v/4, v/5, v/6");
+    assertEquals(300, verdict.garbageBytes());
+  }
+
+  @Test
+  void youngObjectsAreKeptButAgeNeverMakesANamedObjectGarbage() {
+    List<Reachability.Listed> listing = List.of(old(StoreLayout.versionObject(5)),
+        young(SST_Y), old(SST_X), new Reachability.Listed(PACK, 100, NOW + HOUR));
+    Reachability.Plan plan = Reachability.plan(listing, -1, 1);
+    Reachability.Verdict verdict = Reachability.garbage(listing, plan, Set.of(SST_X), Set.of(),
+        NOW, HOUR);
+    assertEquals(List.of(), verdict.garbage(),
+        "SST_X is named, SST_Y young, PACK from the future (clock skew) young: " + verdict);
+    assertEquals(2, verdict.young());
+    Reachability.Verdict noGrace = Reachability.garbage(listing, plan, Set.of(SST_X), Set.of(),
+        NOW, 0);
+    assertEquals(List.of(SST_Y), keys(noGrace.garbage()),
+        "without a grace period only the future-dated pack survives");
+    assertThrows(IllegalArgumentException.class,
+        () -> Reachability.garbage(listing, plan, Set.of(), Set.of(), NOW, -1));
+  }
+
+  @Test
+  void spillsOfTheNewestVersionOrLaterAreInFlight() {
+    String orphan = StoreLayout.spill(4, A2, 0);
+    String ofNewest = StoreLayout.spill(5, A2, 0);
+    String running = StoreLayout.spill(6, A1, 3);
+    List<Reachability.Listed> listing = List.of(old(StoreLayout.versionObject(5)), old(orphan),
+        old(ofNewest), old(running));
+    Reachability.Plan plan = Reachability.plan(listing, -1, 10);
+    Reachability.Verdict verdict = Reachability.garbage(listing, plan, Set.of(), Set.of(), NOW,
+        HOUR);
+    assertEquals(List.of(orphan), keys(verdict.garbage()));
+    assertEquals(2, verdict.inFlightSpills());
+  }
+
+  @Test
+  void protectedAndForeignKeysAreNeverGarbage() {
+    List<Reachability.Listed> listing = List.of(old(StoreLayout.versionObject(9)), old(SST_X),
+        old(SST_Y), old("_metadata/v1"), old("v/junk.svo"));
+    Reachability.Plan plan = Reachability.plan(listing, -1, 1);
+    Reachability.Verdict verdict = Reachability.garbage(listing, plan, Set.of(), Set.of(SST_Y),
+        NOW, HOUR);
+    assertEquals(List.of(SST_X), keys(verdict.garbage()));
+    assertEquals(1, verdict.protectedByCaller());
+    assertEquals(2, verdict.foreign());
+  }
+
+  @Test
+  void everyAttemptOfARetainedVersionIsARootAndOldAttemptsAreGarbage() {
+    // Checkpoint format 2: two attempts of versions 1 and 2; the driver used A2 of version 2.
+    String v1a1 = StoreLayout.versionObject(1, A1);
+    String v1a2 = StoreLayout.versionObject(1, A2);
+    String v2a1 = StoreLayout.versionObject(2, A1);
+    String v2a2 = StoreLayout.versionObject(2, A2);
+    List<Reachability.Listed> listing = List.of(old(v1a1), old(v1a2), old(v2a1), old(v2a2));
+    Reachability.Plan plan = Reachability.plan(listing, 2, 1);
+    assertEquals(List.of(v2a1, v2a2), keys(plan.roots()), "both attempts of the newest version");
+    Set<String> named = Set.of(v1a1); // both attempts of 2 were built on attempt A1 of 1
+    Reachability.Verdict verdict = Reachability.garbage(listing, plan, named, Set.of(), NOW, HOUR);
+    assertEquals(List.of(v1a2), keys(verdict.garbage()));
+  }
+
+  @Test
+  void namedKeysListBaseFilesAndDeltas() {
+    Manifest m = manifest(6, List.of(SST_X, PACK, PACK), List.of(StoreLayout.versionObject(5),
+        StoreLayout.spill(6, A1, 0), StoreLayout.versionObject(6)));
+    assertEquals(Set.of(SST_X, PACK, StoreLayout.versionObject(5), StoreLayout.spill(6, A1, 0),
+        StoreLayout.versionObject(6)), Reachability.namedKeys(m));
+    assertTrue(Reachability.namedKeys(manifest(1, List.of(), List.of())).isEmpty());
+  }
+
+  private static List<String> keys(List<Reachability.Listed> ls) {
+    return ls.stream().map(Reachability.Listed::key).toList();
+  }
+}
