@@ -2,6 +2,7 @@ package io.strata.spark;
 
 import io.strata.engine.LocalStore;
 import io.strata.metrics.CommitStats;
+import io.strata.metrics.GcStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
 import java.util.LinkedHashMap;
@@ -53,6 +54,11 @@ final class StrataMetrics {
   static final StateStoreCustomSumMetric ATTEMPTS_LOST = new StateStoreCustomSumMetric(
       "strataAttemptsLost", "Strata: commits that found their version already committed by "
           + "another attempt (checkpoint format 1, first writer wins)");
+  static final StateStoreCustomSumMetric GC_DELETED_OBJECTS = new StateStoreCustomSumMetric(
+      "strataGcDeletedObjects", "Strata: objects deleted by garbage collection (rounds finished "
+          + "since the stores' previous commits)");
+  static final StateStoreCustomSizeMetric GC_DELETED_BYTES = new StateStoreCustomSizeMetric(
+      "strataGcDeletedBytes", "Strata: bytes deleted by garbage collection");
   static final StateStoreCustomTimingMetric RESTORE_MS = new StateStoreCustomTimingMetric(
       "strataRestoreMs", "Strata: time to restore state from S3");
   static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
@@ -64,8 +70,8 @@ final class StrataMetrics {
 
   static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
       INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_HEADS, S3_DELETES,
-      S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, RESTORE_MS, RESTORE_BYTES,
-      BLOCK_CACHE_BYTES);
+      S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, GC_DELETED_OBJECTS, GC_DELETED_BYTES,
+      RESTORE_MS, RESTORE_BYTES, BLOCK_CACHE_BYTES);
 
   /**
    * Spark's own instance metric for the last uploaded snapshot: Strata reports the version of the
@@ -89,12 +95,14 @@ final class StrataMetrics {
    * @param requests S3 requests of the batch
    * @param attemptsLost 1 if the commit lost a format-1 race, else 0
    * @param baseVersion version of the base snapshot the newest manifest names, -1 if none
+   * @param gc the garbage-collection round finished since the store's previous commit, or
+   *     {@link GcStats#NONE}
    * @param partitionId the store's partition
    * @param storeName the store's name
    */
-  record Batch(long numKeys, LocalStore.MemoryUsage memory, CommitStats commit, RestoreStats restore,
-      RequestCounter.Counts requests, int attemptsLost, long baseVersion, int partitionId,
-      String storeName) { }
+  record Batch(long numKeys, LocalStore.MemoryUsage memory, CommitStats commit,
+      RestoreStats restore, RequestCounter.Counts requests, int attemptsLost, long baseVersion,
+      GcStats gc, int partitionId, String storeName) { }
 
   private StrataMetrics() { }
 
@@ -117,6 +125,8 @@ final class StrataMetrics {
     m.put(DELTA_CHAIN, c.deltaChainLength());
     m.put(SNAPSHOT_LAG, c.versionsSinceSnapshot());
     m.put(ATTEMPTS_LOST, (long) b.attemptsLost());
+    m.put(GC_DELETED_OBJECTS, b.gc().objectsDeleted());
+    m.put(GC_DELETED_BYTES, b.gc().bytesDeleted());
     m.put(RESTORE_MS, b.restore().restoreMs());
     m.put(RESTORE_BYTES, b.restore().bytesDownloaded());
     m.put(BLOCK_CACHE_BYTES, b.memory().blockCacheBytes());

@@ -5,6 +5,7 @@ import io.strata.engine.KeyValue;
 import io.strata.format.ColumnFamily;
 import io.strata.engine.LocalStore;
 import io.strata.metrics.CommitStats;
+import io.strata.metrics.GcStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
 import io.strata.sync.SyncedStore;
@@ -59,6 +60,8 @@ final class StrataStateStore implements StateStore {
   private RequestCounter.Counts requestsAtEnd;
   /** Memory use captured at commit, before the lock is given back (metrics() comes later). */
   private LocalStore.MemoryUsage memoryAtCommit = LocalStore.MemoryUsage.NONE;
+  /** The garbage-collection round finished since the store's previous commit, if any. */
+  private GcStats gcAtCommit = GcStats.NONE;
 
   StrataStateStore(StrataStateStoreProvider provider, SyncedStore core, long version,
       boolean readOnly, RequestCounter requests, RequestCounter.Counts atStart) {
@@ -383,6 +386,7 @@ final class StrataStateStore implements StateStore {
     }
     requestsAtEnd = requests.snapshot();
     memoryAtCommit = core.memoryUsage();
+    gcAtCommit = provider.takeUnreportedGc();
     mode = Mode.COMMITTED;
     provider.afterCommit(this, committed.manifest().version());
     return committed.manifest().version();
@@ -436,11 +440,11 @@ final class StrataStateStore implements StateStore {
       var m = committed.manifest();
       return StrataMetrics.build(new StrataMetrics.Batch(m.numKeys(), memoryAtCommit,
           committed.stats(), restore, end.minus(requestsAtStart), committed.lostRace() ? 1 : 0,
-          m.base().map(b -> b.version()).orElse(-1L), partitionId(), storeName()));
+          m.base().map(b -> b.version()).orElse(-1L), gcAtCommit, partitionId(), storeName()));
     }
     return StrataMetrics.build(new StrataMetrics.Batch(core.numKeys(), core.memoryUsage(),
         CommitStats.NONE, restore, end.minus(requestsAtStart), 0, loadedBaseVersion,
-        partitionId(), storeName()));
+        GcStats.NONE, partitionId(), storeName()));
   }
 
   @Override

@@ -3,6 +3,7 @@ package io.strata.spark;
 import io.strata.config.StrataConf;
 import io.strata.engine.LocalDirs;
 import io.strata.engine.SharedMemory;
+import io.strata.metrics.GcStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
@@ -87,6 +88,8 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   private final Semaphore taskLock = new Semaphore(1);
   private volatile StrataStateStore holder;
   private SyncedStore core;
+  /** The last garbage-collection round reported in metrics ({@link #takeUnreportedGc}). */
+  private long reportedGcRound;
   private volatile boolean closed;
 
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
@@ -239,6 +242,23 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
       holder = null;
       taskLock.release();
     }
+  }
+
+  /**
+   * The garbage-collection round maintenance finished since the last call, once: its stats are
+   * reported in the metrics of the next commit. {@link GcStats#NONE} if none.
+   */
+  synchronized GcStats takeUnreportedGc() {
+    SyncedStore c = core;
+    if (c == null) {
+      return GcStats.NONE;
+    }
+    GcStats last = c.lastGc();
+    if (last.round() == reportedGcRound) {
+      return GcStats.NONE;
+    }
+    reportedGcRound = last.round();
+    return last;
   }
 
   /** After a successful commit: report to the coordinator (Spark 4.1), then unlock. */
