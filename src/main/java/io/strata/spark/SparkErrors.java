@@ -46,10 +46,14 @@ final class SparkErrors {
     return raise(new SparkException("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", Scala.map(Map.of()), cause));
   }
 
-  /** {@code CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT}, naming the provider (class and store id). */
-  static RuntimeException cannotCommit(String provider, Throwable cause) {
+  /**
+   * {@code CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT}. {@code store} names the store class, its
+   * Spark store id (operatorId, partitionId, storeName) and version, as Spark's providers fill
+   * the {@code providerClass} parameter with their store's text.
+   */
+  static RuntimeException cannotCommit(String store, Throwable cause) {
     return raise(new SparkException("CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT",
-        Scala.map(Map.of("providerClass", provider)), cause));
+        Scala.map(Map.of("providerClass", store)), cause));
   }
 
   /** {@code STATE_STORE_OPERATION_OUT_OF_ORDER}: an operation in the wrong state. */

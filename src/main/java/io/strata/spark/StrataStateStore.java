@@ -382,7 +382,7 @@ final class StrataStateStore implements StateStore {
     try {
       committed = core.commit();
     } catch (IOException | RuntimeException e) {
-      throw SparkErrors.cannotCommit(provider.toString(), e);
+      throw SparkErrors.cannotCommit(toString(), e);
     }
     requestsAtEnd = requests.snapshot();
     memoryAtCommit = core.memoryUsage();

@@ -343,9 +343,9 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     if (stateStoreId == null) {
       return "StrataStateStoreProvider[uninitialised]";
     }
-    return "StrataStateStoreProvider[id = (op=" + stateStoreId.operatorId() + ",part="
-        + stateStoreId.partitionId() + ",name=" + stateStoreId.storeName() + "),dir = "
-        + location() + "]";
+    // Spark's StateStoreId text ("operatorId=.., partitionId=.., storeName=.."), as Spark's
+    // providers name stores in logs and errors.
+    return "StrataStateStoreProvider[" + stateStoreId + ", dir = " + location() + "]";
   }
 
   // ------------------------------------------------------------------ helpers for the store
