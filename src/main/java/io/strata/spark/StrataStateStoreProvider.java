@@ -58,6 +58,12 @@ import scala.Option;
  * at task completion); {@link #upgradeReadStoreToWriteStore} turns the task's read store into its
  * write store without a second load; commits are reported to the coordinator when commit
  * validation is on; {@link #close()} waits for a running task before closing.
+ *
+ * <p>Column families (transformWithState, stream-stream join state format 3) are virtual: a
+ * 2-byte id prefixes every key, the name-to-id mapping of each version is in its manifest, and
+ * each family's keys and values are encoded with Spark's own RocksDB state encoders, so the
+ * order of range scans (timers, TTL) is exactly that of Spark's RocksDB provider. Errors for bad
+ * or missing families are Spark's ({@code STATE_STORE_*} conditions, see {@link SparkErrors}).
  */
 public final class StrataStateStoreProvider implements StateStoreProvider {
   private static final Logger LOG = LoggerFactory.getLogger(StrataStateStoreProvider.class);
@@ -68,11 +74,9 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   private StateStoreId stateStoreId;
   private StructType keySchema;
   private StructType valueSchema;
-  private KeyStateEncoderSpec keySpec;
   private StateStoreConf storeConf;
   private Configuration hadoopConf;
   private boolean useColumnFamilies;
-  private boolean useMultipleValuesPerKey;
   private Option<StateSchemaProvider> schemaProvider = Option.empty();
   /** Codec of the {@code default} family (id 0), fixed at init. */
   private FamilyCodec defaultCodec;
@@ -120,11 +124,9 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     this.stateStoreId = stateStoreId;
     this.keySchema = keySchema;
     this.valueSchema = valueSchema;
-    this.keySpec = keyStateEncoderSpec;
     this.storeConf = storeConfs;
     this.hadoopConf = hadoopConf;
     this.useColumnFamilies = useColumnFamilies;
-    this.useMultipleValuesPerKey = useMultipleValuesPerKey;
     this.schemaProvider = stateSchemaProvider == null ? Option.empty() : stateSchemaProvider;
     if (useMultipleValuesPerKey && !useColumnFamilies) {
       throw new IllegalArgumentException("requirement failed: Multiple values per key support "

@@ -16,6 +16,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
+import io.strata.format.Manifest;
+import io.strata.format.ManifestCodec;
+import io.strata.format.VersionObjectCodec;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -67,25 +70,33 @@ final class StreamingComparison {
   }
 
   /**
+   * What Strata's run produced.
+   *
+   * @param output batch id to the batch's sorted output rows
+   * @param checkpoint Strata's checkpoint location ({@code s3a://...})
+   * @param baselineCheckpoint the baseline provider's checkpoint location
+   */
+  record Result(Map<Long, List<String>> output, String checkpoint, String baselineCheckpoint) { }
+
+  /**
    * Runs {@code q} with {@code baselineProvider} and with Strata and asserts equal output, that
    * the query produced output, that Strata wrote version objects and that the restart restored
    * state from S3.
-   *
-   * @return Strata's output, batch id to sorted rows
    */
-  Map<Long, List<String>> check(QueryDef q, String baselineProvider) throws Exception {
+  Result check(QueryDef q, String baselineProvider) throws Exception {
     Path in = Files.createDirectories(h.work.resolve("in-" + q.name()));
     Path right = Files.createDirectories(h.work.resolve("right-" + q.name()));
-    Map<Long, List<String>> baseline = runTwice(q, baselineProvider,
-        h.fileCheckpoint(q.name()), in, right, false);
+    String baselineCkpt = h.fileCheckpoint(q.name());
+    Map<Long, List<String>> baseline = runTwice(q, baselineProvider, baselineCkpt, in, right,
+        false);
     Path in2 = Files.createDirectories(h.work.resolve("in2-" + q.name()));
     Path right2 = Files.createDirectories(h.work.resolve("right2-" + q.name()));
     String ckpt = h.s3Checkpoint(q.name());
     Map<Long, List<String>> strata = runTwice(q, SparkS3Harness.PROVIDER, ckpt, in2, right2, true);
     assertFalse(baseline.values().stream().allMatch(List::isEmpty), "the query produced output");
     assertEquals(baseline, strata, q.name() + ": Strata's output differs from Spark's provider");
-    assertTrue(versionObjects(ckpt) > 0, "Strata wrote version objects under " + ckpt);
-    return strata;
+    assertTrue(versionObjects(ckpt).size() > 0, "Strata wrote version objects under " + ckpt);
+    return new Result(strata, ckpt, baselineCkpt);
   }
 
   private Map<Long, List<String>> runTwice(QueryDef q, String provider, String checkpoint,
@@ -172,13 +183,24 @@ final class StreamingComparison {
     Files.setLastModifiedTime(file, FileTime.fromMillis(1_700_000_000_000L + order * 1000L));
   }
 
-  /** Number of Strata version objects under the checkpoint's state directory. */
-  long versionObjects(String checkpoint) {
+  /** Keys of Strata's version objects under the checkpoint's state directory, sorted. */
+  List<String> versionObjects(String checkpoint) {
     String prefix = checkpoint.substring(("s3a://" + SparkS3Harness.BUCKET + "/").length())
         + "/state/";
     try (S3Client s3 = h.s3.client()) {
       return s3.listObjectsV2Paginator(b -> b.bucket(SparkS3Harness.BUCKET).prefix(prefix))
-          .contents().stream().filter(o -> o.key().endsWith(".svo")).count();
+          .contents().stream().map(o -> o.key()).filter(k -> k.endsWith(".svo")).sorted()
+          .toList();
     }
+  }
+
+  /** The decoded manifest of a version object (by its bucket key). */
+  Manifest manifest(String key) throws Exception {
+    byte[] object;
+    try (S3Client s3 = h.s3.client()) {
+      object = s3.getObjectAsBytes(b -> b.bucket(SparkS3Harness.BUCKET).key(key)).asByteArray();
+    }
+    VersionObjectCodec.Footer f = VersionObjectCodec.footer(object, object.length);
+    return ManifestCodec.decode(VersionObjectCodec.manifestFromTail(object, f));
   }
 }

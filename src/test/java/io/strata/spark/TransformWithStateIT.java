@@ -1,8 +1,11 @@
 package io.strata.spark;
 
 import static org.apache.spark.sql.functions.expr;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.format.ColumnFamily;
+import io.strata.format.Manifest;
 import io.strata.spark.StreamingComparison.QueryDef;
 import java.io.IOException;
 import java.time.Duration;
@@ -67,7 +70,7 @@ class TransformWithStateIT {
    */
   @Test
   void eventTimeValueListMapStateAndTimers() throws Exception {
-    Map<Long, List<String>> out = cmp.check(new QueryDef("tws-event", OutputMode.Update(),
+    StreamingComparison.Result res = cmp.check(new QueryDef("tws-event", OutputMode.Update(),
         (in, r, run) -> in.withWatermark("ts", "10 seconds")
             // keys go idle one after another (batch b keeps keys k00..k(24-4b)), so their
             // timers fire
@@ -76,8 +79,38 @@ class TransformWithStateIT {
             .transformWithState(new EventTimeProcessor(), TimeMode.EventTime(),
                 OutputMode.Update(), Encoders.STRING())
             .toDF("out"), Map.of()), SparkS3Harness.ROCKSDB_PROVIDER);
-    assertTrue(out.values().stream().flatMap(List::stream).anyMatch(s -> s.contains(":fired:")),
-        "some event-time timers fired");
+    assertTrue(res.output().values().stream().flatMap(List::stream)
+        .anyMatch(s -> s.contains(":fired:")), "some event-time timers fired");
+    for (Manifest m : newestManifests(res.checkpoint()).values()) {
+      assertEquals(2, m.formatVersion());
+      Map<String, Boolean> internal = new TreeMap<>();
+      m.columnFamilies().families().forEach(f -> internal.put(f.name(), f.internal()));
+      Map<String, Boolean> expected = Map.of("count", false, "recent", false, "buckets", false,
+          "$eventTimers_keyToTimestamp", true, "$eventTimers_timestampToKey", true);
+      expected.forEach((name, isInternal) -> assertEquals(isInternal, internal.get(name),
+          "the manifest of " + m.storeId() + " maps " + name + ": " + internal));
+      internal.forEach((name, isInternal) -> assertEquals(name.startsWith("$"), isInternal,
+          "internal flag of " + name));
+    }
+    // Spark's state data source reads Strata's checkpoint as it reads its own.
+    for (Map<String, String> options : List.of(Map.of("stateVarName", "count"),
+        Map.of("stateVarName", "recent"), Map.of("stateVarName", "buckets"),
+        Map.of("readRegisteredTimers", "true"))) {
+      assertEquals(readState(res.baselineCheckpoint(), options),
+          readState(res.checkpoint(), options), "state data source with " + options);
+    }
+  }
+
+  /** The state of the last batch as Spark's state data source reads it, as sorted strings. */
+  private static List<String> readState(String checkpoint, Map<String, String> options) {
+    List<String> rows = new ArrayList<>();
+    for (Row r : h.spark.read().format("statestore").options(options).load(checkpoint)
+        .collectAsList()) {
+      rows.add(r.toString());
+    }
+    rows.sort(null);
+    assertTrue(!rows.isEmpty(), "state rows for " + options);
+    return rows;
   }
 
   /**
@@ -88,19 +121,26 @@ class TransformWithStateIT {
    */
   @Test
   void processingTimeTimersTtlAndDeletedStateVariable() throws Exception {
-    Map<Long, List<String>> out = cmp.check(new QueryDef("tws-proc", OutputMode.Update(),
+    StreamingComparison.Result res = cmp.check(new QueryDef("tws-proc", OutputMode.Update(),
         (in, r, run) -> in
             .groupByKey((MapFunction<Row, String>) row -> row.getString(1), Encoders.STRING())
             .transformWithState(new ProcessingTimeProcessor(run == 1), TimeMode.ProcessingTime(),
                 OutputMode.Update(), Encoders.STRING())
             .toDF("out"), Map.of()), SparkS3Harness.ROCKSDB_PROVIDER);
-    List<String> all = out.values().stream().flatMap(List::stream).toList();
+    List<String> all = res.output().values().stream().flatMap(List::stream).toList();
     assertTrue(all.stream().anyMatch(s -> s.contains(":timer:")), "processing-time timers fired");
     assertTrue(all.stream().anyMatch(s -> s.contains("legacy=gone")),
         "the second run deleted the first run's state variable");
     assertTrue(all.stream().anyMatch(s -> s.contains("legacy=")
         && !s.contains("legacy=gone") && !s.contains("legacy=none")),
         "the first run wrote the state variable");
+    for (Manifest m : newestManifests(res.checkpoint()).values()) {
+      assertTrue(m.columnFamilies().byName("legacy").isEmpty(), "legacy removed: " + m);
+      assertTrue(m.columnFamilies().byName("$ttl_shortLived").isPresent(), "TTL index: " + m);
+      // ids 1..maxId were each assigned once; the removed family's id stays unused
+      assertEquals(m.columnFamilies().maxId() - 1, m.columnFamilies().families().size(),
+          "the removed family's id is not reused: " + m.columnFamilies());
+    }
   }
 
   /**
@@ -109,12 +149,32 @@ class TransformWithStateIT {
    */
   @Test
   void streamStreamJoinStateFormatV3() throws Exception {
-    cmp.check(new QueryDef("join-v3", OutputMode.Append(),
+    StreamingComparison.Result res = cmp.check(new QueryDef("join-v3", OutputMode.Append(),
         (in, r, run) -> in.withWatermark("ts", "20 seconds")
             .join(r.withWatermark("rts", "20 seconds"),
                 expr("key = rkey AND rts >= ts AND rts <= ts + interval 15 seconds")),
         Map.of("spark.sql.streaming.join.stateFormatVersion", "3")),
         SparkS3Harness.ROCKSDB_PROVIDER);
+    Map<String, Manifest> stores = newestManifests(res.checkpoint());
+    assertEquals(4, stores.size(), "one store per partition: " + stores.keySet());
+    for (Manifest m : stores.values()) {
+      assertEquals(List.of("left-keyToNumValues", "left-keyWithIndexToValue",
+          "right-keyToNumValues", "right-keyWithIndexToValue"), m.columnFamilies().families()
+          .stream().map(ColumnFamily::name).sorted().toList());
+    }
+  }
+
+  /** The newest manifest of every store under Strata's checkpoint, by store directory. */
+  private static Map<String, Manifest> newestManifests(String checkpoint) throws Exception {
+    Map<String, String> newest = new TreeMap<>();
+    for (String key : cmp.versionObjects(checkpoint)) {
+      newest.put(key.substring(0, key.lastIndexOf("/v/")), key); // keys sort by version
+    }
+    Map<String, Manifest> out = new TreeMap<>();
+    for (Map.Entry<String, String> e : newest.entrySet()) {
+      out.put(e.getKey(), cmp.manifest(e.getValue()));
+    }
+    return out;
   }
 
   /** See {@link #eventTimeValueListMapStateAndTimers()}. */
