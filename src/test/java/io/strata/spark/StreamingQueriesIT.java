@@ -8,10 +8,10 @@ import static org.apache.spark.sql.functions.session_window;
 import static org.apache.spark.sql.functions.sum;
 
 import io.strata.spark.StreamingComparison.QueryDef;
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.api.java.function.FlatMapGroupsWithStateFunction;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Encoders;
@@ -19,31 +19,21 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.streaming.GroupState;
 import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Real streaming queries in local mode with Strata's checkpoint on a real S3-compatible server.
  * Each query runs twice on the same input, in the same batches, stopping once halfway: with
  * Spark's default provider (HDFSBackedStateStoreProvider, local checkpoint), and with Strata,
  * whose every local state directory is wiped at the stop so the second half restores from S3
- * alone. The outputs must be identical, batch by batch ({@link StreamingComparison}).
+ * alone. The outputs must be identical, batch by batch (see {@link StreamingComparison}). More
+ * operators, compared with Spark's RocksDB provider: {@link StatefulOperatorsIT}.
  */
 class StreamingQueriesIT {
-  private static SparkS3Harness h;
-
-  @BeforeAll
-  static void start() throws IOException {
-    h = new SparkS3Harness(4);
-  }
-
-  @AfterAll
-  static void stop() throws IOException {
-    if (h != null) {
-      h.close();
-    }
-  }
+  @RegisterExtension
+  static final StreamingComparison cmp =
+      new StreamingComparison(4, StreamingComparison::recurringKeys, 6, 3);
 
   @Test
   void aggregationUpdateMode() throws Exception {
@@ -58,14 +48,10 @@ class StreamingQueriesIT {
    */
   @Test
   void aggregationWithCheckpointFormatV2() throws Exception {
-    h.spark.conf().set("spark.sql.streaming.stateStore.checkpointFormatVersion", "2");
-    try {
-      check(new QueryDef("agg-v2", OutputMode.Update(), (in, r) ->
-          in.groupBy("key").agg(count("*").as("n"), sum("value").as("total"))),
-          SparkS3Harness.ROCKSDB_PROVIDER);
-    } finally {
-      h.spark.conf().unset("spark.sql.streaming.stateStore.checkpointFormatVersion");
-    }
+    cmp.check(new QueryDef("agg-v2", OutputMode.Update(), (in, r) ->
+        in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
+        Map.of("spark.sql.streaming.stateStore.checkpointFormatVersion", "2")),
+        SparkS3Harness.ROCKSDB_PROVIDER);
   }
 
   @Test
@@ -130,10 +116,6 @@ class StreamingQueriesIT {
   }
 
   private void check(QueryDef q) throws Exception {
-    check(q, SparkS3Harness.HDFS_PROVIDER);
-  }
-
-  private void check(QueryDef q, String baselineProvider) throws Exception {
-    new StreamingComparison(h).check(q, baselineProvider);
+    cmp.check(q, SparkS3Harness.HDFS_PROVIDER);
   }
 }

@@ -26,9 +26,8 @@ import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import scala.Tuple2;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -46,21 +45,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * batch's time (they fire in the next batch).
  */
 class TransformWithStateIT {
-  private static SparkS3Harness h;
-  private static StreamingComparison cmp;
-
-  @BeforeAll
-  static void start() throws IOException {
-    h = new SparkS3Harness(4);
-    cmp = new StreamingComparison(h);
-  }
-
-  @AfterAll
-  static void stop() throws IOException {
-    if (h != null) {
-      h.close();
-    }
-  }
+  @RegisterExtension
+  static final StreamingComparison cmp =
+      new StreamingComparison(4, StreamingComparison::recurringKeys, 6, 3);
 
   /**
    * Event time: per key a count (ValueState), the last three values (ListState: appendValue,
@@ -104,7 +91,7 @@ class TransformWithStateIT {
   /** The state of the last batch as Spark's state data source reads it, as sorted strings. */
   private static List<String> readState(String checkpoint, Map<String, String> options) {
     List<String> rows = new ArrayList<>();
-    for (Row r : h.spark.read().format("statestore").options(options).load(checkpoint)
+    for (Row r : cmp.harness().spark.read().format("statestore").options(options).load(checkpoint)
         .collectAsList()) {
       rows.add(r.toString());
     }
@@ -167,7 +154,7 @@ class TransformWithStateIT {
   /** The newest manifest of every store under Strata's checkpoint, by store directory. */
   private static Map<String, Manifest> newestManifests(String checkpoint) throws Exception {
     Map<String, String> newest = new TreeMap<>();
-    for (String key : cmp.versionObjects(checkpoint)) {
+    for (String key : cmp.versionObjectKeys(checkpoint)) {
       newest.put(key.substring(0, key.lastIndexOf("/v/")), key); // keys sort by version
     }
     Map<String, Manifest> out = new TreeMap<>();
