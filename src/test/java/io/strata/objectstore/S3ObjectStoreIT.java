@@ -252,12 +252,12 @@ class S3ObjectStoreIT {
   void readingAReturnedStreamIsNotCutByTheCallTimeout() throws Exception {
     S3Settings shortCalls = new S3Settings(Optional.of(server.endpoint()), "us-east-1", true,
         Optional.of(S3ProxyServer.ACCESS_KEY), Optional.of(S3ProxyServer.SECRET_KEY),
-        Optional.empty(), 1, Duration.ofMillis(1500), Duration.ofMillis(1000), 2);
+        Optional.empty(), 1, Duration.ofMillis(4000), Duration.ofMillis(3000), 2);
     store.put("slow", ObjectBody.of(new byte[256 * 1024]));
     try (S3ObjectStore s = open(shortCalls, bucket, requests, 1000);
         InputStream in = s.get("slow")) {
       assertEquals(0, in.read());
-      Thread.sleep(2000);
+      Thread.sleep(5000); // longer than both timeouts, which bound only getting the response
       assertEquals(256 * 1024 - 1, in.readAllBytes().length,
           "the timeouts bound getting the response, not reading it");
     }
