@@ -256,7 +256,7 @@ abstract class StrataStateStoreSuiteBase
         assert(e.getMessage contains "operatorId=0")
         assert(e.getMessage contains "partitionId=0")
         assert(e.getMessage contains "Error writing state store files")
-        assert(e.getCause.getMessage contains StoreLayout.versionPrefix(1))
+        assert(e.getCause.getMessage contains StoreLayout.versionObject(1))
         assert(!store.hasCommitted)
       } finally {
         if (!store.hasCommitted) store.abort()
