@@ -538,7 +538,8 @@ public final class LocalStore implements AutoCloseable {
     private final RocksIterator dbIt;
     private final Iterator<Map.Entry<byte[], byte[]>> pendingIt;
     private Map.Entry<byte[], byte[]> pendingHead;
-    private KeyValue next;
+    /** Volatile: the store clears it when it closes this scan from another thread. */
+    private volatile KeyValue next;
     private volatile boolean done;
     /** Set when the store closed this scan under its user: reading on must fail, not stop. */
     private volatile boolean closedByStore;
@@ -601,10 +602,15 @@ public final class LocalStore implements AutoCloseable {
       if (closedByStore) {
         throw new IllegalStateException("local RocksDB at " + dir + " was closed during a scan");
       }
-      if (next == null) {
+      KeyValue r = next;
+      if (r == null) {
+        // The store may have closed this scan after hasNext() saw an element: say so.
+        if (closedByStore) {
+          throw new IllegalStateException("local RocksDB at " + dir
+              + " was closed during a scan");
+        }
         throw new NoSuchElementException();
       }
-      KeyValue r = next;
       Lock l = guard.readLock();
       l.lock();
       try {
