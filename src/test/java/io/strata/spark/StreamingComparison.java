@@ -303,8 +303,13 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
     return h;
   }
 
-  /** The decoded manifest of a version object (by its bucket key). */
-  Manifest manifest(String key) throws Exception {
+  /**
+   * The decoded manifest of a version object, by its key relative to the checkpoint's state
+   * directory (as {@link #versionObjectKeys} returns them).
+   */
+  Manifest manifest(String checkpoint, String relativeKey) throws Exception {
+    String key = checkpoint.substring(("s3a://" + SparkS3Harness.BUCKET + "/").length())
+        + "/state/" + relativeKey;
     byte[] object;
     try (S3Client s3 = h.s3.client()) {
       object = s3.getObjectAsBytes(b -> b.bucket(SparkS3Harness.BUCKET).key(key)).asByteArray();

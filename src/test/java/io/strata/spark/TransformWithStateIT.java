@@ -159,7 +159,7 @@ class TransformWithStateIT {
     }
     Map<String, Manifest> out = new TreeMap<>();
     for (Map.Entry<String, String> e : newest.entrySet()) {
-      out.put(e.getKey(), cmp.manifest(e.getValue()));
+      out.put(e.getKey(), cmp.manifest(checkpoint, e.getValue()));
     }
     return out;
   }
