@@ -31,7 +31,7 @@ import java.util.function.Function;
 public final class BenchReport {
   private static final ObjectMapper JSON = new ObjectMapper();
   static final List<String> BLOCKS = List.of("e2e-meta", "e2e-headline", "e2e-commit",
-      "e2e-requests", "e2e-restore", "e2e-targets", "jmh");
+      "e2e-requests", "e2e-restore", "e2e-targets", "e2e-not-ahead", "jmh");
   /** Set-ups whose commit Strata should beat by 10x (the "default set-ups"). */
   private static final List<String> DEFAULT_SETUPS = List.of("rocksdb-default",
       "rocksdb-changelog-default", "hdfs-default");
@@ -121,6 +121,7 @@ public final class BenchReport {
     blocks.put("e2e-requests", requestTables());
     blocks.put("e2e-restore", restoreTables());
     blocks.put("e2e-targets", targets());
+    blocks.put("e2e-not-ahead", notAhead());
     blocks.put("jmh", jmhTables());
     String out = doc;
     for (Map.Entry<String, String> b : blocks.entrySet()) {
@@ -208,7 +209,8 @@ public final class BenchReport {
     }
     StringBuilder sb = new StringBuilder();
     sb.append("Ratios are the peer's number divided by Strata's, from the same run (above 1: "
-        + "Strata is faster or needs fewer requests). Commit: p50 per partition. Requests: "
+        + "Strata is faster or needs fewer requests). Commit: p50 per partition. Task: p50 of "
+        + "the stateful task per partition (load, update, commit). Requests: "
         + "state-store S3 requests per partition per batch. Restore: time the restore batch "
         + "added.\n\n");
     for (String latency : latencies()) {
@@ -222,11 +224,14 @@ public final class BenchReport {
         for (long n : sizes) {
           sb.append(" commit ").append(keys(n)).append(" |");
         }
+        for (long n : sizes) {
+          sb.append(" task ").append(keys(n)).append(" |");
+        }
         sb.append(" requests |");
         for (long n : sizes) {
           sb.append(" restore ").append(keys(n)).append(" |");
         }
-        sb.append('\n').append("|---|").append("---|".repeat(2 * sizes.size() + 1)).append('\n');
+        sb.append('\n').append("|---|").append("---|".repeat(3 * sizes.size() + 1)).append('\n');
         for (String setup : setups()) {
           if (setup.startsWith("strata")) {
             continue;
@@ -235,6 +240,10 @@ public final class BenchReport {
           for (long n : sizes) {
             sb.append(' ').append(ratio(setup, workload, n, latency,
                 r -> commitP50(r))).append(" |");
+          }
+          for (long n : sizes) {
+            sb.append(' ').append(ratio(setup, workload, n, latency,
+                r -> taskP50(r))).append(" |");
           }
           long largest = sizes.get(sizes.size() - 1);
           sb.append(' ').append(ratio(setup, workload, largest, latency,
@@ -289,6 +298,13 @@ public final class BenchReport {
           return c.path("p50").asLong() + " / " + c.path("p95").asLong() + " / "
               + c.path("max").asLong();
         });
+        sb.append("**Stateful task per partition, ms (p50 / p95): the whole task that loads "
+            + "the store, updates it and commits, ").append(workload).append(", latency `")
+            .append(latency).append("`**\n\n");
+        table(sb, sizes, "main", workload, latency, r -> {
+          JsonNode c = r.path("summary").path("statefulTaskMs");
+          return c.isMissingNode() ? "–" : c.path("p50").asLong() + " / " + c.path("p95").asLong();
+        });
         sb.append("**Batch duration p50, ms, and bytes uploaded per batch (state), ")
             .append(workload).append(", latency `").append(latency).append("`**\n\n");
         table(sb, sizes, "main", workload, latency, r -> {
@@ -296,6 +312,10 @@ public final class BenchReport {
           return s.path("batchMs").path("p50").asLong() + " ms · "
               + bytes(s.path("bytesUpPerBatch").path("state").asLong());
         });
+        sb.append("**Load phase (all load batches), s, ").append(workload)
+            .append(", latency `").append(latency).append("`**\n\n");
+        table(sb, sizes, "main", workload, latency, r -> String.format(Locale.ROOT, "%.1f",
+            r.path("summary").path("loadMs").asDouble() / 1000));
         Map<String, List<Double>> series = new LinkedHashMap<>();
         for (String setup : setups()) {
           List<Double> v = new ArrayList<>();
@@ -515,6 +535,63 @@ public final class BenchReport {
     return sb.toString();
   }
 
+  /** Every metric, size and peer where Strata's number is worse than the peer's. */
+  private String notAhead() {
+    if (runs.isEmpty()) {
+      return "_No end-to-end results yet._";
+    }
+    Map<String, Function<JsonNode, Double>> metrics = new LinkedHashMap<>();
+    metrics.put("commit p50, ms", r -> commitP50(r));
+    metrics.put("commit p95, ms", r -> r.path("summary").path("commitMsPerPartition")
+        .path("p95").asDouble());
+    metrics.put("commit max, ms", r -> r.path("summary").path("commitMsPerPartition")
+        .path("max").asDouble());
+    metrics.put("stateful task p50, ms", r -> taskP50(r));
+    metrics.put("batch p50, ms", r -> r.path("summary").path("batchMs").path("p50").asDouble());
+    metrics.put("load phase, ms", r -> r.path("summary").path("loadMs").asDouble());
+    metrics.put("state bytes uploaded per batch", r -> r.path("summary")
+        .path("bytesUpPerBatch").path("state").asDouble());
+    metrics.put("state requests per partition per batch", r -> r.path("summary")
+        .path("stateRequestsPerPartitionCommit").path("total").asDouble());
+    metrics.put("all requests per batch", r -> r.path("summary").path("requestsPerBatch")
+        .path("all").path("total").asDouble());
+    metrics.put("restore, ms", r -> r.path("summary").path("restore").path("estimateMs")
+        .asDouble());
+    StringBuilder sb = new StringBuilder();
+    sb.append("| metric | latency, workload, keys | peer | Strata | peer's |\n"
+        + "|---|---|---|---|---|\n");
+    int rows = 0;
+    for (Map.Entry<String, Function<JsonNode, Double>> m : metrics.entrySet()) {
+      for (String latency : latencies()) {
+        for (String workload : workloads()) {
+          for (long n : sizes("main", workload, latency)) {
+            JsonNode s = find("main", "strata", workload, n, latency);
+            if (s == null) {
+              continue;
+            }
+            for (String setup : setups()) {
+              JsonNode p = setup.startsWith("strata") ? null
+                  : find("main", setup, workload, n, latency);
+              if (p == null) {
+                continue;
+              }
+              double a = m.getValue().apply(s);
+              double b = m.getValue().apply(p);
+              if (a >= 0 && b >= 0 && a > b) {
+                rows++;
+                sb.append("| ").append(m.getKey()).append(" | `").append(latency).append("`, ")
+                    .append(workload).append(", ").append(keys(n)).append(" | ").append(setup)
+                    .append(" | ").append(num(a)).append(" | ").append(num(b)).append(" |\n");
+              }
+            }
+          }
+        }
+      }
+    }
+    return rows == 0 ? "Nowhere in this run: Strata's number is at least as good as every "
+        + "peer's for every metric, size and latency profile." : sb.toString();
+  }
+
   private void table(StringBuilder sb, List<Long> sizes, String plan, String workload,
       String latency, Function<JsonNode, String> cell) {
     sb.append("| set-up |");
@@ -536,6 +613,11 @@ public final class BenchReport {
       }
     }
     sb.append('\n');
+  }
+
+  private static double taskP50(JsonNode r) {
+    JsonNode t = r.path("summary").path("statefulTaskMs");
+    return t.isMissingNode() ? -1 : t.path("p50").asDouble();
   }
 
   private static double commitP50(JsonNode r) {
@@ -641,18 +723,58 @@ public final class BenchReport {
       long keys = params.path("stateKeys").asLong();
       stores.add(store);
       JsonNode pm = b.path("primaryMetric");
-      String cell = sig(pm.path("score").asDouble()) + " ± " + sig(pm.path("scoreError")
-          .asDouble()) + " " + pm.path("scoreUnit").asText();
+      double err = pm.path("scoreError").asDouble(Double.NaN);
+      String cell = sig(pm.path("score").asDouble())
+          + (Double.isNaN(err) ? "" : " ± " + sig(err)) + " " + pm.path("scoreUnit").asText();
       t.computeIfAbsent(name, k -> new java.util.TreeMap<>())
           .computeIfAbsent(keys, k -> new LinkedHashMap<>()).put(store, cell);
       JsonNode bytes = b.path("secondaryMetrics").path("restoredBytes");
       if (!bytes.isMissingNode()) {
         double mbs = bytes.path("score").asDouble() / 1e6;
         restoreMbs.computeIfAbsent(keys, k -> new LinkedHashMap<>()).put(store, mbs);
-        t.get(name).get(keys).put(store, cell + " · " + sig(mbs) + " MB/s");
+        double perRestore = pm.path("score").asDouble() > 0 ? 1 / pm.path("score").asDouble()
+            : -1;
+        t.get(name).get(keys).put(store, sig(perRestore) + " s per restore, " + sig(mbs)
+            + " MB/s");
       }
     }
+    // Where a Spark store beats the better of Strata's two stores.
+    List<String> behind = new ArrayList<>();
+    Map<String, Map<Long, Map<String, Double>>> scores = new LinkedHashMap<>();
+    Map<String, Boolean> higherBetter = new HashMap<>();
+    for (JsonNode b : jmh) {
+      String name = b.path("benchmark").asText().replace("io.strata.bench.", "");
+      higherBetter.put(name, b.path("mode").asText().equals("thrpt"));
+      scores.computeIfAbsent(name, k -> new java.util.TreeMap<>())
+          .computeIfAbsent(b.path("params").path("stateKeys").asLong(),
+              k -> new LinkedHashMap<>())
+          .put(b.path("params").path("store").asText(),
+              b.path("primaryMetric").path("score").asDouble());
+    }
+    scores.forEach((name, byKeys) -> byKeys.forEach((keys, byStore) -> {
+      boolean up = higherBetter.get(name);
+      Double best = null;
+      for (Map.Entry<String, Double> e : byStore.entrySet()) {
+        if (e.getKey().startsWith("strata")) {
+          best = best == null ? e.getValue()
+              : up ? Math.max(best, e.getValue()) : Math.min(best, e.getValue());
+        }
+      }
+      if (best == null) {
+        return;
+      }
+      for (Map.Entry<String, Double> e : byStore.entrySet()) {
+        if (!e.getKey().startsWith("strata")
+            && (up ? e.getValue() > best : e.getValue() < best)) {
+          behind.add(name + " at " + keys(keys) + ": " + e.getKey());
+        }
+      }
+    }));
+    List<String> order = List.of("strata-file", "strata-s3", "rocksdb-file",
+        "rocksdb-changelog-file", "hdfs-file", "rocksdb-s3", "rocksdb-changelog-s3");
     List<String> cols = new ArrayList<>(stores);
+    cols.sort(java.util.Comparator.comparingInt(c -> order.contains(c) ? order.indexOf(c)
+        : order.size()));
     sb.append("| benchmark | keys |");
     cols.forEach(c -> sb.append(' ').append(c).append(" |"));
     sb.append("\n|---|---|").append("---|".repeat(cols.size())).append('\n');
@@ -664,6 +786,9 @@ public final class BenchReport {
       sb.append('\n');
     }));
     sb.append('\n');
+    sb.append(behind.isEmpty() ? "No Spark store beat the better of Strata's two stores in "
+        + "this run.\n\n" : "A Spark store beat the better of Strata's two stores in: "
+        + String.join("; ", behind) + ".\n\n");
     if (!restoreMbs.isEmpty()) {
       TreeSet<String> rs = new TreeSet<>();
       restoreMbs.values().forEach(m -> rs.addAll(m.keySet()));

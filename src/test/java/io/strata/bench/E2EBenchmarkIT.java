@@ -29,7 +29,7 @@ class E2EBenchmarkIT {
     E2EBenchmark.Options o = E2EBenchmark.parse(new String[] {
         "--sizes", "2000", "--dedup-sizes", "", "--setups", "strata,rocksdb-changelog-tuned",
         "--latency", "none", "--partitions", "2", "--batch-keys", "500",
-        "--load-batch-keys", "1000", "--warmup", "0", "--steady", "2",
+        "--load-batch-keys", "2000", "--warmup", "0", "--steady", "1",
         "--request-partitions", "0", "--cores", "2", "--heap", "1g",
         "--out", tmp.resolve("e2e.json").toString(), "--work", tmp.resolve("work").toString()});
     assertEquals(0, E2EBenchmark.run(o, "smoke"), "failed runs (see " + tmp + "/work/logs)");
@@ -40,20 +40,22 @@ class E2EBenchmarkIT {
     for (JsonNode r : runs) {
       String setup = r.path("spec").path("setup").asText();
       assertFalse(r.has("error"), setup + " failed: " + r.path("error").asText());
-      // 2 load + 2 steady + 1 restore batch, each with one commit time per partition
-      assertEquals(5, r.path("batches").size(), setup + " batches");
+      // 1 load + 1 steady + 1 restore batch, each with one commit time per partition
+      assertEquals(3, r.path("batches").size(), setup + " batches");
       for (JsonNode b : r.path("batches")) {
         assertEquals(2, b.path("commitMsTasks").size(), setup + " commit times of batch "
             + b.path("batchId"));
       }
       JsonNode s = r.path("summary");
-      assertEquals(4, s.path("commitMsPerPartition").path("samples").asInt(),
-          setup + " steady commit samples: 2 batches x 2 partitions");
+      assertEquals(2, s.path("commitMsPerPartition").path("samples").asInt(),
+          setup + " steady commit samples: 1 batch x 2 partitions");
+      assertEquals(2, s.path("statefulTaskMs").path("samples").asInt(),
+          setup + " stateful task times: 1 batch x 2 partitions");
       assertTrue(s.path("requestsPerBatch").path("state").path("PUT").asDouble() > 0,
           setup + " uploads state to S3 in steady batches");
       assertEquals(2000, s.path("restore").path("stateRows").asLong(),
           setup + " restored every key");
-      assertEquals("restore", r.path("batches").get(4).path("phase").asText());
+      assertEquals("restore", r.path("batches").get(2).path("phase").asText());
     }
 
     Path md = tmp.resolve("benchmarks.md");

@@ -278,6 +278,7 @@ final class E2ERun {
       b.put("rowsUpdated", op == null ? null : op.numRowsUpdated());
       b.put("commitMsSum", op == null ? null : op.commitTimeMs());
       b.put("commitMsTasks", commits.times(queryId, p.batchId()));
+      b.put("taskMsTasks", commits.taskTimes(queryId, p.batchId()));
       b.put("customMetrics", op == null ? Map.of() : new LinkedHashMap<>(op.customMetrics()));
       Window w = Window.of(requests, start, start + trigger);
       b.put("requests", w.counts());
@@ -293,11 +294,13 @@ final class E2ERun {
     List<Map<String, Object>> steady = batches.stream()
         .filter(b -> b.get("phase").equals("steady")).toList();
     List<Long> commitTasks = new ArrayList<>();
+    List<Long> taskMs = new ArrayList<>();
     List<Long> batchMs = new ArrayList<>();
     List<Long> addBatchMs = new ArrayList<>();
     List<Long> commitFromProgress = new ArrayList<>();
     for (Map<String, Object> b : steady) {
       commitTasks.addAll((List<Long>) b.get("commitMsTasks"));
+      taskMs.addAll((List<Long>) b.get("taskMsTasks"));
       batchMs.add((Long) b.get("durationMs"));
       addBatchMs.add(addBatch(b));
       if (b.get("commitMsSum") != null) {
@@ -307,6 +310,7 @@ final class E2ERun {
     Map<String, Object> s = new LinkedHashMap<>();
     s.put("commitMsPerPartition", Stats.of(commitTasks).asMap());
     s.put("commitMsPerPartitionFromProgress", Stats.of(commitFromProgress).asMap());
+    s.put("statefulTaskMs", Stats.of(taskMs).asMap());
     s.put("batchMs", Stats.of(batchMs).asMap());
     s.put("addBatchMs", Stats.of(addBatchMs).asMap());
     // Every request from the first steady batch's start to the last one's end, background
@@ -439,15 +443,18 @@ final class E2ERun {
   }
 
   /**
-   * Each finished task's commit time: the stateful operator's SQL metric {@value #METRIC}
-   * ({@code commitTimeMs} of Spark's {@code StateStoreWriter}), the time one state store's
-   * {@code commit()} took. Tasks are tied to a query and batch through the local properties
-   * Spark sets on each micro-batch's jobs.
+   * Each finished stateful task's commit time: the stateful operator's SQL metric {@value
+   * #METRIC} ({@code commitTimeMs} of Spark's {@code StateStoreWriter}), the time one state
+   * store's {@code commit()} took; and the task's whole run time ({@code executorRunTime}: load
+   * the store, read the shuffle, update, commit), which also holds what a provider does when it
+   * opens the store for the batch. Tasks are tied to a query and batch through the local
+   * properties Spark sets on each micro-batch's jobs.
    */
   private static final class CommitTimes extends SparkListener {
     static final String METRIC = "time to commit changes";
     private final Map<Integer, String> stageToBatch = new ConcurrentHashMap<>();
     private final Map<String, List<Long>> times = new ConcurrentHashMap<>();
+    private final Map<String, List<Long>> taskTimes = new ConcurrentHashMap<>();
 
     @Override
     public void onStageSubmitted(SparkListenerStageSubmitted event) {
@@ -471,6 +478,10 @@ final class E2ERun {
       for (AccumulableInfo acc : CollectionConverters.asJava(event.taskInfo().accumulables())) {
         if (acc.name().isDefined() && METRIC.equals(acc.name().get())
             && acc.update().isDefined() && acc.update().get() instanceof Number n) {
+          if (event.taskMetrics() != null) {
+            taskTimes.computeIfAbsent(key, k -> Collections.synchronizedList(new ArrayList<>()))
+                .add(event.taskMetrics().executorRunTime());
+          }
           times.computeIfAbsent(key, k -> Collections.synchronizedList(new ArrayList<>()))
               .add(n.longValue());
         }
@@ -478,7 +489,14 @@ final class E2ERun {
     }
 
     List<Long> times(String queryId, long batchId) {
-      List<Long> l = times.get(queryId + "/" + batchId);
+      return copy(times.get(queryId + "/" + batchId));
+    }
+
+    List<Long> taskTimes(String queryId, long batchId) {
+      return copy(taskTimes.get(queryId + "/" + batchId));
+    }
+
+    private static List<Long> copy(List<Long> l) {
       if (l == null) {
         return List.of();
       }
