@@ -76,12 +76,19 @@ final class E2ERun {
     for (int i = 0; i + 1 < args.length; i += 2) {
       a.put(args[i], args[i + 1]);
     }
-    RunSpec spec = JSON.readValue(a.get("--spec"), RunSpec.class);
-    Path s3Data = a.containsKey("--s3-data") ? Paths.get(a.get("--s3-data")) : null;
-    Map<String, Object> result = run(spec, URI.create(a.get("--endpoint")),
-        Paths.get(a.get("--work")), s3Data);
-    JSON.writerWithDefaultPrettyPrinter().writeValue(Paths.get(a.get("--out")).toFile(), result);
-    System.exit(0); // Spark leaves non-daemon threads behind
+    // Exit explicitly either way: Spark leaves non-daemon threads behind.
+    try {
+      RunSpec spec = JSON.readValue(a.get("--spec"), RunSpec.class);
+      Path s3Data = a.containsKey("--s3-data") ? Paths.get(a.get("--s3-data")) : null;
+      Map<String, Object> result = run(spec, URI.create(a.get("--endpoint")),
+          Paths.get(a.get("--work")), s3Data);
+      JSON.writerWithDefaultPrettyPrinter().writeValue(Paths.get(a.get("--out")).toFile(),
+          result);
+    } catch (Throwable t) {
+      t.printStackTrace();
+      System.exit(1);
+    }
+    System.exit(0);
   }
 
   /**
