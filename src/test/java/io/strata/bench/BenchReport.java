@@ -24,8 +24,10 @@ import java.util.function.Function;
  * {@code <!-- BEGIN generated:NAME -->} and {@code <!-- END generated:NAME -->}; text outside
  * the markers is kept. Plots are SVG files written to {@code --plots}.
  *
- * <p>Usage: {@code BenchReport --e2e <file> --jmh <file> --doc <docs/benchmarks.md> --plots
- * <dir>}. A missing results file yields a block saying so. Exits 2 if the document lacks a
+ * <p>Usage: {@code BenchReport --e2e <file>[,<file>...] --jmh <file> --doc
+ * <docs/benchmarks.md> --plots <dir>}. Several end-to-end files (runs split over invocations)
+ * are merged: their runs are concatenated, the meta data is the first file's with every
+ * file's arguments, the earliest start, the latest end and the highest load averages. A missing results file yields a block saying so. Exits 2 if the document lacks a
  * marker.
  */
 public final class BenchReport {
@@ -73,7 +75,11 @@ public final class BenchReport {
       }
     }
     try {
-      write(Paths.get(a.get("--e2e")), Paths.get(a.get("--jmh")), Paths.get(a.get("--doc")),
+      List<Path> e2e = new ArrayList<>();
+      for (String f : a.get("--e2e").split(",")) {
+        e2e.add(Paths.get(f.trim()));
+      }
+      write(e2e, Paths.get(a.get("--jmh")), Paths.get(a.get("--doc")),
           Paths.get(a.get("--plots")));
     } catch (IllegalArgumentException e) {
       System.err.println("BenchReport: " + e.getMessage());
@@ -87,21 +93,65 @@ public final class BenchReport {
    * Rewrites the generated blocks of {@code doc} from the results files and writes the plots
    * into {@code plots} (created if missing); image links in {@code doc} are relative to it.
    *
-   * @param e2e end-to-end results ({@link E2EBenchmark}); may be missing
+   * @param e2e end-to-end results files ({@link E2EBenchmark}); missing ones are skipped
    * @param jmh JMH's JSON results; may be missing. Its sidecar {@code <name>-meta.json} is read
    *     when present
    * @throws IllegalArgumentException if {@code doc} lacks a block's markers
    * @throws IOException if a file cannot be read or written
    */
-  static void write(Path e2e, Path jmh, Path doc, Path plots) throws IOException {
+  static void write(List<Path> e2e, Path jmh, Path doc, Path plots) throws IOException {
     Files.createDirectories(plots);
     Path jmhMeta = jmh.resolveSibling(jmh.getFileName().toString()
         .replaceAll("\\.json$", "") + "-meta.json");
     String rel = doc.toAbsolutePath().getParent().relativize(plots.toAbsolutePath()).toString();
-    BenchReport r = new BenchReport(read(e2e), read(jmh), read(jmhMeta), plots,
+    List<JsonNode> docs = new ArrayList<>();
+    for (Path p : e2e) {
+      JsonNode d = read(p);
+      if (d != null) {
+        docs.add(d);
+      }
+    }
+    BenchReport r = new BenchReport(merge(docs), read(jmh), read(jmhMeta), plots,
         rel.isEmpty() ? "." : rel);
     String text = Files.readString(doc, StandardCharsets.UTF_8);
     Files.writeString(doc, r.render(text), StandardCharsets.UTF_8);
+  }
+
+  /** One results document from several; null for none. See the class comment. */
+  static JsonNode merge(List<JsonNode> docs) {
+    if (docs.isEmpty()) {
+      return null;
+    }
+    if (docs.size() == 1) {
+      return docs.get(0);
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode out = JSON.createObjectNode();
+    com.fasterxml.jackson.databind.node.ObjectNode meta = docs.get(0).path("meta").deepCopy();
+    com.fasterxml.jackson.databind.node.ArrayNode runs = out.putArray("runs");
+    List<String> args = new ArrayList<>();
+    for (JsonNode d : docs) {
+      JsonNode m = d.path("meta");
+      args.add(m.path("arguments").asText());
+      if (m.path("startedAt").asText().compareTo(meta.path("startedAt").asText()) < 0) {
+        meta.put("startedAt", m.path("startedAt").asText());
+      }
+      if (m.path("finishedAt").asText().compareTo(meta.path("finishedAt").asText()) > 0) {
+        meta.put("finishedAt", m.path("finishedAt").asText());
+      }
+      for (String k : List.of("loadAvgStart", "loadAvgEnd")) {
+        meta.put(k, Math.max(meta.path(k).asDouble(), m.path(k).asDouble()));
+      }
+      if (!m.path("profile").asText().equals(meta.path("profile").asText())) {
+        meta.put("profile", meta.path("profile").asText() + "+" + m.path("profile").asText());
+      }
+      d.path("runs").forEach(runs::add);
+      JsonNode lat = m.path("latencyProfilesMs");
+      lat.properties().forEach(e -> ((com.fasterxml.jackson.databind.node.ObjectNode)
+          meta.path("latencyProfilesMs")).set(e.getKey(), e.getValue()));
+    }
+    meta.put("arguments", String.join(" | ", args));
+    out.set("meta", meta);
+    return out;
   }
 
   private static JsonNode read(Path p) throws IOException {
@@ -233,7 +283,8 @@ public final class BenchReport {
         }
         sb.append('\n').append("|---|").append("---|".repeat(3 * sizes.size() + 1)).append('\n');
         for (String setup : setups()) {
-          if (setup.startsWith("strata")) {
+          if (setup.startsWith("strata") || sizes.stream()
+              .noneMatch(n -> find("main", setup, workload, n, latency) != null)) {
             continue;
           }
           sb.append("| ").append(setup).append(" |");

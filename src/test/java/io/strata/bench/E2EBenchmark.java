@@ -52,7 +52,7 @@ public final class E2EBenchmark {
     long requestSize = 100_000;
     int requestSteady = 5;
     int cores = Runtime.getRuntime().availableProcessors();
-    String heap = "8g";
+    String heap = "12g";
     String maintenanceInterval = "";
     long runTimeoutMin = 120;
     Path out = Paths.get("target", "bench", "e2e-results.json");
@@ -81,7 +81,7 @@ public final class E2EBenchmark {
         --full                   full profile (default: sizes 100000,1000000,10000000; 8 partitions;
                                  20 steady batches of 10000 keys; request run with 200 partitions)
         --sizes a,b,c            state sizes (keys) of the agg workload
-        --dedup-sizes a,b        state sizes of the dedup workload (empty: none)
+        --dedup-sizes a,b|none   state sizes of the dedup workload
         --setups x,y             provider set-ups, of: %s
         --latency x,y            latency profiles, of: s3-like, none
         --partitions n           shuffle partitions (state stores per operator)
@@ -93,7 +93,7 @@ public final class E2EBenchmark {
         --request-size n         state size of the request-count run
         --request-steady n       measured batches of the request-count run
         --cores n                Spark local[n]
-        --heap 8g                heap of each run's JVM
+        --heap 12g               heap of each run's JVM (quick: 3g)
         --maintenance-interval d Spark's stateStore.maintenanceInterval (default: Spark's, 60s)
         --run-timeout-min n      kill a run after n minutes
         --out file               results JSON (default target/bench/e2e-results.json)
@@ -141,7 +141,8 @@ public final class E2EBenchmark {
           .contains(a);
       switch (a) {
         case "--sizes" -> o.sizes = longs(a, v);
-        case "--dedup-sizes" -> o.dedupSizes = v.isBlank() ? List.of() : longs(a, v);
+        case "--dedup-sizes" -> o.dedupSizes = v.isBlank() || v.equals("none") ? List.of()
+            : longs(a, v);
         case "--setups" -> o.setups = checked(v, ProviderSetup::of);
         case "--latency" -> o.latencies = checked(v, LatencyProfile::of);
         case "--partitions" -> o.partitions = (int) positive(a, v);

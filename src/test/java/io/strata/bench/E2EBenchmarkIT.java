@@ -27,7 +27,7 @@ class E2EBenchmarkIT {
   @Test
   void tinyRunProducesResultsTablesAndPlots() throws Exception {
     E2EBenchmark.Options o = E2EBenchmark.parse(new String[] {
-        "--sizes", "2000", "--dedup-sizes", "", "--setups", "strata,rocksdb-changelog-tuned",
+        "--sizes", "2000", "--dedup-sizes", "none", "--setups", "strata,rocksdb-changelog-tuned",
         "--latency", "none", "--partitions", "2", "--batch-keys", "500",
         "--load-batch-keys", "2000", "--warmup", "0", "--steady", "1",
         "--request-partitions", "0", "--cores", "2", "--heap", "1g",
@@ -60,7 +60,7 @@ class E2EBenchmarkIT {
 
     Path md = tmp.resolve("benchmarks.md");
     Files.copy(Path.of("docs", "benchmarks.md"), md);
-    BenchReport.write(tmp.resolve("e2e.json"), tmp.resolve("no-jmh.json"), md,
+    BenchReport.write(List.of(tmp.resolve("e2e.json")), tmp.resolve("no-jmh.json"), md,
         tmp.resolve("plots"));
     String text = Files.readString(md, StandardCharsets.UTF_8);
     assertTrue(text.contains("| strata |"), "tables have a Strata row:\n" + text);
