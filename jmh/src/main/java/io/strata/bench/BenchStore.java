@@ -13,6 +13,7 @@ import java.util.UUID;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -31,7 +32,8 @@ import scala.Option;
  *
  * <p>Owns, and closes in reverse order of creation: the S3 server (S3 kinds only), the provider,
  * and a scratch directory under {@code strata.bench.dir} holding the local databases, the
- * checkpoint location and the server's objects.
+ * checkpoint location and the server's objects. {@link #openReplica} opens further provider
+ * instances on the same checkpoint (as another executor would), which the caller closes.
  */
 final class BenchStore implements AutoCloseable {
   /** Spark's default column family name. */
@@ -44,6 +46,9 @@ final class BenchStore implements AutoCloseable {
 
   private final StoreKind kind;
   private final Path dir;
+  private final StateStoreId storeId;
+  private final SQLConf sql;
+  private final Configuration hadoop;
   private final S3ProxyServer server;
   private final Thread serverStopper;
   private final StateStoreProvider provider;
@@ -51,10 +56,14 @@ final class BenchStore implements AutoCloseable {
   private final UnsafeRow[] values;
   private long version;
 
-  private BenchStore(StoreKind kind, Path dir, S3ProxyServer server, Thread serverStopper,
+  private BenchStore(StoreKind kind, Path dir, StateStoreId storeId, SQLConf sql,
+      Configuration hadoop, S3ProxyServer server, Thread serverStopper,
       StateStoreProvider provider, UnsafeRow[] keys, UnsafeRow[] values) {
     this.kind = kind;
     this.dir = dir;
+    this.storeId = storeId;
+    this.sql = sql;
+    this.hadoop = hadoop;
     this.server = server;
     this.serverStopper = serverStopper;
     this.provider = provider;
@@ -80,49 +89,89 @@ final class BenchStore implements AutoCloseable {
     try {
       String checkpointRoot;
       SQLConf sql = new SQLConf();
-      if (kind == StoreKind.STRATA_S3) {
+      Configuration hadoop = new Configuration();
+      // Spark's RocksDB provider requires a query run id (StreamExecution.RUN_ID_KEY).
+      hadoop.set("sql.streaming.runId", UUID.randomUUID().toString());
+      if (kind.isS3()) {
         server = S3ProxyServer.start(dir.resolve("s3"), Map.of());
         S3ProxyServer s = server;
         stopper = new Thread(s::close, "stop-s3proxy");
         Runtime.getRuntime().addShutdownHook(stopper); // a crashed fork leaves no server behind
         server.createBucket(BUCKET);
-        checkpointRoot = "s3://" + BUCKET + "/ckpt";
-        sql.setConfString(PREFIX + "s3.endpoint", server.endpoint().toString());
-        sql.setConfString(PREFIX + "s3.region", "us-east-1");
-        sql.setConfString(PREFIX + "s3.pathStyleAccess", "true");
-        sql.setConfString(PREFIX + "s3.accessKeyId", S3ProxyServer.ACCESS_KEY);
-        sql.setConfString(PREFIX + "s3.secretAccessKey", S3ProxyServer.SECRET_KEY);
+        String endpoint = server.endpoint().toString();
+        if (kind.isStrata()) {
+          checkpointRoot = "s3://" + BUCKET + "/ckpt";
+          sql.setConfString(PREFIX + "s3.endpoint", endpoint);
+          sql.setConfString(PREFIX + "s3.region", "us-east-1");
+          sql.setConfString(PREFIX + "s3.pathStyleAccess", "true");
+          sql.setConfString(PREFIX + "s3.accessKeyId", S3ProxyServer.ACCESS_KEY);
+          sql.setConfString(PREFIX + "s3.secretAccessKey", S3ProxyServer.SECRET_KEY);
+        } else {
+          // Spark's providers reach the server through Hadoop S3A (hadoop-aws, no SDK bundle).
+          checkpointRoot = "s3a://" + BUCKET + "/ckpt";
+          hadoop.set("fs.s3a.endpoint", endpoint);
+          hadoop.set("fs.s3a.endpoint.region", "us-east-1");
+          hadoop.set("fs.s3a.path.style.access", "true");
+          hadoop.set("fs.s3a.connection.ssl.enabled", "false");
+          hadoop.set("fs.s3a.access.key", S3ProxyServer.ACCESS_KEY);
+          hadoop.set("fs.s3a.secret.key", S3ProxyServer.SECRET_KEY);
+          hadoop.set("fs.s3a.aws.credentials.provider",
+              "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider");
+          // S3Proxy returns no ETag on HEAD of a directory marker.
+          hadoop.set("fs.s3a.change.detection.version.required", "false");
+        }
       } else {
         checkpointRoot = dir.resolve("ckpt").toUri().toString();
       }
-      if (kind.isStrata()) {
-        sql.setConfString(PREFIX + "localDir", dir.resolve("local").toString());
-        provider = new StrataStateStoreProvider();
-      } else {
+      if (kind.provider() == StoreKind.Provider.ROCKSDB) {
         // Spark's provider takes its local directory from spark.local.dir (read by SparkConf
         // from system properties when no SparkEnv runs).
         System.setProperty("spark.local.dir", dir.resolve("local").toString());
-        if (kind == StoreKind.ROCKSDB_CHANGELOG_FILE) {
-          sql.setConfString("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
-              "true");
-        }
-        provider = new RocksDBStateStoreProvider();
+        sql.setConfString("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+            Boolean.toString(kind.changelog()));
       }
-      Configuration hadoop = new Configuration();
-      // Spark's RocksDB provider requires a query run id (StreamExecution.RUN_ID_KEY).
-      hadoop.set("sql.streaming.runId", UUID.randomUUID().toString());
-      provider.init(new StateStoreId(checkpointRoot, 0, 0, StateStoreId.DEFAULT_STORE_NAME()),
-          Rows.KEY, Rows.VALUE, new NoPrefixKeyStateEncoderSpec(Rows.KEY), false,
-          new StateStoreConf(sql, scala.collection.immutable.Map$.MODULE$.empty()), hadoop, false,
-          Option.empty());
-      BenchStore b = new BenchStore(kind, dir, server, stopper, provider, Rows.keys(stateKeys),
-          Rows.values(1024));
+      StateStoreId id = new StateStoreId(checkpointRoot, 0, 0, StateStoreId.DEFAULT_STORE_NAME());
+      provider = newProvider(kind, id, sql, hadoop, dir.resolve("local"));
+      BenchStore b = new BenchStore(kind, dir, id, sql, hadoop, server, stopper, provider,
+          Rows.keys(stateKeys), Rows.values(1024));
       b.prefill();
       return b;
     } catch (IOException | RuntimeException e) {
       closeQuietly(provider, server, stopper, dir, e);
       throw e;
     }
+  }
+
+  /** A new, initialised provider of {@code kind}; Strata's local directory is {@code local}. */
+  private static StateStoreProvider newProvider(StoreKind kind, StateStoreId id, SQLConf base,
+      Configuration hadoop, Path local) {
+    SQLConf sql = base.clone();
+    StateStoreProvider provider = switch (kind.provider()) {
+      case STRATA -> {
+        sql.setConfString(PREFIX + "localDir", local.toString());
+        yield new StrataStateStoreProvider();
+      }
+      case ROCKSDB -> new RocksDBStateStoreProvider();
+      case HDFS -> new HDFSBackedStateStoreProvider();
+    };
+    provider.init(id, Rows.KEY, Rows.VALUE, new NoPrefixKeyStateEncoderSpec(Rows.KEY), false,
+        new StateStoreConf(sql, scala.collection.immutable.Map$.MODULE$.empty()), hadoop, false,
+        Option.empty());
+    return provider;
+  }
+
+  /**
+   * Another provider instance on this store's checkpoint, with its own empty local directory
+   * under {@code local}: what a fresh executor would open. It has loaded nothing yet; its first
+   * {@code getStore(version)} restores that version from the checkpoint. The caller closes it.
+   */
+  StateStoreProvider openReplica(Path local) {
+    return newProvider(kind, storeId, sql, hadoop, local);
+  }
+
+  /** The scratch directory of this trial (deleted by {@link #close()}). */
+  Path dir() {
+    return dir;
   }
 
   private void prefill() {
@@ -246,7 +295,8 @@ final class BenchStore implements AutoCloseable {
     }
   }
 
-  private static void deleteRecursively(Path p) {
+  /** Deletes {@code p} and everything under it, if it exists. */
+  static void deleteRecursively(Path p) {
     if (!Files.exists(p)) {
       return;
     }

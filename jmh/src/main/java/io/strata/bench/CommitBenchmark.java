@@ -29,10 +29,10 @@ import org.openjdk.jmh.annotations.Warmup;
 @Warmup(iterations = 3, time = 5)
 @Measurement(iterations = 5, time = 10)
 public class CommitBenchmark {
-  @Param({"strata-file", "strata-s3", "rocksdb-file"})
+  @Param({"strata-file", "strata-s3", "rocksdb-file", "rocksdb-changelog-file", "hdfs-file"})
   public String store;
 
-  @Param({"100000"})
+  @Param({"100000", "1000000"})
   public int stateKeys;
 
   @Param({"10000"})

@@ -1,0 +1,908 @@
+package io.strata.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.function.Function;
+
+/**
+ * Generates the results part of {@code docs/benchmarks.md} and its plots from the results files,
+ * so that no number in the document is typed by hand: {@code --e2e} (written by {@link
+ * E2EBenchmark}), {@code --jmh} (JMH's JSON from {@code jmh/}, with an optional {@code
+ * <name>-meta.json} next to it). Each generated block of the document sits between
+ * {@code <!-- BEGIN generated:NAME -->} and {@code <!-- END generated:NAME -->}; text outside
+ * the markers is kept. Plots are SVG files written to {@code --plots}.
+ *
+ * <p>Usage: {@code BenchReport --e2e <file>[,<file>...] --jmh <file> --doc
+ * <docs/benchmarks.md> --plots <dir>}. Several end-to-end files (runs split over invocations)
+ * are merged: their runs are concatenated, the meta data is the first file's with every
+ * file's arguments, the earliest start, the latest end and the highest load averages. A missing results file yields a block saying so. Exits 2 if the document lacks a
+ * marker.
+ */
+public final class BenchReport {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  static final List<String> BLOCKS = List.of("e2e-meta", "e2e-headline", "e2e-commit",
+      "e2e-requests", "e2e-restore", "e2e-targets", "e2e-not-ahead", "jmh");
+  /** Set-ups whose commit Strata should beat by 10x (the "default set-ups"). */
+  private static final List<String> DEFAULT_SETUPS = List.of("rocksdb-default",
+      "rocksdb-changelog-default", "hdfs-default");
+  private static final String PEER = "rocksdb-changelog-tuned";
+
+  private final JsonNode e2e;
+  private final List<JsonNode> runs = new ArrayList<>();
+  private final JsonNode jmh;
+  private final JsonNode jmhMeta;
+  private final Path plots;
+  private final String plotsRel;
+
+  private BenchReport(JsonNode e2e, JsonNode jmh, JsonNode jmhMeta, Path plots, String plotsRel) {
+    this.e2e = e2e;
+    this.jmh = jmh;
+    this.jmhMeta = jmhMeta;
+    this.plots = plots;
+    this.plotsRel = plotsRel;
+    if (e2e != null) {
+      for (JsonNode r : e2e.path("runs")) {
+        if (!r.has("error")) {
+          runs.add(r);
+        }
+      }
+    }
+  }
+
+  /** Entry point; see the class comment. */
+  public static void main(String[] args) throws IOException {
+    Map<String, String> a = new HashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      a.put(args[i], args[i + 1]);
+    }
+    for (String k : List.of("--e2e", "--jmh", "--doc", "--plots")) {
+      if (!a.containsKey(k)) {
+        System.err.println("BenchReport: missing " + k
+            + "; usage: --e2e <file> --jmh <file> --doc <markdown> --plots <dir>");
+        System.exit(2);
+      }
+    }
+    try {
+      List<Path> e2e = new ArrayList<>();
+      for (String f : a.get("--e2e").split(",")) {
+        e2e.add(Paths.get(f.trim()));
+      }
+      write(e2e, Paths.get(a.get("--jmh")), Paths.get(a.get("--doc")),
+          Paths.get(a.get("--plots")));
+    } catch (IllegalArgumentException e) {
+      System.err.println("BenchReport: " + e.getMessage());
+      System.exit(2);
+    }
+    System.out.println("BenchReport: wrote " + a.get("--doc") + " and plots in "
+        + a.get("--plots"));
+  }
+
+  /**
+   * Rewrites the generated blocks of {@code doc} from the results files and writes the plots
+   * into {@code plots} (created if missing); image links in {@code doc} are relative to it.
+   *
+   * @param e2e end-to-end results files ({@link E2EBenchmark}); missing ones are skipped
+   * @param jmh JMH's JSON results; may be missing. Its sidecar {@code <name>-meta.json} is read
+   *     when present
+   * @throws IllegalArgumentException if {@code doc} lacks a block's markers
+   * @throws IOException if a file cannot be read or written
+   */
+  static void write(List<Path> e2e, Path jmh, Path doc, Path plots) throws IOException {
+    Files.createDirectories(plots);
+    Path jmhMeta = jmh.resolveSibling(jmh.getFileName().toString()
+        .replaceAll("\\.json$", "") + "-meta.json");
+    String rel = doc.toAbsolutePath().getParent().relativize(plots.toAbsolutePath()).toString();
+    List<JsonNode> docs = new ArrayList<>();
+    for (Path p : e2e) {
+      JsonNode d = read(p);
+      if (d != null) {
+        docs.add(d);
+      }
+    }
+    BenchReport r = new BenchReport(merge(docs), read(jmh), read(jmhMeta), plots,
+        rel.isEmpty() ? "." : rel);
+    String text = Files.readString(doc, StandardCharsets.UTF_8);
+    Files.writeString(doc, r.render(text), StandardCharsets.UTF_8);
+  }
+
+  /** One results document from several; null for none. See the class comment. */
+  static JsonNode merge(List<JsonNode> docs) {
+    if (docs.isEmpty()) {
+      return null;
+    }
+    if (docs.size() == 1) {
+      return docs.get(0);
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode out = JSON.createObjectNode();
+    com.fasterxml.jackson.databind.node.ObjectNode meta = docs.get(0).path("meta").deepCopy();
+    com.fasterxml.jackson.databind.node.ArrayNode runs = out.putArray("runs");
+    List<String> args = new ArrayList<>();
+    for (JsonNode d : docs) {
+      JsonNode m = d.path("meta");
+      args.add(m.path("arguments").asText());
+      if (m.path("startedAt").asText().compareTo(meta.path("startedAt").asText()) < 0) {
+        meta.put("startedAt", m.path("startedAt").asText());
+      }
+      if (m.path("finishedAt").asText().compareTo(meta.path("finishedAt").asText()) > 0) {
+        meta.put("finishedAt", m.path("finishedAt").asText());
+      }
+      for (String k : List.of("loadAvgStart", "loadAvgEnd")) {
+        meta.put(k, Math.max(meta.path(k).asDouble(), m.path(k).asDouble()));
+      }
+      if (!m.path("profile").asText().equals(meta.path("profile").asText())) {
+        meta.put("profile", meta.path("profile").asText() + "+" + m.path("profile").asText());
+      }
+      d.path("runs").forEach(runs::add);
+      JsonNode lat = m.path("latencyProfilesMs");
+      lat.properties().forEach(e -> ((com.fasterxml.jackson.databind.node.ObjectNode)
+          meta.path("latencyProfilesMs")).set(e.getKey(), e.getValue()));
+    }
+    meta.put("arguments", String.join(" | ", args));
+    out.set("meta", meta);
+    return out;
+  }
+
+  private static JsonNode read(Path p) throws IOException {
+    return Files.isRegularFile(p) ? JSON.readTree(p.toFile()) : null;
+  }
+
+  /**
+   * Replaces every generated block of {@code doc}; writes the plots.
+   *
+   * @throws IllegalArgumentException naming a block whose markers are missing
+   */
+  String render(String doc) throws IOException {
+    Map<String, String> blocks = new LinkedHashMap<>();
+    blocks.put("e2e-meta", e2eMeta());
+    blocks.put("e2e-headline", headline());
+    blocks.put("e2e-commit", commitTables());
+    blocks.put("e2e-requests", requestTables());
+    blocks.put("e2e-restore", restoreTables());
+    blocks.put("e2e-targets", targets());
+    blocks.put("e2e-not-ahead", notAhead());
+    blocks.put("jmh", jmhTables());
+    String out = doc;
+    for (Map.Entry<String, String> b : blocks.entrySet()) {
+      String begin = "<!-- BEGIN generated:" + b.getKey() + " -->";
+      String end = "<!-- END generated:" + b.getKey() + " -->";
+      int i = out.indexOf(begin);
+      int j = out.indexOf(end);
+      if (i < 0 || j < i) {
+        throw new IllegalArgumentException("the document has no block " + begin + " ... " + end);
+      }
+      out = out.substring(0, i + begin.length()) + "\n" + b.getValue().strip() + "\n"
+          + out.substring(j);
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- end-to-end
+
+  private String e2eMeta() {
+    if (e2e == null) {
+      return "_No end-to-end results yet: run the command above._";
+    }
+    JsonNode m = e2e.path("meta");
+    StringBuilder sb = new StringBuilder();
+    String profile = m.path("profile").asText();
+    if (profile.startsWith("quick")) {
+      sb.append("> **Quick run.** These results come from the `--quick` profile (small state, "
+          + "few batches). They show that the benchmark works and the shape of the results; "
+          + "they are not the comparison at 1 M and 10 M keys, which needs the full run.\n\n");
+    }
+    double cores = m.path("cores").asDouble();
+    double loadStart = m.path("loadAvgStart").asDouble();
+    double loadEnd = m.path("loadAvgEnd").asDouble();
+    if (Math.max(loadStart, loadEnd) > cores) {
+      sb.append(String.format(Locale.ROOT, "> **Loaded machine.** The 1-minute load average "
+          + "was %.1f at the start and %.1f at the end, on %d cores: other processes competed "
+          + "for the CPU, so absolute times are inflated and noisy. Request counts do not "
+          + "depend on load.%n%n", loadStart, loadEnd, (int) cores));
+    }
+    sb.append("| | |\n|---|---|\n");
+    row(sb, "profile", "`" + profile + "`");
+    row(sb, "arguments", "`" + m.path("arguments").asText() + "`");
+    row(sb, "started / finished", m.path("startedAt").asText() + " / "
+        + m.path("finishedAt").asText());
+    row(sb, "code", "git `" + m.path("gitCommit").asText() + "`");
+    row(sb, "machine", String.format(Locale.ROOT, "%d cores, %.0f GiB RAM, %s",
+        (int) cores, m.path("memoryBytes").asDouble() / (1L << 30), m.path("os").asText()));
+    row(sb, "software", m.path("java").asText() + ", Spark " + m.path("spark").asText() + ", "
+        + m.path("s3Server").asText());
+    row(sb, "load average (1 min)", String.format(Locale.ROOT, "%.1f at start, %.1f at end",
+        loadStart, loadEnd));
+    StringBuilder lat = new StringBuilder();
+    m.path("latencyProfilesMs").properties().forEach(e -> {
+      lat.append(lat.length() == 0 ? "" : "; ").append('`').append(e.getKey()).append("`: ");
+      List<String> parts = new ArrayList<>();
+      e.getValue().properties().forEach(k -> parts.add(k.getKey() + " "
+          + k.getValue().asLong() + " ms"));
+      lat.append(String.join(", ", parts));
+    });
+    row(sb, "added latency per request", lat.toString());
+    row(sb, "runs", runs.size() + " succeeded, " + (e2e.path("runs").size() - runs.size())
+        + " failed");
+    for (JsonNode r : e2e.path("runs")) {
+      if (r.has("error")) {
+        sb.append("\nFailed: `").append(specName(r)).append("`: ")
+            .append(r.path("error").asText().replace("\n", " ")).append('\n');
+      }
+    }
+    if (!runs.isEmpty()) {
+      JsonNode s = runs.get(0).path("spec");
+      sb.append(String.format(Locale.ROOT, "%nEach run: %d shuffle partitions, Spark "
+          + "`local[%d]`, load batches of %,d keys, then %d warm-up and %d measured batches of "
+          + "%,d keys, then a restore on wiped local state. Times are per partition (one state "
+          + "store's `commit()`, from each task's `time to commit changes`) or per batch (Spark's "
+          + "`triggerExecution`).%n", s.path("partitions").asInt(), s.path("cores").asInt(),
+          s.path("loadBatchKeys").asLong(), s.path("warmupBatches").asInt(),
+          s.path("steadyBatches").asInt(), s.path("batchKeys").asLong()));
+    }
+    return sb.toString();
+  }
+
+  private String headline() throws IOException {
+    if (runs.isEmpty()) {
+      return "_No end-to-end results yet._";
+    }
+    StringBuilder sb = new StringBuilder();
+    sb.append("Ratios are the peer's number divided by Strata's, from the same run (above 1: "
+        + "Strata is faster or needs fewer requests). Commit: p50 per partition. Task: p50 of "
+        + "the stateful task per partition (load, update, commit). Requests: "
+        + "state-store S3 requests per partition per batch. Restore: time the restore batch "
+        + "added.\n\n");
+    for (String latency : latencies()) {
+      for (String workload : workloads()) {
+        List<Long> sizes = sizes("main", workload, latency);
+        if (find("main", "strata", workload, sizes.get(0), latency) == null) {
+          continue;
+        }
+        sb.append("**").append(workload).append(", latency `").append(latency).append("`**\n\n");
+        sb.append("| peer |");
+        for (long n : sizes) {
+          sb.append(" commit ").append(keys(n)).append(" |");
+        }
+        for (long n : sizes) {
+          sb.append(" task ").append(keys(n)).append(" |");
+        }
+        sb.append(" requests |");
+        for (long n : sizes) {
+          sb.append(" restore ").append(keys(n)).append(" |");
+        }
+        sb.append('\n').append("|---|").append("---|".repeat(3 * sizes.size() + 1)).append('\n');
+        for (String setup : setups()) {
+          if (setup.startsWith("strata") || sizes.stream()
+              .noneMatch(n -> find("main", setup, workload, n, latency) != null)) {
+            continue;
+          }
+          sb.append("| ").append(setup).append(" |");
+          for (long n : sizes) {
+            sb.append(' ').append(ratio(setup, workload, n, latency,
+                r -> commitP50(r))).append(" |");
+          }
+          for (long n : sizes) {
+            sb.append(' ').append(ratio(setup, workload, n, latency,
+                r -> taskP50(r))).append(" |");
+          }
+          long largest = sizes.get(sizes.size() - 1);
+          sb.append(' ').append(ratio(setup, workload, largest, latency,
+              r -> r.path("summary").path("stateRequestsPerPartitionCommit").path("total")
+                  .asDouble())).append(" |");
+          for (long n : sizes) {
+            sb.append(' ').append(ratio(setup, workload, n, latency,
+                r -> r.path("summary").path("restore").path("estimateMs").asDouble()))
+                .append(" |");
+          }
+          sb.append('\n');
+        }
+        sb.append('\n');
+      }
+    }
+    return sb.toString();
+  }
+
+  private String ratio(String setup, String workload, long n, String latency,
+      Function<JsonNode, Double> metric) {
+    JsonNode peer = find("main", setup, workload, n, latency);
+    JsonNode strata = find("main", "strata", workload, n, latency);
+    if (peer == null || strata == null) {
+      return "–";
+    }
+    double p = metric.apply(peer);
+    double s = metric.apply(strata);
+    if (p < 0 || s < 0) {
+      return "–";
+    }
+    if (s == 0) {
+      return p == 0 ? "1.0×" : "∞";
+    }
+    return String.format(Locale.ROOT, "%.1f×", p / s);
+  }
+
+  private String commitTables() throws IOException {
+    if (runs.isEmpty()) {
+      return "_No end-to-end results yet._";
+    }
+    StringBuilder sb = new StringBuilder();
+    for (String latency : latencies()) {
+      for (String workload : workloads()) {
+        List<Long> sizes = sizes("main", workload, latency);
+        if (sizes.isEmpty()) {
+          continue;
+        }
+        sb.append("**Commit per partition, ms (p50 / p95 / max), ").append(workload)
+            .append(", latency `").append(latency).append("`**\n\n");
+        table(sb, sizes, "main", workload, latency, r -> {
+          JsonNode c = r.path("summary").path("commitMsPerPartition");
+          return c.path("p50").asLong() + " / " + c.path("p95").asLong() + " / "
+              + c.path("max").asLong();
+        });
+        sb.append("**Stateful task per partition, ms (p50 / p95): the whole task that loads "
+            + "the store, updates it and commits, ").append(workload).append(", latency `")
+            .append(latency).append("`**\n\n");
+        table(sb, sizes, "main", workload, latency, r -> {
+          JsonNode c = r.path("summary").path("statefulTaskMs");
+          return c.isMissingNode() ? "–" : c.path("p50").asLong() + " / " + c.path("p95").asLong();
+        });
+        sb.append("**Batch duration p50, ms, and bytes uploaded per batch (state), ")
+            .append(workload).append(", latency `").append(latency).append("`**\n\n");
+        table(sb, sizes, "main", workload, latency, r -> {
+          JsonNode s = r.path("summary");
+          return s.path("batchMs").path("p50").asLong() + " ms · "
+              + bytes(s.path("bytesUpPerBatch").path("state").asLong());
+        });
+        sb.append("**Load phase (all load batches), s, ").append(workload)
+            .append(", latency `").append(latency).append("`**\n\n");
+        table(sb, sizes, "main", workload, latency, r -> String.format(Locale.ROOT, "%.1f",
+            r.path("summary").path("loadMs").asDouble() / 1000));
+        Map<String, List<Double>> series = new LinkedHashMap<>();
+        for (String setup : setups()) {
+          List<Double> v = new ArrayList<>();
+          for (long n : sizes) {
+            JsonNode r = find("main", setup, workload, n, latency);
+            v.add(r == null ? null : commitP50(r));
+          }
+          series.put(setup, v);
+        }
+        String file = "commit-p50-" + workload + "-" + latency + ".svg";
+        plot(file, SvgChart.lines("Commit p50 per partition (" + workload + ", latency "
+            + latency + ")", "keys in state", "ms (log scale)", sizes.stream()
+            .map(BenchReport::keys).toList(), series, true));
+        sb.append("![commit p50 vs state size](").append(plotsRel).append('/').append(file)
+            .append(")\n\n");
+      }
+    }
+    return sb.toString();
+  }
+
+  private String requestTables() throws IOException {
+    if (runs.isEmpty()) {
+      return "_No end-to-end results yet._";
+    }
+    StringBuilder sb = new StringBuilder();
+    List<String[]> views = new ArrayList<>();
+    for (String latency : latencies()) {
+      List<Long> sizes = sizes("main", "agg", latency);
+      if (!sizes.isEmpty()) {
+        views.add(new String[] {"main", latency, Long.toString(sizes.get(sizes.size() - 1))});
+      }
+    }
+    for (JsonNode r : runs) {
+      JsonNode s = r.path("spec");
+      if (s.path("plan").asText().equals("requests")) {
+        views.add(new String[] {"requests", s.path("latency").asText(),
+            Long.toString(s.path("stateKeys").asLong())});
+        break;
+      }
+    }
+    for (String[] v : views) {
+      String plan = v[0];
+      String latency = v[1];
+      long n = Long.parseLong(v[2]);
+      JsonNode any = null;
+      for (String setup : setups()) {
+        any = any != null ? any : find(plan, setup, "agg", n, latency);
+      }
+      if (any == null) {
+        continue;
+      }
+      int partitions = any.path("spec").path("partitions").asInt();
+      sb.append("**S3 requests per batch, agg at ").append(keys(n)).append(" keys, ")
+          .append(partitions).append(" partitions, latency `").append(latency)
+          .append("`**: state-store requests per partition per batch by kind, their total per "
+              + "batch, and every request per batch including Spark's own offset, commit and "
+              + "source logs.\n\n");
+      sb.append("| set-up |");
+      for (S3Kind k : S3Kind.values()) {
+        sb.append(' ').append(k).append(" |");
+      }
+      sb.append(" state per partition | state per batch | all per batch |\n|---|")
+          .append("---|".repeat(S3Kind.values().length + 3)).append('\n');
+      Map<String, List<Double>> series = new LinkedHashMap<>();
+      for (S3Kind k : S3Kind.values()) {
+        series.put(k.name(), new ArrayList<>());
+      }
+      List<String> names = new ArrayList<>();
+      for (String setup : setups()) {
+        JsonNode r = find(plan, setup, "agg", n, latency);
+        if (r == null) {
+          continue;
+        }
+        names.add(setup);
+        JsonNode pp = r.path("summary").path("stateRequestsPerPartitionCommit");
+        JsonNode pb = r.path("summary").path("requestsPerBatch");
+        sb.append("| ").append(setup).append(" |");
+        for (S3Kind k : S3Kind.values()) {
+          sb.append(' ').append(num(pp.path(k.name()).asDouble())).append(" |");
+          series.get(k.name()).add(pp.path(k.name()).asDouble());
+        }
+        sb.append(" **").append(num(pp.path("total").asDouble())).append("** | ")
+            .append(num(pb.path("state").path("total").asDouble())).append(" | ")
+            .append(num(pb.path("all").path("total").asDouble())).append(" |\n");
+      }
+      sb.append('\n');
+      String file = "requests-" + plan + "-" + latency + ".svg";
+      plot(file, SvgChart.bars("State-store S3 requests per partition per batch ("
+          + keys(n) + " keys, " + partitions + " partitions)", "set-up", "requests", names,
+          series, true));
+      sb.append("![S3 requests per batch](").append(plotsRel).append('/').append(file)
+          .append(")\n\n");
+    }
+    return sb.toString();
+  }
+
+  private String restoreTables() throws IOException {
+    if (runs.isEmpty()) {
+      return "_No end-to-end results yet._";
+    }
+    StringBuilder sb = new StringBuilder();
+    for (String latency : latencies()) {
+      for (String workload : workloads()) {
+        List<Long> sizes = sizes("main", workload, latency);
+        if (sizes.isEmpty()) {
+          continue;
+        }
+        sb.append("**Restore on wiped local state, ms: time added to the first batch "
+            + "(restore batch's `addBatch` minus a steady batch's p50), and in brackets that "
+            + "batch's `triggerExecution`; ").append(workload).append(", latency `")
+            .append(latency).append("`**\n\n");
+        table(sb, sizes, "main", workload, latency, r -> {
+          JsonNode x = r.path("summary").path("restore");
+          return x.path("estimateMs").asLong() + " (" + x.path("batchMs").asLong() + ")";
+        });
+        Map<String, List<Double>> series = new LinkedHashMap<>();
+        for (String setup : setups()) {
+          List<Double> v = new ArrayList<>();
+          for (long n : sizes) {
+            JsonNode r = find("main", setup, workload, n, latency);
+            v.add(r == null ? null
+                : r.path("summary").path("restore").path("estimateMs").asDouble());
+          }
+          series.put(setup, v);
+        }
+        String file = "restore-" + workload + "-" + latency + ".svg";
+        plot(file, SvgChart.bars("Restore time added to the first batch (" + workload
+            + ", latency " + latency + ")", "keys in state", "ms", sizes.stream()
+            .map(BenchReport::keys).toList(), series, false));
+        sb.append("![restore time](").append(plotsRel).append('/').append(file)
+            .append(")\n\n");
+      }
+    }
+    return sb.toString();
+  }
+
+  /** The goals, each checked against the results. */
+  private String targets() {
+    if (runs.isEmpty()) {
+      return "_No end-to-end results yet._";
+    }
+    StringBuilder sb = new StringBuilder();
+    sb.append("| goal | latency | result | met |\n|---|---|---|---|\n");
+    for (String latency : latencies()) {
+      List<Long> sizes = sizes("main", "agg", latency);
+      if (sizes.isEmpty() || find("main", "strata", "agg", sizes.get(0), latency) == null) {
+        continue;
+      }
+      long lo = sizes.get(0);
+      long hi = sizes.get(sizes.size() - 1);
+      JsonNode sLo = find("main", "strata", "agg", lo, latency);
+      JsonNode sHi = find("main", "strata", "agg", hi, latency);
+      if (sHi != null && lo != hi) {
+        double r = commitP50(sHi) / Math.max(1, commitP50(sLo));
+        sb.append(String.format(Locale.ROOT, "| Strata commit p50 at %s keys within 1.2× of "
+            + "its p50 at %s | `%s` | %.0f ms vs %.0f ms: %.2f× | %s |%n", keys(hi), keys(lo),
+            latency, commitP50(sHi), commitP50(sLo), r, r <= 1.2 ? "yes" : "**no**"));
+      }
+      for (long n : sizes) {
+        JsonNode s = find("main", "strata", "agg", n, latency);
+        JsonNode peer = find("main", PEER, "agg", n, latency);
+        if (s != null && peer != null) {
+          sb.append(String.format(Locale.ROOT, "| commit p50 no slower than %s, %s keys | "
+              + "`%s` | %.0f ms vs %.0f ms | %s |%n", PEER, keys(n), latency, commitP50(s),
+              commitP50(peer), commitP50(s) <= commitP50(peer) ? "yes" : "**no**"));
+        }
+        for (String d : DEFAULT_SETUPS) {
+          JsonNode x = find("main", d, "agg", n, latency);
+          if (s != null && x != null) {
+            double r = commitP50(x) / Math.max(1, commitP50(s));
+            sb.append(String.format(Locale.ROOT, "| commit p50 ≥ 10× faster than %s, %s keys "
+                + "| `%s` | %.0f ms vs %.0f ms: %.1f× | %s |%n", d, keys(n), latency,
+                commitP50(s), commitP50(x), r, r >= 10 ? "yes" : "**no**"));
+          }
+        }
+      }
+      if (sHi != null) {
+        JsonNode pp = sHi.path("summary").path("stateRequestsPerPartitionCommit");
+        boolean one = pp.path("total").asDouble() <= 1.0 && pp.path("LIST").asDouble() == 0
+            && pp.path("HEAD").asDouble() == 0 && pp.path("COPY").asDouble() == 0;
+        JsonNode peer = find("main", PEER, "agg", hi, latency);
+        sb.append(String.format(Locale.ROOT, "| 1 S3 request per partition per commit, 0 LIST,"
+            + " 0 HEAD, 0 COPY (%s keys) | `%s` | %s per partition (PUT %s, LIST %s, HEAD %s, "
+            + "COPY %s)%s | %s |%n", keys(hi), latency, num(pp.path("total").asDouble()),
+            num(pp.path("PUT").asDouble()), num(pp.path("LIST").asDouble()),
+            num(pp.path("HEAD").asDouble()), num(pp.path("COPY").asDouble()),
+            peer == null ? "" : "; " + PEER + ": " + num(peer.path("summary")
+                .path("stateRequestsPerPartitionCommit").path("total").asDouble()),
+            one ? "yes" : "**no**"));
+      }
+      boolean any = false;
+      for (long n : sizes) {
+        if (n < 1_000_000) {
+          continue;
+        }
+        for (String peerSetup : List.of("rocksdb-default", "rocksdb-tuned",
+            "rocksdb-changelog-default", PEER)) {
+          JsonNode s = find("main", "strata", "agg", n, latency);
+          JsonNode p = find("main", peerSetup, "agg", n, latency);
+          if (s == null || p == null) {
+            continue;
+          }
+          any = true;
+          double a = s.path("summary").path("restore").path("estimateMs").asDouble();
+          double b = p.path("summary").path("restore").path("estimateMs").asDouble();
+          double r = b / Math.max(1, a);
+          sb.append(String.format(Locale.ROOT, "| restore ≥ 3× faster than %s, %s keys | `%s`"
+              + " | %.0f ms vs %.0f ms: %.1f× | %s |%n", peerSetup, keys(n), latency, a, b, r,
+              r >= 3 ? "yes" : "**no**"));
+        }
+      }
+      if (!any) {
+        sb.append("| restore ≥ 3× faster than Spark's RocksDB provider at ≥ 1 M keys | `")
+            .append(latency).append("` | not measured: no run with ≥ 1 M keys | – |\n");
+      }
+    }
+    return sb.toString();
+  }
+
+  /** Every metric, size and peer where Strata's number is worse than the peer's. */
+  private String notAhead() {
+    if (runs.isEmpty()) {
+      return "_No end-to-end results yet._";
+    }
+    Map<String, Function<JsonNode, Double>> metrics = new LinkedHashMap<>();
+    metrics.put("commit p50, ms", r -> commitP50(r));
+    metrics.put("commit p95, ms", r -> r.path("summary").path("commitMsPerPartition")
+        .path("p95").asDouble());
+    metrics.put("commit max, ms", r -> r.path("summary").path("commitMsPerPartition")
+        .path("max").asDouble());
+    metrics.put("stateful task p50, ms", r -> taskP50(r));
+    metrics.put("batch p50, ms", r -> r.path("summary").path("batchMs").path("p50").asDouble());
+    metrics.put("load phase, ms", r -> r.path("summary").path("loadMs").asDouble());
+    metrics.put("state bytes uploaded per batch", r -> r.path("summary")
+        .path("bytesUpPerBatch").path("state").asDouble());
+    metrics.put("state requests per partition per batch", r -> r.path("summary")
+        .path("stateRequestsPerPartitionCommit").path("total").asDouble());
+    metrics.put("all requests per batch", r -> r.path("summary").path("requestsPerBatch")
+        .path("all").path("total").asDouble());
+    metrics.put("restore, ms", r -> r.path("summary").path("restore").path("estimateMs")
+        .asDouble());
+    StringBuilder sb = new StringBuilder();
+    sb.append("| metric | latency, workload, keys | peer | Strata | peer's |\n"
+        + "|---|---|---|---|---|\n");
+    int rows = 0;
+    for (Map.Entry<String, Function<JsonNode, Double>> m : metrics.entrySet()) {
+      for (String latency : latencies()) {
+        for (String workload : workloads()) {
+          for (long n : sizes("main", workload, latency)) {
+            JsonNode s = find("main", "strata", workload, n, latency);
+            if (s == null) {
+              continue;
+            }
+            for (String setup : setups()) {
+              JsonNode p = setup.startsWith("strata") ? null
+                  : find("main", setup, workload, n, latency);
+              if (p == null) {
+                continue;
+              }
+              double a = m.getValue().apply(s);
+              double b = m.getValue().apply(p);
+              if (a >= 0 && b >= 0 && a > b) {
+                rows++;
+                sb.append("| ").append(m.getKey()).append(" | `").append(latency).append("`, ")
+                    .append(workload).append(", ").append(keys(n)).append(" | ").append(setup)
+                    .append(" | ").append(num(a)).append(" | ").append(num(b)).append(" |\n");
+              }
+            }
+          }
+        }
+      }
+    }
+    return rows == 0 ? "Nowhere in this run: Strata's number is at least as good as every "
+        + "peer's for every metric, size and latency profile." : sb.toString();
+  }
+
+  private void table(StringBuilder sb, List<Long> sizes, String plan, String workload,
+      String latency, Function<JsonNode, String> cell) {
+    sb.append("| set-up |");
+    for (long n : sizes) {
+      sb.append(' ').append(keys(n)).append(" keys |");
+    }
+    sb.append("\n|---|").append("---|".repeat(sizes.size())).append('\n');
+    for (String setup : setups()) {
+      sb.append("| ").append(setup).append(" |");
+      boolean any = false;
+      for (long n : sizes) {
+        JsonNode r = find(plan, setup, workload, n, latency);
+        any |= r != null;
+        sb.append(' ').append(r == null ? "–" : cell.apply(r)).append(" |");
+      }
+      sb.append('\n');
+      if (!any) {
+        sb.setLength(sb.lastIndexOf("| " + setup + " |"));
+      }
+    }
+    sb.append('\n');
+  }
+
+  private static double taskP50(JsonNode r) {
+    JsonNode t = r.path("summary").path("statefulTaskMs");
+    return t.isMissingNode() ? -1 : t.path("p50").asDouble();
+  }
+
+  private static double commitP50(JsonNode r) {
+    return r.path("summary").path("commitMsPerPartition").path("p50").asDouble();
+  }
+
+  private JsonNode find(String plan, String setup, String workload, long n, String latency) {
+    for (JsonNode r : runs) {
+      JsonNode s = r.path("spec");
+      if (s.path("plan").asText().equals(plan) && s.path("setup").asText().equals(setup)
+          && s.path("workload").asText().equals(workload) && s.path("stateKeys").asLong() == n
+          && s.path("latency").asText().equals(latency)) {
+        return r;
+      }
+    }
+    return null;
+  }
+
+  private List<String> setups() {
+    List<String> out = new ArrayList<>();
+    for (ProviderSetup p : ProviderSetup.values()) {
+      for (JsonNode r : runs) {
+        if (r.path("spec").path("setup").asText().equals(p.id())) {
+          out.add(p.id());
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  private List<String> latencies() {
+    List<String> out = new ArrayList<>();
+    for (JsonNode r : runs) {
+      JsonNode s = r.path("spec");
+      String l = s.path("latency").asText();
+      if (s.path("plan").asText().equals("main") && !out.contains(l)) {
+        out.add(l);
+      }
+    }
+    return out;
+  }
+
+  private List<String> workloads() {
+    List<String> out = new ArrayList<>();
+    for (String w : List.of("agg", "dedup")) {
+      for (JsonNode r : runs) {
+        if (r.path("spec").path("workload").asText().equals(w)) {
+          out.add(w);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  private List<Long> sizes(String plan, String workload, String latency) {
+    TreeSet<Long> s = new TreeSet<>();
+    for (JsonNode r : runs) {
+      JsonNode x = r.path("spec");
+      if (x.path("plan").asText().equals(plan) && x.path("workload").asText().equals(workload)
+          && x.path("latency").asText().equals(latency)) {
+        s.add(x.path("stateKeys").asLong());
+      }
+    }
+    return new ArrayList<>(s);
+  }
+
+  private static String specName(JsonNode r) {
+    JsonNode s = r.path("spec");
+    return s.path("plan").asText() + " " + s.path("setup").asText() + " "
+        + s.path("workload").asText() + " " + s.path("stateKeys").asLong() + " keys "
+        + s.path("latency").asText();
+  }
+
+  // ---------------------------------------------------------------- JMH
+
+  private String jmhTables() throws IOException {
+    if (jmh == null || !jmh.isArray() || jmh.size() == 0) {
+      return "_No JMH results yet: run the JMH command above._";
+    }
+    StringBuilder sb = new StringBuilder();
+    if (jmhMeta != null) {
+      if (jmhMeta.path("args").asText().contains("-i 2")) {
+        sb.append("> **Quick mode** (1 warm-up and 2 measured iterations of 1 s): indicative "
+            + "only.\n\n");
+      }
+      sb.append(String.format(Locale.ROOT, "Run %s to %s, JMH options `%s`, %d cores, 1-minute "
+          + "load average %.1f at start and %.1f at end, git `%s`.%n%n",
+          jmhMeta.path("startedAt").asText(), jmhMeta.path("finishedAt").asText(),
+          jmhMeta.path("args").asText(), jmhMeta.path("cores").asInt(),
+          jmhMeta.path("loadAvgStart").asDouble(), jmhMeta.path("loadAvgEnd").asDouble(),
+          jmhMeta.path("gitCommit").asText()));
+    }
+    // benchmark -> stateKeys -> store -> cell
+    Map<String, Map<Long, Map<String, String>>> t = new LinkedHashMap<>();
+    Map<Long, Map<String, Double>> restoreMbs = new LinkedHashMap<>();
+    TreeSet<String> stores = new TreeSet<>();
+    for (JsonNode b : jmh) {
+      String name = b.path("benchmark").asText().replace("io.strata.bench.", "");
+      JsonNode params = b.path("params");
+      String store = params.path("store").asText();
+      long keys = params.path("stateKeys").asLong();
+      stores.add(store);
+      JsonNode pm = b.path("primaryMetric");
+      double err = pm.path("scoreError").asDouble(Double.NaN);
+      String cell = sig(pm.path("score").asDouble())
+          + (Double.isNaN(err) ? "" : " ± " + sig(err)) + " " + pm.path("scoreUnit").asText();
+      t.computeIfAbsent(name, k -> new java.util.TreeMap<>())
+          .computeIfAbsent(keys, k -> new LinkedHashMap<>()).put(store, cell);
+      JsonNode bytes = b.path("secondaryMetrics").path("restoredBytes");
+      if (!bytes.isMissingNode()) {
+        double mbs = bytes.path("score").asDouble() / 1e6;
+        restoreMbs.computeIfAbsent(keys, k -> new LinkedHashMap<>()).put(store, mbs);
+        double perRestore = pm.path("score").asDouble() > 0 ? 1 / pm.path("score").asDouble()
+            : -1;
+        t.get(name).get(keys).put(store, sig(perRestore) + " s per restore, " + sig(mbs)
+            + " MB/s");
+      }
+    }
+    // Where a Spark store beats the better of Strata's two stores.
+    List<String> behind = new ArrayList<>();
+    Map<String, Map<Long, Map<String, Double>>> scores = new LinkedHashMap<>();
+    Map<String, Boolean> higherBetter = new HashMap<>();
+    for (JsonNode b : jmh) {
+      String name = b.path("benchmark").asText().replace("io.strata.bench.", "");
+      higherBetter.put(name, b.path("mode").asText().equals("thrpt"));
+      scores.computeIfAbsent(name, k -> new java.util.TreeMap<>())
+          .computeIfAbsent(b.path("params").path("stateKeys").asLong(),
+              k -> new LinkedHashMap<>())
+          .put(b.path("params").path("store").asText(),
+              b.path("primaryMetric").path("score").asDouble());
+    }
+    scores.forEach((name, byKeys) -> byKeys.forEach((keys, byStore) -> {
+      boolean up = higherBetter.get(name);
+      Double best = null;
+      for (Map.Entry<String, Double> e : byStore.entrySet()) {
+        if (e.getKey().startsWith("strata")) {
+          best = best == null ? e.getValue()
+              : up ? Math.max(best, e.getValue()) : Math.min(best, e.getValue());
+        }
+      }
+      if (best == null) {
+        return;
+      }
+      for (Map.Entry<String, Double> e : byStore.entrySet()) {
+        if (!e.getKey().startsWith("strata")
+            && (up ? e.getValue() > best : e.getValue() < best)) {
+          behind.add(name + " at " + keys(keys) + ": " + e.getKey());
+        }
+      }
+    }));
+    List<String> order = List.of("strata-file", "strata-s3", "rocksdb-file",
+        "rocksdb-changelog-file", "hdfs-file", "rocksdb-s3", "rocksdb-changelog-s3");
+    List<String> cols = new ArrayList<>(stores);
+    cols.sort(java.util.Comparator.comparingInt(c -> order.contains(c) ? order.indexOf(c)
+        : order.size()));
+    sb.append("| benchmark | keys |");
+    cols.forEach(c -> sb.append(' ').append(c).append(" |"));
+    sb.append("\n|---|---|").append("---|".repeat(cols.size())).append('\n');
+    t.forEach((name, byKeys) -> byKeys.forEach((keys, byStore) -> {
+      sb.append("| ").append(name).append(" | ").append(keys(keys)).append(" |");
+      for (String c : cols) {
+        sb.append(' ').append(byStore.getOrDefault(c, "–")).append(" |");
+      }
+      sb.append('\n');
+    }));
+    sb.append('\n');
+    sb.append(behind.isEmpty() ? "No Spark store beat the better of Strata's two stores in "
+        + "this run.\n\n" : "A Spark store beat the better of Strata's two stores in: "
+        + String.join("; ", behind) + ".\n\n");
+    if (!restoreMbs.isEmpty()) {
+      TreeSet<String> rs = new TreeSet<>();
+      restoreMbs.values().forEach(m -> rs.addAll(m.keySet()));
+      Map<String, List<Double>> series = new LinkedHashMap<>();
+      List<Long> ks = new ArrayList<>(new TreeSet<>(restoreMbs.keySet()));
+      for (String s : rs) {
+        List<Double> v = new ArrayList<>();
+        for (long k : ks) {
+          v.add(restoreMbs.get(k).get(s));
+        }
+        series.put(s, v);
+      }
+      String file = "jmh-restore.svg";
+      plot(file, SvgChart.bars("Restore throughput from S3Proxy (JMH)", "keys in state",
+          "MB/s of checkpoint restored", ks.stream().map(BenchReport::keys).toList(), series,
+          false));
+      sb.append("![restore throughput](").append(plotsRel).append('/').append(file)
+          .append(")\n");
+    }
+    return sb.toString();
+  }
+
+  // ---------------------------------------------------------------- formatting
+
+  private void plot(String file, String svg) throws IOException {
+    Files.writeString(plots.resolve(file), svg, StandardCharsets.UTF_8);
+  }
+
+  private static void row(StringBuilder sb, String k, String v) {
+    sb.append("| ").append(k).append(" | ").append(v).append(" |\n");
+  }
+
+  static String keys(long n) {
+    if (n >= 1_000_000 && n % 1_000_000 == 0) {
+      return (n / 1_000_000) + " M";
+    }
+    if (n >= 1000 && n % 1000 == 0) {
+      return (n / 1000) + " k";
+    }
+    return Long.toString(n);
+  }
+
+  private static String num(double v) {
+    return v == Math.rint(v) ? Long.toString((long) v) : String.format(Locale.ROOT, "%.2f", v);
+  }
+
+  private static String bytes(long b) {
+    if (b >= 10L << 20) {
+      return (b >> 20) + " MiB";
+    }
+    if (b >= 10L << 10) {
+      return (b >> 10) + " KiB";
+    }
+    return b + " B";
+  }
+
+  /** Three significant digits, no exponent. */
+  private static String sig(double v) {
+    if (v == 0 || Double.isNaN(v)) {
+      return "0";
+    }
+    double a = Math.abs(v);
+    int decimals = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
+    return String.format(Locale.ROOT, "%,." + decimals + "f", v);
+  }
+}
