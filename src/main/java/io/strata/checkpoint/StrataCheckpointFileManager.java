@@ -10,8 +10,11 @@ import io.strata.objectstore.S3Settings;
 import java.io.IOException;
 import java.lang.ref.Cleaner;
 import java.net.URI;
+import java.io.InputStream;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -48,7 +51,10 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>{@code createAtomic(p, true)} then {@code close()}</td><td>one plain PUT</td></tr>
  *   <tr><td>{@code cancel()}</td><td>none; nothing appears</td></tr>
  *   <tr><td>{@code open(p)}</td><td>one GET (a seek elsewhere: one ranged GET, plus one HEAD
- *       the first time a seek needs the length); {@code FileNotFoundException} if missing</td></tr>
+ *       the first time a seek needs the length); none for one of the last {@value
+ *       #READ_BACK_FILES} files of up to {@value #READ_BACK_MAX_BYTES} bytes this manager wrote
+ *       create-only (such an object never changes); {@code FileNotFoundException} if
+ *       missing</td></tr>
  *   <tr><td>{@code list(dir)}</td><td>one LIST with delimiter '/' per 1000 entries; objects
  *       are files, common prefixes directories; a missing directory lists empty</td></tr>
  *   <tr><td>{@code exists(p)}</td><td>none if this manager listed {@code p}'s parent (the
@@ -86,6 +92,11 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
   /** Releases stores of managers Spark dropped without closing; one daemon thread per JVM. */
   private static final Cleaner CLEANER = Cleaner.create();
 
+  /** Files this manager wrote create-only that {@link #open} serves from memory (count). */
+  static final int READ_BACK_FILES = 16;
+  /** Largest file kept for {@link #open} (bytes); metadata log entries are far smaller. */
+  static final int READ_BACK_MAX_BYTES = 256 * 1024;
+
   /** Block size reported in file statuses (bytes); S3 has none, Spark does not use it. */
   private static final long BLOCK_SIZE = 32L << 20;
 
@@ -100,6 +111,20 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
   private final Set<String> listedHere = ConcurrentHashMap.newKeySet();
   /** Directory ids this manager made with {@code mkdirs}; they exist for it. */
   private final Set<String> madeHere = ConcurrentHashMap.newKeySet();
+  /**
+   * The last {@value #READ_BACK_FILES} small files this manager wrote create-only, by id, oldest
+   * first. A create-only object never changes, so reading it back needs no request (Spark's file
+   * source reads each log entry right after writing it, and its compaction the last nine).
+   */
+  private final Map<String, byte[]> readBack = Collections.synchronizedMap(
+      new LinkedHashMap<>(32, 0.75f, false) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, byte[]> eldest) {
+          return size() > READ_BACK_FILES;
+        }
+      });
 
   /**
    * Creates the manager Spark asks for with {@code CheckpointFileManager.create(path, conf)}.
@@ -172,13 +197,22 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
         throw e;
       }
       KnownKeys.JVM.created(scope, key);
+      String id = id(cp.bucket(), key);
+      if (!overwriteIfPossible && body.length() <= READ_BACK_MAX_BYTES) {
+        try (InputStream bytes = body.open()) {
+          readBack.put(id, bytes.readAllBytes());
+        }
+      } else {
+        readBack.remove(id);
+      }
       LOG.debug("Wrote {} ({} bytes, {})", store.describe(key), body.length(),
           overwriteIfPossible ? "overwrite" : "create-only");
     });
   }
 
   /**
-   * Opens {@code path} with one GET.
+   * Opens {@code path} with one GET, or none for one of the last files this manager wrote
+   * create-only (served from memory: such an object never changes).
    *
    * @throws java.io.FileNotFoundException (undeclared, Scala-style) if it does not exist
    */
@@ -188,6 +222,10 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
       return delegate.open(path);
     }
     CheckpointPath cp = objectPath(path, "open");
+    byte[] written = readBack.get(id(cp.bucket(), cp.key()));
+    if (written != null) {
+      return new FSDataInputStream(new BytesReadStream(written, path.toString()));
+    }
     try {
       return new FSDataInputStream(new ObjectReadStream(stores.get(cp.bucket()), cp.key()));
     } catch (IOException e) {
@@ -322,7 +360,11 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
       throw Errors.sneaky(e);
     }
     KnownKeys.JVM.deleted(scope, cp.key());
-    madeHere.remove(id(cp.bucket(), cp.key()));
+    String gone = id(cp.bucket(), cp.key());
+    madeHere.remove(gone);
+    synchronized (readBack) {
+      readBack.keySet().removeIf(k -> k.equals(gone) || k.startsWith(gone + "/"));
+    }
   }
 
   @Override

@@ -160,9 +160,13 @@ class StrataCheckpointFileManagerIT {
     for (int i = 0; i < data.length; i++) {
       data[i] = (byte) (i * 31);
     }
-    CheckpointFileManager.CancellableFSDataOutputStream out = fm.createAtomic(p("metadata"), false);
+    // written by another manager: this one has not seen the bytes
+    StrataCheckpointFileManager writer =
+        new StrataCheckpointFileManager(new org.apache.hadoop.fs.Path(root), conf(server));
+    CheckpointFileManager.CancellableFSDataOutputStream out = writer.createAtomic(p("metadata"), false);
     out.write(data);
     out.close();
+    writer.close();
     requests.clear();
     try (FSDataInputStream in = fm.open(p("metadata"))) {
       assertEquals(data[0], (byte) in.read());
@@ -199,6 +203,10 @@ class StrataCheckpointFileManagerIT {
     }
     assertEquals(5, requests.size(), "one PUT per batch, no probe: " + summary());
     assertTrue(requests.stream().allMatch(r -> r.kind().equals("PUT") && r.conditional()));
+    // Spark's file source reads each log entry back right after writing it: no request
+    requests.clear();
+    assertEquals("batch 4", read(p("offsets/4")));
+    assertEquals(List.of(), summary(), "a create-only file this manager wrote is read from memory");
 
     // purge: a known object is one DeleteObjects
     requests.clear();
