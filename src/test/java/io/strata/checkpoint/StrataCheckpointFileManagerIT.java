@@ -132,7 +132,8 @@ class StrataCheckpointFileManagerIT {
 
   @Test
   void cancelLeavesNothingBehindAndSendsNothing() throws Exception {
-    CheckpointFileManager.CancellableFSDataOutputStream out = fm.createAtomic(p("commits/7"), false);
+    CheckpointFileManager.CancellableFSDataOutputStream out =
+        fm.createAtomic(p("commits/7"), false);
     out.write(new byte[1000]);
     out.cancel();
     out.close(); // after cancel: nothing
@@ -145,7 +146,8 @@ class StrataCheckpointFileManagerIT {
   void aLargeFileIsBufferedOnDiskAndStillOnePut() throws Exception {
     byte[] big = new byte[AtomicPutOutputStream.MEMORY_LIMIT + 12345];
     new java.util.Random(7).nextBytes(big);
-    CheckpointFileManager.CancellableFSDataOutputStream out = fm.createAtomic(p("sources/0/9.compact"), false);
+    CheckpointFileManager.CancellableFSDataOutputStream out =
+        fm.createAtomic(p("sources/0/9.compact"), false);
     out.write(big);
     out.close();
     assertEquals(List.of("PUT(if-none-match) 200"), summary());
@@ -163,7 +165,8 @@ class StrataCheckpointFileManagerIT {
     // written by another manager: this one has not seen the bytes
     StrataCheckpointFileManager writer =
         new StrataCheckpointFileManager(new org.apache.hadoop.fs.Path(root), conf(server));
-    CheckpointFileManager.CancellableFSDataOutputStream out = writer.createAtomic(p("metadata"), false);
+    CheckpointFileManager.CancellableFSDataOutputStream out =
+        writer.createAtomic(p("metadata"), false);
     out.write(data);
     out.close();
     writer.close();
@@ -217,7 +220,8 @@ class StrataCheckpointFileManagerIT {
     assertEquals(List.of("1", "2", "3", "4"), Arrays.stream(left)
         .map(s -> s.getPath().getName()).sorted().toList());
     assertTrue(Arrays.stream(left).allMatch(FileStatus::isFile));
-    assertEquals(root + "/offsets/1", left[0].getPath().toString(), "paths keep the caller's scheme");
+    assertEquals(root + "/offsets/1", left[0].getPath().toString(),
+        "paths keep the caller's scheme");
   }
 
   @Test
@@ -281,7 +285,8 @@ class StrataCheckpointFileManagerIT {
     assertTrue(e.getMessage().contains(StrataConf.PREFIX + "s3.pathStyleAccess"), e.getMessage());
     IllegalArgumentException creds = assertThrows(IllegalArgumentException.class,
         () -> new StrataCheckpointFileManager(
-            new org.apache.hadoop.fs.Path("s3a://AKID:SECRETVALUE@" + BUCKET + "/x"), conf(server)));
+            new org.apache.hadoop.fs.Path("s3a://AKID:SECRETVALUE@" + BUCKET + "/x"),
+            conf(server)));
     assertFalse(creds.getMessage().contains("SECRETVALUE"), creds.getMessage());
   }
 

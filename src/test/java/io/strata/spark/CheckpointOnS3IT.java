@@ -36,11 +36,16 @@ import software.amazon.awssdk.services.s3.S3Client;
  */
 class CheckpointOnS3IT {
   private static final int KEYS = 12;
+  /** Generous: a driver JVM starts Spark from scratch, and CI machines can be very loaded. */
+  private static final long CHILD_TIMEOUT_S = 900;
   private static SparkS3Harness h;
+  /** Child JVM logs, kept after the run (the harness deletes its work directory). */
+  private static Path logs;
 
   @BeforeAll
   static void start() throws IOException {
     h = new SparkS3Harness(2);
+    logs = Files.createDirectories(Path.of("target", "checkpoint-it-logs"));
   }
 
   @AfterAll
@@ -191,18 +196,18 @@ class CheckpointOnS3IT {
         Trigger.ProcessingTime(200), "q1", -1);
     try {
       q1.processAllAvailable();
-      long interval = 20_000;
-      try (ChildJvm q2 = ChildJvm.start(CheckpointDriver.class, h.work.resolve("q2.log"),
+      long interval = 30_000;
+      try (ChildJvm q2 = ChildJvm.start(CheckpointDriver.class, logs.resolve("q2.log"),
           h.s3.endpoint().toString(), ckpt, in.toString(), out2.toString(),
           h.work.resolve("q2-work").toString(), "processing:" + interval, "q2", "-1")) {
         Path ready = out2.resolve("ready-q2.marker");
-        long deadline = System.currentTimeMillis() + 240_000;
+        long deadline = System.currentTimeMillis() + CHILD_TIMEOUT_S * 1000;
         while (!Files.exists(ready)) {
           assertTrue(q2.process.isAlive(), "the second instance started; log " + q2.log);
           assertTrue(System.currentTimeMillis() < deadline, "second instance not ready");
           Thread.sleep(200);
         }
-        // The second instance runs a trigger every 20 s (at multiples of 20 s). Publish the new
+        // The second instance runs a trigger every 30 s (at multiples of 30 s). Publish the new
         // file right after one of its triggers, so the first instance (200 ms) takes it first.
         long now = System.currentTimeMillis();
         long next = (now / interval + 1) * interval;
@@ -211,7 +216,8 @@ class CheckpointOnS3IT {
         }
         writeBatch(in, 3);
         q1.processAllAvailable();
-        assertEquals(0, q2.await(120), "the second instance's JVM exits; log " + q2.log);
+        assertEquals(0, q2.await(CHILD_TIMEOUT_S),
+            "the second instance's JVM exits; log " + q2.log);
       }
       String error = Files.readString(out2.resolve("error-q2.txt"));
       assertTrue(error.contains("org.apache.hadoop.fs.FileAlreadyExistsException"), error);
@@ -246,11 +252,11 @@ class CheckpointOnS3IT {
       writeBatch(in, b);
     }
     String endpoint = h.s3.endpoint().toString();
-    try (ChildJvm first = ChildJvm.start(CheckpointDriver.class, h.work.resolve("kill-1.log"),
+    try (ChildJvm first = ChildJvm.start(CheckpointDriver.class, logs.resolve("kill-1.log"),
         endpoint, ckpt, in.toString(), out.toString(), h.work.resolve("kill-work-1").toString(),
         "availableNow", "run1", Integer.toString(killAt))) {
       Path marker = out.resolve("in-batch-" + killAt + ".marker");
-      long deadline = System.currentTimeMillis() + 240_000;
+      long deadline = System.currentTimeMillis() + CHILD_TIMEOUT_S * 1000;
       while (!Files.exists(marker)) {
         assertTrue(first.process.isAlive(), "the driver runs; log " + first.log);
         assertTrue(System.currentTimeMillis() < deadline, "batch " + killAt + " not reached");
@@ -266,10 +272,11 @@ class CheckpointOnS3IT {
     assertEquals("absent", Files.readString(out.resolve("hadoop-aws-run1.txt")));
 
     // Restart on a fresh machine: new JVM, new local directories; everything comes from S3.
-    try (ChildJvm second = ChildJvm.start(CheckpointDriver.class, h.work.resolve("kill-2.log"),
+    try (ChildJvm second = ChildJvm.start(CheckpointDriver.class, logs.resolve("kill-2.log"),
         endpoint, ckpt, in.toString(), out.toString(), h.work.resolve("kill-work-2").toString(),
         "availableNow", "run2", "-1")) {
-      assertEquals(0, second.await(300), "the restarted driver finishes; log " + second.log);
+      assertEquals(0, second.await(CHILD_TIMEOUT_S),
+          "the restarted driver finishes; log " + second.log);
     }
     List<String> reruns = Files.readAllLines(out.resolve("runs.log")).stream()
         .filter(l -> l.startsWith("run2 ")).collect(Collectors.toList());
