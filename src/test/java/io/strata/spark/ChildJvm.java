@@ -36,6 +36,19 @@ final class ChildJvm implements AutoCloseable {
   }
 
   static ChildJvm start(Class<?> main, Path log, String... args) throws IOException {
+    return start(classpathWithoutHadoopAws(), main, log, args);
+  }
+
+  /** The whole test classpath (with hadoop-aws), and {@code extra} entries after it. */
+  static String fullClasspath(String... extra) {
+    List<String> all = new ArrayList<>(Arrays.asList(System.getProperty("surefire.test.class.path",
+        System.getProperty("java.class.path")).split(File.pathSeparator)));
+    all.addAll(Arrays.asList(extra));
+    return String.join(File.pathSeparator, all);
+  }
+
+  static ChildJvm start(String classpath, Class<?> main, Path log, String... args)
+      throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx1g");
@@ -46,7 +59,7 @@ final class ChildJvm implements AutoCloseable {
       }
     }
     cmd.add("-cp");
-    cmd.add(classpathWithoutHadoopAws());
+    cmd.add(classpath);
     cmd.add(main.getName());
     cmd.addAll(Arrays.asList(args));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
