@@ -31,15 +31,25 @@ final class KnownKeys {
   static final KnownKeys JVM = new KnownKeys(MAX_DIRS);
 
   private final Map<String, Dir> dirs;
+  /**
+   * Changes in directories without a listing here, so a listing in flight while they happen
+   * still learns them; dropped when the directory is listed (bounded like {@link #dirs}).
+   */
+  private final Map<String, Dir> unlisted;
   private long clock;
 
   KnownKeys(int maxDirs) {
-    this.dirs = new LinkedHashMap<>(64, 0.75f, true) {
+    this.dirs = lru(maxDirs);
+    this.unlisted = lru(maxDirs);
+  }
+
+  private static Map<String, Dir> lru(int max) {
+    return new LinkedHashMap<>(64, 0.75f, true) {
       private static final long serialVersionUID = 1L;
 
       @Override
       protected boolean removeEldestEntry(Map.Entry<String, Dir> eldest) {
-        return size() > maxDirs;
+        return size() > max;
       }
     };
   }
@@ -83,13 +93,14 @@ final class KnownKeys {
     for (String d : subdirs) {
       fresh.children.put(d, new Child(true, true, stamp));
     }
-    Dir old = dirs.get(id(scope, dirKey));
-    if (old != null) {
-      old.children.forEach((name, c) -> {
-        if (c.stamp > stamp) {
-          fresh.children.put(name, c); // changed while the listing was in flight
-        }
-      });
+    for (Dir old : new Dir[] {dirs.get(id(scope, dirKey)), unlisted.remove(id(scope, dirKey))}) {
+      if (old != null) {
+        old.children.forEach((name, c) -> {
+          if (c.stamp > stamp) {
+            fresh.children.put(name, c); // changed while the listing was in flight
+          }
+        });
+      }
     }
     dirs.put(id(scope, dirKey), fresh);
   }
@@ -120,6 +131,7 @@ final class KnownKeys {
     String self = id(scope, key);
     String below = self + "/";
     dirs.keySet().removeIf(d -> d.equals(self) || d.startsWith(below));
+    unlisted.keySet().removeIf(d -> d.equals(self) || d.startsWith(below));
   }
 
   /**
@@ -156,21 +168,21 @@ final class KnownKeys {
     return dirs.containsKey(id(scope, dirKey));
   }
 
+  /** Records a change of {@code key} in its parent's listing, or as a change to merge later. */
   private void put(String scope, String key, Child child) {
-    Dir parent = dirs.get(id(scope, parentOf(key)));
-    if (parent != null) {
-      parent.children.put(nameOf(key), child);
+    String parentId = id(scope, parentOf(key));
+    Dir parent = dirs.get(parentId);
+    if (parent == null) {
+      parent = unlisted.computeIfAbsent(parentId, k -> new Dir());
     }
+    parent.children.put(nameOf(key), child);
   }
 
   /** Marks {@code dirKey} and each of its ancestors as a present directory in known parents. */
   private void markAncestors(String scope, String dirKey, long stamp) {
     String k = dirKey;
     while (!k.isEmpty()) {
-      Dir parent = dirs.get(id(scope, parentOf(k)));
-      if (parent != null) {
-        parent.children.put(nameOf(k), new Child(true, true, stamp));
-      }
+      put(scope, k, new Child(true, true, stamp));
       k = parentOf(k);
     }
   }

@@ -26,11 +26,11 @@ import java.util.regex.Pattern;
  */
 final class CountingProxy implements AutoCloseable {
   /** One request: when its headers arrived, its method and its decoded object key or prefix. */
-  record Request(long nanos, String method, String key, boolean list) {
+  record Request(long nanos, String method, String key, boolean list, boolean copy) {
     /** The S3 operation kind as Strata counts it (approximate for S3A's multipart calls). */
     String kind() {
       return switch (method) {
-        case "PUT" -> "PUT";
+        case "PUT" -> copy ? "COPY" : "PUT";
         case "HEAD" -> "HEAD";
         case "DELETE" -> "DELETE";
         case "POST" -> key.isEmpty() ? "DELETE" : "POST"; // DeleteObjects is POST /bucket?delete
@@ -119,6 +119,7 @@ final class CountingProxy implements AutoCloseable {
         }
         long contentLength = 0;
         boolean chunked = false;
+        boolean copy = false;
         String header;
         while ((header = line(in, out)) != null && !header.isEmpty()) {
           String h = header.toLowerCase(Locale.ROOT);
@@ -126,9 +127,11 @@ final class CountingProxy implements AutoCloseable {
             contentLength = Long.parseLong(h.substring(15).trim());
           } else if (h.startsWith("transfer-encoding:") && h.contains("chunked")) {
             chunked = true;
+          } else if (h.startsWith("x-amz-copy-source:")) {
+            copy = true;
           }
         }
-        record(requestLine);
+        record(requestLine, copy);
         out.flush();
         if (chunked) {
           while (true) {
@@ -157,7 +160,7 @@ final class CountingProxy implements AutoCloseable {
     }
   }
 
-  private void record(String requestLine) {
+  private void record(String requestLine, boolean copy) {
     String[] parts = requestLine.split(" ");
     String method = parts[0];
     String target = parts.length > 1 ? parts[1] : "/";
@@ -179,7 +182,7 @@ final class CountingProxy implements AutoCloseable {
         }
       }
     }
-    requests.add(new Request(System.nanoTime(), method, noBucket, list));
+    requests.add(new Request(System.nanoTime(), method, noBucket, list, copy));
   }
 
   /** Reads one CRLF-terminated line, forwarding its bytes; null at end of stream. */
