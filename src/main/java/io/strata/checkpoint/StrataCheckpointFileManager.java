@@ -379,6 +379,9 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
       return delegate.createCheckpointDirectory();
     }
     mkdirs(root);
+    LOG.info("Spark's checkpoint files under {} go to S3 at {} through Strata's object store "
+        + "(one create-only PUT per log entry, no rename)", root,
+        s3.endpoint().map(URI::toString).orElse("AWS S3 " + s3.region()));
     return root;
   }
 
