@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Dependencies point one way (docs: STYLE.md): spark -&gt; sync -&gt; {engine, format,
  * objectstore}; only engine imports RocksDB, only objectstore (and the demo's server launcher)
- * the AWS SDK, only spark (and the demo) Spark, Scala and Hadoop.
+ * the AWS SDK, only spark and checkpoint (and the demo) Spark, Scala and Hadoop. checkpoint
+ * (Spark's own checkpoint files) sits beside spark on objectstore and knows no state store.
  */
 class LayeringTest {
   private static final String SPARK = "org.apache.spark";
@@ -24,19 +25,25 @@ class LayeringTest {
   private static final String ROCKSDB = "org.rocksdb";
   private static final String AWS = "software.amazon";
 
+  private static final String CHECKPOINT = "io.strata.checkpoint";
+
   private static final Map<String, List<String>> FORBIDDEN = Map.of(
       "format", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
-          "io.strata.engine", "io.strata.objectstore", "io.strata.config", "io.strata.metrics"),
+          "io.strata.engine", "io.strata.objectstore", "io.strata.config", "io.strata.metrics",
+          CHECKPOINT),
       "engine", List.of(SPARK, SCALA, HADOOP, AWS, "io.strata.spark", "io.strata.sync",
-          "io.strata.objectstore"),
+          "io.strata.objectstore", CHECKPOINT),
       "objectstore", List.of(SPARK, SCALA, HADOOP, ROCKSDB, "io.strata.spark", "io.strata.sync",
-          "io.strata.engine", "io.strata.format"),
-      "sync", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark"),
+          "io.strata.engine", "io.strata.format", CHECKPOINT),
+      "sync", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark", CHECKPOINT),
       "config", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
-          "io.strata.engine"),
+          "io.strata.engine", CHECKPOINT),
       "metrics", List.of(SPARK, SCALA, HADOOP, ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
-          "io.strata.engine"),
-      "spark", List.of(ROCKSDB, AWS));
+          "io.strata.engine", CHECKPOINT),
+      "spark", List.of(ROCKSDB, AWS, CHECKPOINT),
+      // Spark's checkpoint files through the object store: Spark and Hadoop, no SDK, no state.
+      "checkpoint", List.of(ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
+          "io.strata.engine", "io.strata.format"));
 
   @Test
   void packagesImportOnlyWhatTheLayeringAllows() throws IOException {
@@ -67,7 +74,7 @@ class LayeringTest {
   @Test
   void everyPackageSaysWhatItOwns() {
     for (String p : List.of("format", "engine", "objectstore", "sync", "config", "metrics",
-        "spark", "demo")) {
+        "spark", "checkpoint", "demo")) {
       assertTrue(Files.isRegularFile(
           Path.of("src", "main", "java", "io", "strata", p, "package-info.java")),
           "package-info.java missing in io.strata." + p);

@@ -30,6 +30,8 @@ import java.util.Optional;
  * @param conf extra Spark settings ({@code --conf key=value}), applied last
  * @param hardStop stop running queries mid-stream (all input present from the start) instead of
  *     letting them finish the first part of the input
+ * @param s3aCheckpointFiles write Spark's own checkpoint files (offsets, commits, metadata)
+ *     through Hadoop S3A and Spark's default checkpoint file manager instead of Strata's
  */
 record DemoOptions(
     Optional<Path> data,
@@ -48,7 +50,8 @@ record DemoOptions(
     Path cacheDir,
     boolean keep,
     Map<String, String> conf,
-    boolean hardStop) {
+    boolean hardStop,
+    boolean s3aCheckpointFiles) {
 
   /** Strata's provider, the default. */
   static final String STRATA_PROVIDER = "io.strata.spark.StrataStateStoreProvider";
@@ -77,6 +80,9 @@ record DemoOptions(
           "  --keep               keep the run directory after a verified run",
           "  --hard-stop          stop the running queries mid-stream (may interrupt a batch)",
           "                       instead of letting them finish the first --stop-after files",
+          "  --s3a-checkpoint-files  Spark's own checkpoint files (offsets, commits) through",
+          "                       Hadoop S3A (needs hadoop-aws) instead of Strata's",
+          "                       checkpoint file manager",
           "  --help               this text");
 
   DemoOptions {
@@ -152,6 +158,7 @@ record DemoOptions(
     Path cacheDir = Paths.get(System.getProperty("user.home"), ".cache", "strata");
     boolean keep = false;
     boolean hardStop = false;
+    boolean s3aCheckpointFiles = false;
     Map<String, String> conf = new LinkedHashMap<>();
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
@@ -172,6 +179,7 @@ record DemoOptions(
         case "--cache-dir" -> cacheDir = Paths.get(value(args, ++i, a));
         case "--keep" -> keep = true;
         case "--hard-stop" -> hardStop = true;
+        case "--s3a-checkpoint-files" -> s3aCheckpointFiles = true;
         case "--conf" -> {
           String kv = value(args, ++i, a);
           int eq = kv.indexOf('=');
@@ -206,7 +214,8 @@ record DemoOptions(
         cacheDir,
         keep,
         conf,
-        hardStop);
+        hardStop,
+        s3aCheckpointFiles);
   }
 
   private static String value(String[] args, int i, String option) {

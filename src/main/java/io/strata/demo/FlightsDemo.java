@@ -118,7 +118,9 @@ public final class FlightsDemo {
       if (options.localS3Proxy()) {
         proxy = S3ProxyServer.start(runDir.resolve("s3proxy"), Map.of());
         proxy.createBucket(LOCAL_BUCKET);
-        target = CheckpointTarget.localS3Proxy(proxy, LOCAL_BUCKET, runId);
+        target =
+            CheckpointTarget.localS3Proxy(
+                proxy, LOCAL_BUCKET, runId, options.s3aCheckpointFiles());
       } else {
         target = CheckpointTarget.fromOptions(options, runId);
       }

@@ -54,7 +54,8 @@ final class ListenerInterceptor implements ExecutionInterceptor {
         kind(operation),
         http.method().name(),
         request.getValueForField("Bucket", String.class).orElse(""),
-        request.getValueForField("Key", String.class).orElse(""),
+        request.getValueForField("Key", String.class)
+            .or(() -> request.getValueForField("Prefix", String.class)).orElse(""),
         conditional,
         -1,
         bytesSent(context)));

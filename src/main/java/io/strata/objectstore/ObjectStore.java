@@ -2,8 +2,10 @@ package io.strata.objectstore;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.TreeSet;
 
 /**
  * The only storage interface the commit protocol talks to: a flat namespace of immutable objects
@@ -92,6 +94,32 @@ public interface ObjectStore extends AutoCloseable {
    * @throws ObjectStoreException on failure
    */
   List<ObjectInfo> list(String prefix) throws IOException;
+
+  /**
+   * Lists one level under {@code prefix} (S3 ListObjectsV2 with delimiter {@code '/'}, one
+   * request per 1000 entries, a common prefix counting as one entry): the objects directly under
+   * it and the common prefixes of deeper keys. With {@code prefix} "a/" the result holds "a/x"
+   * and "a/sub/" but not "a/sub/y"; with "a" (no trailing '/') it holds the object "a", the
+   * common prefix "a/" and siblings such as "ab".
+   *
+   * <p>The default implementation derives the level from {@link #list}, which reads every key
+   * below; the S3 store asks the server for the level only.
+   *
+   * @throws ObjectStoreException on failure
+   */
+  default DelimitedListing listDelimited(String prefix) throws IOException {
+    List<ObjectInfo> objects = new ArrayList<>();
+    TreeSet<String> prefixes = new TreeSet<>(Keys.ORDER);
+    for (ObjectInfo info : list(prefix)) {
+      int slash = info.key().indexOf('/', prefix.length());
+      if (slash < 0) {
+        objects.add(info);
+      } else {
+        prefixes.add(info.key().substring(0, slash + 1));
+      }
+    }
+    return new DelimitedListing(objects, new ArrayList<>(prefixes));
+  }
 
   /**
    * Deletes the objects (S3 DeleteObjects, in batches of at most 1000 keys). Missing keys are

@@ -20,8 +20,8 @@ public interface RequestListener {
    * @param kind operation kind: PUT, GET, HEAD, LIST, DELETE, COPY, or OTHER
    * @param method HTTP method
    * @param bucket bucket name
-   * @param key object key in the bucket (the full key, with the store's prefix); empty for
-   *     bucket-level requests
+   * @param key object key in the bucket (the full key, with the store's prefix); for a LIST
+   *     the listed prefix; empty for other bucket-level requests
    * @param conditional true if the request carried {@code If-None-Match} or {@code If-Match}
    * @param statusCode HTTP status, or -1 if no response arrived (timeout, reset)
    * @param bytesSent request body bytes

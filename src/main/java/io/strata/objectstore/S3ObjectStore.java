@@ -23,11 +23,13 @@ import software.amazon.awssdk.core.exception.SdkServiceException;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.http.ContentStreamProvider;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.CommonPrefix;
 import software.amazon.awssdk.services.s3.model.Delete;
 import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.MultipartUpload;
 import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
@@ -318,6 +320,41 @@ final class S3ObjectStore implements ObjectStore {
     // S3 already lists in this order; sorting keeps the contract on lax servers.
     out.sort((a, b) -> Keys.compare(a.key(), b.key()));
     return out;
+  }
+
+  @Override
+  public DelimitedListing listDelimited(String listPrefix) throws IOException {
+    Keys.validatePrefix(listPrefix);
+    checkOpen();
+    ListObjectsV2Request request = ListObjectsV2Request.builder()
+        .bucket(bucket)
+        .prefix(prefix + listPrefix)
+        .delimiter("/")
+        .maxKeys(pageSize)
+        .overrideConfiguration(this::withListener)
+        .build();
+    List<ObjectInfo> objects = new ArrayList<>();
+    List<String> prefixes = new ArrayList<>();
+    try {
+      for (ListObjectsV2Response page : s3.listObjectsV2Paginator(request)) {
+        for (S3Object o : page.contents()) {
+          if (o.key().startsWith(prefix)) {
+            objects.add(new ObjectInfo(o.key().substring(prefix.length()), o.size(),
+                o.lastModified() == null ? 0L : o.lastModified().toEpochMilli(), Map.of()));
+          }
+        }
+        for (CommonPrefix p : page.commonPrefixes()) {
+          if (p.prefix() != null && p.prefix().startsWith(prefix)) {
+            prefixes.add(p.prefix().substring(prefix.length()));
+          }
+        }
+      }
+    } catch (SdkException e) {
+      throw S3Errors.classify("list", describe(listPrefix), endpoint, e);
+    }
+    objects.sort((a, b) -> Keys.compare(a.key(), b.key()));
+    prefixes.sort(Keys.ORDER);
+    return new DelimitedListing(objects, prefixes);
   }
 
   @Override

@@ -1,5 +1,6 @@
 package io.strata.spark;
 
+import io.strata.config.S3aFallbacks;
 import io.strata.config.StrataConf;
 import io.strata.engine.LocalDirs;
 import io.strata.engine.SharedMemory;
@@ -14,7 +15,6 @@ import io.strata.sync.SyncedStore;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
@@ -534,26 +534,6 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
 
   /** Hadoop S3A settings Strata falls back to, with the endpoint given a scheme. */
   static Map<String, String> s3aFallbacks(Configuration hadoop) {
-    Map<String, String> m = new HashMap<>();
-    if (hadoop == null) {
-      return m;
-    }
-    for (String k : new String[] {"fs.s3a.endpoint.region", "fs.s3a.path.style.access",
-        "fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token"}) {
-      String v = hadoop.get(k);
-      if (v != null && !v.isBlank()) {
-        m.put(k, v.trim());
-      }
-    }
-    String endpoint = hadoop.get("fs.s3a.endpoint");
-    if (endpoint != null && !endpoint.isBlank()) {
-      endpoint = endpoint.trim();
-      if (!endpoint.contains("://")) {
-        boolean ssl = hadoop.getBoolean("fs.s3a.connection.ssl.enabled", true);
-        endpoint = (ssl ? "https://" : "http://") + endpoint;
-      }
-      m.put("fs.s3a.endpoint", endpoint);
-    }
-    return m;
+    return S3aFallbacks.from(hadoop == null ? null : hadoop::get);
   }
 }

@@ -45,11 +45,11 @@ class DemoOptionsTest {
     assertEquals("s3://bucket/prefix/run1", t.root());
     assertEquals("s3://bucket/prefix/run1/routes", t.queryCheckpoint("routes"));
     Map<String, String> c = t.sparkConf();
-    assertEquals("http://127.0.0.1:9000", c.get("spark.hadoop.fs.s3a.endpoint"));
-    assertEquals("false", c.get("spark.hadoop.fs.s3a.connection.ssl.enabled"));
-    assertEquals("true", c.get("spark.hadoop.fs.s3a.path.style.access"));
-    assertEquals("eu-west-1", c.get("spark.hadoop.fs.s3a.endpoint.region"));
-    assertEquals("org.apache.hadoop.fs.s3a.S3AFileSystem", c.get("spark.hadoop.fs.s3.impl"));
+    assertEquals("io.strata.checkpoint.StrataCheckpointFileManager",
+        c.get("spark.sql.streaming.checkpointFileManagerClass"),
+        "Spark's own checkpoint files go through Strata by default");
+    assertTrue(c.keySet().stream().noneMatch(k -> k.startsWith("spark.hadoop.fs.s3")),
+        "no Hadoop S3A settings needed: " + c.keySet());
     assertEquals("http://127.0.0.1:9000",
         c.get("spark.sql.streaming.stateStore.strata.s3.endpoint"));
     assertEquals("eu-west-1", c.get("spark.sql.streaming.stateStore.strata.s3.region"));
@@ -61,8 +61,32 @@ class DemoOptionsTest {
   }
 
   @Test
+  void s3aCheckpointFilesGoThroughHadoopS3a() {
+    DemoOptions o =
+        DemoOptions.parse(
+            "--checkpoint", "s3://bucket/prefix",
+            "--endpoint", "http://127.0.0.1:9000",
+            "--region", "eu-west-1",
+            "--access-key", "k",
+            "--secret-key", "s",
+            "--path-style",
+            "--s3a-checkpoint-files");
+
+    Map<String, String> c = CheckpointTarget.fromOptions(o, "run1").sparkConf();
+
+    assertFalse(c.containsKey("spark.sql.streaming.checkpointFileManagerClass"));
+    assertEquals("http://127.0.0.1:9000", c.get("spark.hadoop.fs.s3a.endpoint"));
+    assertEquals("false", c.get("spark.hadoop.fs.s3a.connection.ssl.enabled"));
+    assertEquals("true", c.get("spark.hadoop.fs.s3a.path.style.access"));
+    assertEquals("eu-west-1", c.get("spark.hadoop.fs.s3a.endpoint.region"));
+    assertEquals("org.apache.hadoop.fs.s3a.S3AFileSystem", c.get("spark.hadoop.fs.s3.impl"));
+    assertEquals("k", c.get("spark.hadoop.fs.s3a.access.key"));
+    assertEquals("k", c.get("spark.sql.streaming.stateStore.strata.s3.accessKeyId"));
+  }
+
+  @Test
   void withoutKeysTheDefaultCredentialChainIsLeftAlone() {
-    DemoOptions o = DemoOptions.parse("--checkpoint", "s3a://bucket/p");
+    DemoOptions o = DemoOptions.parse("--checkpoint", "s3a://bucket/p", "--s3a-checkpoint-files");
 
     Map<String, String> c = CheckpointTarget.fromOptions(o, "r").sparkConf();
 

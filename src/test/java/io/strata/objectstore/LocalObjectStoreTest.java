@@ -174,6 +174,22 @@ class LocalObjectStoreTest {
   }
 
   @Test
+  void listDelimitedReturnsOneLevel() throws IOException {
+    for (String k : List.of("b/2", "a", "b/10", "b/1", "c/d/e", "b1", "ab", "b/x/y")) {
+      store.put(k, body(k));
+    }
+    DelimitedListing top = store.listDelimited("");
+    assertEquals(List.of("a", "ab", "b1"), keys(top.objects()));
+    assertEquals(List.of("b/", "c/"), top.commonPrefixes());
+    DelimitedListing b = store.listDelimited("b/");
+    assertEquals(List.of("b/1", "b/10", "b/2"), keys(b.objects()));
+    assertEquals(List.of("b/x/"), b.commonPrefixes());
+    DelimitedListing bare = store.listDelimited("b");
+    assertEquals(List.of("b1"), keys(bare.objects()), "siblings sharing the prefix are listed");
+    assertEquals(List.of("b/"), bare.commonPrefixes());
+  }
+
+  @Test
   void listOrdersByCodePointLikeS3() throws IOException {
     // U+FF21 (BMP, after the surrogates in UTF-16) sorts before U+1F600 in UTF-8 and code points.
     store.put("k\uFF21", body("1"));

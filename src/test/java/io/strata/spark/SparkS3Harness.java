@@ -1,5 +1,6 @@
 package io.strata.spark;
 
+import io.strata.checkpoint.StrataCheckpointFileManager;
 import io.strata.demo.S3ProxyServer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -12,7 +13,9 @@ import org.apache.spark.sql.SparkSession;
 
 /**
  * A real S3-compatible server (S3Proxy in a child JVM on loopback) plus a local-mode Spark
- * session whose Strata and S3A settings point at it. One per test class.
+ * session whose Strata settings point at it: the state through Strata's provider, Spark's own
+ * checkpoint files through Strata's checkpoint file manager, and no Hadoop FileSystem for S3
+ * (S3A is configured to a class that does not exist). One per test class.
  */
 final class SparkS3Harness implements AutoCloseable {
   static final String PROVIDER = StrataStateStoreProvider.class.getName();
@@ -21,6 +24,8 @@ final class SparkS3Harness implements AutoCloseable {
   static final String ROCKSDB_PROVIDER =
       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider";
   static final String BUCKET = "strata-it";
+  /** A class name that does not exist, set as Hadoop's S3 FileSystem so none is ever used. */
+  static final String NO_HADOOP_S3 = "strata.test.NoHadoopFileSystemForS3InThisTest";
 
   final Path work;
   final Path localDir;
@@ -52,16 +57,13 @@ final class SparkS3Harness implements AutoCloseable {
             S3ProxyServer.SECRET_KEY)
         .config("spark.sql.streaming.stateStore.strata.localDir", localDir.toString())
         .config("spark.sql.streaming.stateStore.strata.snapshotInterval", "3")
-        .config("spark.hadoop.fs.s3a.endpoint", endpoint)
-        .config("spark.hadoop.fs.s3a.endpoint.region", "us-east-1")
-        .config("spark.hadoop.fs.s3a.path.style.access", "true")
-        .config("spark.hadoop.fs.s3a.connection.ssl.enabled", "false")
-        .config("spark.hadoop.fs.s3a.access.key", S3ProxyServer.ACCESS_KEY)
-        .config("spark.hadoop.fs.s3a.secret.key", S3ProxyServer.SECRET_KEY)
-        .config("spark.hadoop.fs.s3a.aws.credentials.provider",
-            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider")
-        .config("spark.hadoop.fs.s3a.change.detection.version.required", "false")
-        .config("spark.hadoop.fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
+        // Spark's own checkpoint files (offsets, commits, metadata, schemas) through Strata too.
+        .config(StrataCheckpointFileManager.SPARK_CONF, StrataCheckpointFileManager.class.getName())
+        // No Hadoop FileSystem for S3 at all: any use of one fails at once, naming this guard.
+        .config("spark.hadoop.fs.s3a.impl", NO_HADOOP_S3)
+        .config("spark.hadoop.fs.s3.impl", NO_HADOOP_S3)
+        .config("spark.hadoop.fs.AbstractFileSystem.s3a.impl", NO_HADOOP_S3)
+        .config("spark.hadoop.fs.AbstractFileSystem.s3.impl", NO_HADOOP_S3)
         .getOrCreate();
     spark.sparkContext().setLogLevel("WARN");
   }

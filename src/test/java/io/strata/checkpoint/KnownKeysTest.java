@@ -1,0 +1,83 @@
+package io.strata.checkpoint;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class KnownKeysTest {
+  private static final String S = "http://127.0.0.1:9000|us-east-1|bucket";
+
+  @Test
+  void unknownDirectoriesAnswerNothing() {
+    KnownKeys k = new KnownKeys(8);
+    assertNull(k.exists(S, "ckpt/offsets/0", true, true));
+    k.listed(S, "ckpt/offsets", List.of(), List.of(), k.startListing());
+    assertNull(k.exists(S, "ckpt/offsets/0", true, false), "the parent listing is not allowed");
+    assertEquals(Boolean.FALSE, k.exists(S, "ckpt/offsets/0", false, true));
+    assertNull(k.exists("other|scope", "ckpt/offsets/0", true, true), "scopes are separate");
+  }
+
+  @Test
+  void aListingPlusOwnWritesAndDeletesAnswersExists() {
+    KnownKeys k = new KnownKeys(8);
+    k.listed(S, "ckpt/offsets", List.of("0", "1"), List.of("sub"), k.startListing());
+    assertEquals(Boolean.TRUE, k.exists(S, "ckpt/offsets/1", false, true));
+    assertEquals(Boolean.TRUE, k.exists(S, "ckpt/offsets/sub", false, true));
+    assertTrue(k.isKnownObject(S, "ckpt/offsets/1"));
+    assertFalse(k.isKnownObject(S, "ckpt/offsets/sub"), "a directory is not an object");
+    k.created(S, "ckpt/offsets/2");
+    assertEquals(Boolean.TRUE, k.exists(S, "ckpt/offsets/2", false, true));
+    k.deleted(S, "ckpt/offsets/0");
+    assertEquals(Boolean.FALSE, k.exists(S, "ckpt/offsets/0", false, true));
+    assertEquals(Boolean.TRUE, k.exists(S, "ckpt/offsets", true, false),
+        "a listed directory with children exists");
+  }
+
+  @Test
+  void aWriteDuringAListingIsNotForgotten() {
+    KnownKeys k = new KnownKeys(8);
+    // never listed before: the LIST is sent, a PUT lands, then the (older) answer arrives
+    long stamp = k.startListing();
+    k.created(S, "ckpt/commits/5");
+    k.listed(S, "ckpt/commits", List.of("4"), List.of(), stamp);
+    assertEquals(Boolean.TRUE, k.exists(S, "ckpt/commits/5", false, true));
+    // and a delete during a relisting
+    long again = k.startListing();
+    k.deleted(S, "ckpt/commits/4");
+    k.listed(S, "ckpt/commits", List.of("4", "5"), List.of(), again);
+    assertEquals(Boolean.FALSE, k.exists(S, "ckpt/commits/4", false, true));
+    // changes before a listing started are superseded by it
+    k.created(S, "ckpt/commits/9");
+    k.listed(S, "ckpt/commits", List.of("5"), List.of(), k.startListing());
+    assertEquals(Boolean.FALSE, k.exists(S, "ckpt/commits/9", false, true));
+  }
+
+  @Test
+  void createsMakeAncestorsDirectoriesAndDeletesForgetBelow() {
+    KnownKeys k = new KnownKeys(8);
+    k.listed(S, "ckpt", List.of("metadata"), List.of(), k.startListing());
+    k.listed(S, "ckpt/state/0", List.of(), List.of(), k.startListing());
+    k.created(S, "ckpt/state/0/_metadata/metadata");
+    assertEquals(Boolean.TRUE, k.exists(S, "ckpt/state", false, true));
+    assertEquals(Boolean.TRUE, k.exists(S, "ckpt/state/0/_metadata", false, true));
+    k.deleted(S, "ckpt/state");
+    assertEquals(Boolean.FALSE, k.exists(S, "ckpt/state", false, true));
+    assertNull(k.exists(S, "ckpt/state/0/_metadata", false, true), "knowledge below is dropped");
+  }
+
+  @Test
+  void leastRecentlyUsedDirectoriesAreForgotten() {
+    KnownKeys k = new KnownKeys(2);
+    k.listed(S, "a", List.of("x"), List.of(), k.startListing());
+    k.listed(S, "b", List.of("x"), List.of(), k.startListing());
+    k.exists(S, "a/x", false, true); // a is now the most recently used
+    k.listed(S, "c", List.of("x"), List.of(), k.startListing());
+    assertTrue(k.knows(S, "a"));
+    assertFalse(k.knows(S, "b"));
+    assertNull(k.exists(S, "b/x", false, true), "a forgotten directory costs a request again");
+  }
+}
