@@ -169,6 +169,7 @@ public final class BenchReport {
     blocks.put("e2e-headline", headline());
     blocks.put("e2e-commit", commitTables());
     blocks.put("e2e-requests", requestTables());
+    blocks.put("e2e-driver", driverTables());
     blocks.put("e2e-restore", restoreTables());
     blocks.put("e2e-targets", targets());
     blocks.put("e2e-not-ahead", notAhead());
@@ -461,6 +462,80 @@ public final class BenchReport {
           .append(")\n\n");
     }
     return sb.toString();
+  }
+
+  /**
+   * Spark's own checkpoint files per steady batch (the gateway's "other" scope: offsets,
+   * commits, source logs; written by the driver), by set-up, at the largest agg size of each
+   * latency profile: requests by kind and the driver's time in Spark's {@code walCommit}
+   * (offset log) and {@code commitOffsets} (commit log) phases, p50 over the steady batches.
+   */
+  private String driverTables() {
+    if (runs.isEmpty()) {
+      return "_No end-to-end results yet._";
+    }
+    StringBuilder sb = new StringBuilder();
+    for (String latency : latencies()) {
+      List<Long> sizes = sizes("main", "agg", latency);
+      if (sizes.isEmpty()) {
+        continue;
+      }
+      long n = sizes.get(sizes.size() - 1);
+      sb.append("**Spark's own checkpoint files per batch, agg at ").append(keys(n))
+          .append(" keys, latency `").append(latency).append("`**: the driver's requests for ")
+          .append("`offsets/`, `commits/` and `sources/` (everything outside `state/`) per ")
+          .append("steady batch by kind, and the p50 of Spark's `walCommit` (offset log ")
+          .append("write) and `commitOffsets` (commit log write) durations.\n\n");
+      sb.append("| set-up | Spark's checkpoint file manager |");
+      for (S3Kind k : S3Kind.values()) {
+        sb.append(' ').append(k).append(" |");
+      }
+      sb.append(" total | walCommit p50 ms | commitOffsets p50 ms |\n|---|---|")
+          .append("---|".repeat(S3Kind.values().length + 3)).append('\n');
+      for (String setup : setups()) {
+        JsonNode r = find("main", setup, "agg", n, latency);
+        if (r == null) {
+          continue;
+        }
+        JsonNode other = r.path("summary").path("requestsPerBatch").path("other");
+        sb.append("| ").append(setup).append(" | ").append(managerOf(setup)).append(" |");
+        for (S3Kind k : S3Kind.values()) {
+          sb.append(' ').append(num(round2(other.path(k.name()).asDouble()))).append(" |");
+        }
+        sb.append(" **").append(num(round2(other.path("total").asDouble()))).append("** | ")
+            .append(num(steadyP50(r, "walCommit"))).append(" | ")
+            .append(num(steadyP50(r, "commitOffsets"))).append(" |\n");
+      }
+      sb.append('\n');
+    }
+    return sb.toString();
+  }
+
+  private static String managerOf(String setup) {
+    ProviderSetup p = ProviderSetup.of(setup);
+    if (p == ProviderSetup.STRATA_CHECKPOINT) {
+      return "Strata's (create-only PUT)";
+    }
+    return p.tuned() ? "abortable stream (tuned)" : "file context, rename (default)";
+  }
+
+  private static double round2(double v) {
+    return Math.round(v * 100) / 100.0;
+  }
+
+  /** p50 of a Spark duration ({@code durations.<name>}) over the steady batches, ms. */
+  private static double steadyP50(JsonNode r, String name) {
+    List<Double> v = new ArrayList<>();
+    for (JsonNode b : r.path("batches")) {
+      if (b.path("phase").asText().equals("steady") && b.path("durations").has(name)) {
+        v.add(b.path("durations").path(name).asDouble());
+      }
+    }
+    if (v.isEmpty()) {
+      return -1;
+    }
+    v.sort(null);
+    return v.get((v.size() - 1) / 2);
   }
 
   private String restoreTables() throws IOException {

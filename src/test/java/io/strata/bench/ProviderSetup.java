@@ -21,6 +21,11 @@ import java.util.Map;
 enum ProviderSetup {
   /** Strata; Spark's own offset/commit logs use the tuned file manager. */
   STRATA("strata", Provider.STRATA, true, false),
+  /**
+   * Strata for the state and for Spark's own checkpoint files ({@code StrataCheckpointFileManager}:
+   * one create-only PUT per log entry, no S3A on the checkpoint path).
+   */
+  STRATA_CHECKPOINT("strata-checkpoint", Provider.STRATA, false, false),
   /** Strata with Spark's default file manager for Spark's own offset/commit logs. */
   STRATA_DEFAULT("strata-default", Provider.STRATA, false, false),
   ROCKSDB_DEFAULT("rocksdb-default", Provider.ROCKSDB, false, false),
@@ -32,12 +37,15 @@ enum ProviderSetup {
   HDFS_TUNED("hdfs-tuned", Provider.HDFS, true, false);
 
   /** The set-ups a full run compares (all but {@link #STRATA_DEFAULT}). */
-  static final String DEFAULT_LIST = "strata,rocksdb-default,rocksdb-tuned,"
+  static final String DEFAULT_LIST = "strata,strata-checkpoint,rocksdb-default,rocksdb-tuned,"
       + "rocksdb-changelog-default,rocksdb-changelog-tuned,hdfs-default,hdfs-tuned";
 
   /** spark-hadoop-cloud's checkpoint file manager that writes objects in place. */
   static final String ABORTABLE_MANAGER =
       "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager";
+
+  /** Strata's checkpoint file manager for Spark's own checkpoint files. */
+  static final String STRATA_MANAGER = "io.strata.checkpoint.StrataCheckpointFileManager";
 
   /** The provider classes. */
   enum Provider {
@@ -85,7 +93,10 @@ enum ProviderSetup {
       c.put("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
           Boolean.toString(changelog));
     }
-    if (tuned) {
+    if (this == STRATA_CHECKPOINT) {
+      c.put("spark.sql.streaming.checkpointFileManagerClass", STRATA_MANAGER);
+      c.put("spark.sql.streaming.checkpoint.fileChecksum.enabled", "false");
+    } else if (tuned) {
       c.put("spark.sql.streaming.checkpointFileManagerClass", ABORTABLE_MANAGER);
       c.put("spark.sql.streaming.checkpoint.fileChecksum.enabled", "false");
     }

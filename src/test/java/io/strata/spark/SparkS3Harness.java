@@ -68,6 +68,35 @@ final class SparkS3Harness implements AutoCloseable {
     spark.sparkContext().setLogLevel("WARN");
   }
 
+  /**
+   * Runs {@code body} with S3A configured for this session's S3 server, for the few Spark
+   * features that need a Hadoop {@code FileSystem} on the checkpoint (Spark's state data source
+   * qualifies the checkpoint path with one), then removes it again. The file system is not
+   * cached (Hadoop's {@code fs.s3a.impl.disable.cache}), so no later query can reach S3 through
+   * it by accident.
+   */
+  <T> T withS3A(java.util.function.Supplier<T> body) {
+    Map<String, String> conf = new java.util.LinkedHashMap<>();
+    conf.put("fs.s3a.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem");
+    conf.put("fs.AbstractFileSystem.s3a.impl", "org.apache.hadoop.fs.s3a.S3A");
+    conf.put("fs.s3a.impl.disable.cache", "true");
+    conf.put("fs.s3a.endpoint", s3.endpoint().toString());
+    conf.put("fs.s3a.endpoint.region", "us-east-1");
+    conf.put("fs.s3a.path.style.access", "true");
+    conf.put("fs.s3a.connection.ssl.enabled", "false");
+    conf.put("fs.s3a.access.key", S3ProxyServer.ACCESS_KEY);
+    conf.put("fs.s3a.secret.key", S3ProxyServer.SECRET_KEY);
+    conf.put("fs.s3a.aws.credentials.provider",
+        "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider");
+    conf.put("fs.s3a.change.detection.version.required", "false");
+    conf.forEach((k, v) -> spark.conf().set(k, v));
+    try {
+      return body.get();
+    } finally {
+      conf.keySet().forEach(k -> spark.conf().unset(k));
+    }
+  }
+
   /** A fresh S3 checkpoint location for one query. */
   String s3Checkpoint(String name) {
     return "s3a://" + BUCKET + "/" + name + "-" + UUID.randomUUID();

@@ -91,8 +91,10 @@ class TransformWithStateIT {
   /** The state of the last batch as Spark's state data source reads it, as sorted strings. */
   private static List<String> readState(String checkpoint, Map<String, String> options) {
     List<String> rows = new ArrayList<>();
-    for (Row r : cmp.harness().spark.read().format("statestore").options(options).load(checkpoint)
-        .collectAsList()) {
+    // The state data source qualifies the checkpoint path with a Hadoop FileSystem (S3A).
+    List<Row> read = cmp.harness().withS3A(() -> cmp.harness().spark.read().format("statestore")
+        .options(options).load(checkpoint).collectAsList());
+    for (Row r : read) {
       rows.add(r.toString());
     }
     rows.sort(null);
