@@ -173,6 +173,7 @@ public final class BenchReport {
     blocks.put("e2e-restore", restoreTables());
     blocks.put("e2e-targets", targets());
     blocks.put("e2e-not-ahead", notAhead());
+    blocks.put("e2e-strata-split", strataSplit());
     blocks.put("jmh", jmhTables());
     String out = doc;
     for (Map.Entry<String, String> b : blocks.entrySet()) {
@@ -250,6 +251,27 @@ public final class BenchReport {
           + "`triggerExecution`).%n", s.path("partitions").asInt(), s.path("cores").asInt(),
           s.path("loadBatchKeys").asLong(), s.path("warmupBatches").asInt(),
           s.path("steadyBatches").asInt(), s.path("batchKeys").asLong()));
+      sb.append("\nWall time of each run (its own JVM: start Spark, load, steady batches, "
+          + "restore), seconds:\n\n| run | ");
+      List<String> setups = setups();
+      sb.append(String.join(" | ", setups)).append(" |\n|---|")
+          .append("---|".repeat(setups.size())).append('\n');
+      Map<String, Map<String, String>> rows = new LinkedHashMap<>();
+      for (JsonNode r : runs) {
+        JsonNode x = r.path("spec");
+        String key = x.path("plan").asText() + " " + x.path("workload").asText() + " "
+            + keys(x.path("stateKeys").asLong()) + ", " + x.path("partitions").asInt()
+            + " partitions, `" + x.path("latency").asText() + "`";
+        rows.computeIfAbsent(key, k -> new LinkedHashMap<>())
+            .put(x.path("setup").asText(), r.path("runSeconds").asText());
+      }
+      rows.forEach((k, v) -> {
+        sb.append("| ").append(k).append(" |");
+        for (String setup : setups) {
+          sb.append(' ').append(v.getOrDefault(setup, "")).append(" |");
+        }
+        sb.append('\n');
+      });
     }
     return sb.toString();
   }
@@ -509,6 +531,47 @@ public final class BenchReport {
       sb.append('\n');
     }
     return sb.toString();
+  }
+
+  /**
+   * Where a Strata commit's time goes: Strata's own per-batch metrics ({@code
+   * strataDeltaBuildMs}, {@code strataUploadMs}, {@code strataIngestMs}, summed over the
+   * operator's partitions) averaged over the steady batches and divided by the partitions, next
+   * to the p50 of {@code commit()} per partition, for every Strata run.
+   */
+  private String strataSplit() {
+    StringBuilder sb = new StringBuilder();
+    sb.append("| run | build SST delta, ms | PUT version object, ms | ingest locally, ms | "
+        + "commit p50, ms |\n|---|---|---|---|---|\n");
+    int rows = 0;
+    for (JsonNode r : runs) {
+      JsonNode x = r.path("spec");
+      if (!x.path("setup").asText().startsWith("strata") || !x.path("plan").asText()
+          .equals("main")) {
+        continue;
+      }
+      double build = 0;
+      double upload = 0;
+      double ingest = 0;
+      int n = 0;
+      for (JsonNode b : r.path("batches")) {
+        if (b.path("phase").asText().equals("steady")) {
+          JsonNode c = b.path("customMetrics");
+          build += c.path("strataDeltaBuildMs").asDouble();
+          upload += c.path("strataUploadMs").asDouble();
+          ingest += c.path("strataIngestMs").asDouble();
+          n++;
+        }
+      }
+      if (n == 0) {
+        continue;
+      }
+      double div = (double) n * x.path("partitions").asInt();
+      sb.append(String.format(Locale.ROOT, "| %s | %.1f | %.1f | %.1f | %s |%n", specName(r),
+          build / div, upload / div, ingest / div, num(commitP50(r))));
+      rows++;
+    }
+    return rows == 0 ? "_No Strata runs in the results._" : sb.toString();
   }
 
   private static String managerOf(String setup) {

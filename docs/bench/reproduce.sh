@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Re-runs the end-to-end benchmark exactly as for the results committed in docs/bench/ and
+# regenerates docs/benchmarks.md from them. Run from the repository root; needs Java 17 and
+# Maven. Three invocations, one results file each (see docs/benchmarks.md, "Commands"):
+#   1. latency s3-like, agg at 100 k and 1 M keys, every set-up;
+#   2. latency s3-like, agg at 10 M keys and dedup at 1 M keys, Strata and the tuned peer;
+#   3. latency none, agg at 100 k keys, every set-up, and the request-count run (200 partitions).
+# Each writes its file after every run; the last one regenerates the page from all three.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=$PWD/docs/bench
+common="--warmup 2 --steady 10 --request-partitions 0"
+mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-s3-like.json" -Dbench.e2e="$B/e2e-s3-like.json" \
+  -Dbench.args="--latency s3-like --sizes 100000,1000000 --dedup-sizes none $common --heap 6g"
+mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-s3-like-10m.json" \
+  -Dbench.e2e="$B/e2e-s3-like.json,$B/e2e-s3-like-10m.json" \
+  -Dbench.args="--latency s3-like --sizes 10000000 --dedup-sizes 1000000 --setups strata,rocksdb-changelog-tuned $common --heap 12g"
+mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-none.json" \
+  -Dbench.e2e="$B/e2e-s3-like.json,$B/e2e-s3-like-10m.json,$B/e2e-none.json" \
+  -Dbench.args="--latency none --sizes 100000 --dedup-sizes none --warmup 2 --steady 10 --request-partitions 200 --request-size 100000 --heap 6g"
