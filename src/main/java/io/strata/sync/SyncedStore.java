@@ -4,6 +4,7 @@ import io.strata.config.StrataConf;
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.DeltaFile;
 import io.strata.engine.KeyValue;
+import io.strata.engine.LocalFiles;
 import io.strata.engine.LocalStore;
 import io.strata.engine.SharedMemory;
 import io.strata.format.BaseSnapshot;
@@ -66,7 +67,9 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Load</h2>
  * If the local database holds exactly the requested version (and attempt, when given), nothing
- * is downloaded. Otherwise the manifest is read (with the attempt id known: one GET; else one
+ * is downloaded, unless one of its SST files changed on disk since it was last known good (size,
+ * modification time or inode differ; RocksDB never rewrites an SST) or a snapshot upload found
+ * one corrupt: then the database is dropped and the version restored as below. Otherwise the manifest is read (with the attempt id known: one GET; else one
  * LIST of the version's prefix to find its attempts, the newest of which wins) and the version
  * is rebuilt in a fresh directory: base files and deltas downloaded in parallel, each verified
  * against the manifest's size and XXHash64, then the deltas ingested in order.
@@ -208,6 +211,13 @@ public final class SyncedStore implements AutoCloseable {
   /** True while the local database holds spilled writes of a version not yet committed. */
   private boolean localDirty;
   /**
+   * Stamps of the live database's SST files when it was last known good (after a restore or
+   * commit, or at a load that reused it): a reused database whose SST changed since is dropped.
+   */
+  private Map<String, LocalFiles.Stamp> localStamps = Map.of();
+  /** Why the live database must not be reused (a failed SST verification), or null. */
+  private String localDamaged;
+  /**
    * Column families of the version being built: the loaded manifest's, plus this version's
    * creations and removals (dropped by an abort or a load). Immutable value, replaced on change.
    */
@@ -344,9 +354,18 @@ public final class SyncedStore implements AutoCloseable {
     sweepLocalDir();
     if (local != null && version == loadedVersion
         && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
-      local.discardPending();
-      families = committedFamilies();
-      return;
+      Optional<String> changed = changedLocalFile();
+      if (changed.isEmpty()) {
+        local.discardPending();
+        families = committedFamilies();
+        return;
+      }
+      // RocksDB never rewrites an SST: the database is damaged. Never reuse it; the object
+      // store holds the verified copy of this version.
+      LOG.warn("{} version {}: local SST {} in {} changed on disk since it was written; "
+          + "dropping the local database and restoring the version from the object store",
+          identity, version, changed.get(), local.dir());
+      invalidateLocal();
     }
     if (version == 0) {
       invalidateLocal();
@@ -629,6 +648,7 @@ public final class SyncedStore implements AutoCloseable {
       loadedVersion = newVersion;
       manifests.put(key, body.length(), m);
       committedVersion = Math.max(committedVersion, newVersion);
+      recordLocalStamps();
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
       return new Committed(m, key, stats(t0, t1, t2, t3, t4, delta, body, m));
@@ -941,6 +961,20 @@ public final class SyncedStore implements AutoCloseable {
         if (known != null) {
           result.add(new BaseSnapshot.BaseFile(name, known));
         } else {
+          // New bytes (compaction output): never upload a damaged file with a checksum that
+          // vouches for it. RocksDB's block checksums say whether the local copy is intact.
+          try {
+            LocalFiles.verifySst(f);
+          } catch (IOException e) {
+            synchronized (this) {
+              if (gen == generation && !closed) {
+                localDamaged = e.getMessage(); // the next load restores from the object store
+              }
+            }
+            throw new IOException("Cannot upload base snapshot of " + identity + " version "
+                + version + ": " + e.getMessage() + "; the local database is dropped at the "
+                + "next load and restored from the object store", e);
+          }
           FileRef.ContentId cid = id;
           uploads.add(transfers.submit(() -> {
             String key = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
@@ -1143,7 +1177,7 @@ public final class SyncedStore implements AutoCloseable {
       throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
           "Cannot load " + identity + " version " + version + ": no version object under "
               + objects.describe(StoreLayout.versionPrefix(version))
-              + " (the version was never committed)", null);
+              + " (the version was never committed, or its version object was deleted)", null);
     }
     return best.key();
   }
@@ -1261,10 +1295,64 @@ public final class SyncedStore implements AutoCloseable {
     generation++;
     dropPendingBase();
     localFileIds.clear();
+    localDamaged = null;
     if (old != null) {
       old.close();
       deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
     }
+    recordLocalStamps();
+  }
+
+  /** Remembers the live database's SST stamps as known good. */
+  private void recordLocalStamps() {
+    try {
+      localStamps = local == null ? Map.of()
+          : LocalFiles.stamps(local.dir(), local.liveSstFiles());
+    } catch (IOException e) {
+      LOG.warn("{} version {}: cannot list local database {}; it will not be reused", identity,
+          loadedVersion, local.dir(), e);
+      localStamps = null;
+    }
+  }
+
+  /**
+   * The live database's SST that changed on disk since it was last known good, if any. Files
+   * that appeared since (compaction output) are verified against their RocksDB block checksums
+   * once, then become known. An unreadable directory counts as changed.
+   */
+  private Optional<String> changedLocalFile() {
+    if (localDamaged != null) {
+      return Optional.of("(" + localDamaged + ")");
+    }
+    if (localStamps == null) {
+      return Optional.of("(the local directory could not be listed)");
+    }
+    Map<String, LocalFiles.Stamp> now;
+    try {
+      now = LocalFiles.stamps(local.dir(), local.liveSstFiles());
+    } catch (IOException e) {
+      return Optional.of("(the local directory cannot be listed: " + e.getMessage() + ")");
+    }
+    Optional<String> changed = LocalFiles.changed(localStamps, now);
+    if (changed.isPresent()) {
+      return changed;
+    }
+    // Files RocksDB wrote since (compaction output) were never known good: read them once.
+    for (String name : now.keySet()) {
+      if (!localStamps.containsKey(name)) {
+        try {
+          LocalFiles.verifySst(local.dir().resolve(name));
+        } catch (java.nio.file.NoSuchFileException | java.io.FileNotFoundException gone) {
+          continue; // deleted by a compaction since the listing
+        } catch (IOException e) {
+          if (Files.exists(local.dir().resolve(name))) {
+            return Optional.of(name + " (" + e.getMessage() + ")");
+          }
+        }
+      }
+    }
+    localStamps = now;
+    return Optional.empty();
   }
 
   private void invalidateLocal() {
@@ -1279,6 +1367,8 @@ public final class SyncedStore implements AutoCloseable {
     dropPendingBase();
     localDirty = false;
     localFileIds.clear();
+    localStamps = Map.of();
+    localDamaged = null;
     if (old != null) {
       old.close();
       deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
