@@ -101,6 +101,35 @@ class StrataConfTest {
   }
 
   @Test
+  void encryptionAndStorageClass() {
+    assertEquals(io.strata.objectstore.S3WriteSettings.DEFAULT,
+        StrataConf.from(Map.of(), Map.of()).s3().writes());
+    StrataConf kms = StrataConf.from(Map.of(P + "s3.sse", "aws:kms", P + "s3.sseKmsKeyId",
+        "alias/strata", P + "s3.storageClass", "intelligent_tiering"), Map.of());
+    assertEquals("aws:kms", kms.s3().writes().serverSideEncryption());
+    assertEquals(Optional.of("alias/strata"), kms.s3().writes().kmsKeyId());
+    assertEquals(Optional.of("INTELLIGENT_TIERING"), kms.s3().writes().storageClass());
+    assertEquals("AES256", StrataConf.from(Map.of(P + "s3.sse", "SSE-S3"), Map.of()).s3()
+        .writes().serverSideEncryption());
+    assertEquals("aws:kms", StrataConf.from(Map.of(P + "s3.sse", "sse-kms"), Map.of()).s3()
+        .writes().serverSideEncryption());
+    assertBad(P + "s3.sse", "AES128", "expected none, AES256 (SSE-S3) or aws:kms (SSE-KMS)");
+    assertBad(P + "s3.sse", "kms", "expected none, AES256");
+    assertBad(P + "s3.storageClass", "COLD", "expected a storage class, one of STANDARD");
+    assertBad(P + "s3.storageClass", "GLACIER", "needs a restore");
+    assertBad(P + "s3.storageClass", "deep_archive", "needs a restore");
+    assertBad(P + "s3.sseKmsKeyId", " ", "non-empty");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.sseKmsKeyId", "alias/strata"), Map.of()));
+    assertTrue(e.getMessage().contains(P + "s3.sseKmsKeyId"), e.getMessage());
+    assertTrue(e.getMessage().contains(P + "s3.sse=aws:kms"), e.getMessage());
+    IllegalArgumentException s3 = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.sse", "AES256", P + "s3.sseKmsKeyId", "k"),
+            Map.of()));
+    assertTrue(s3.getMessage().contains("is AES256"), s3.getMessage());
+  }
+
+  @Test
   void unknownKeyUnderThePrefixIsRejected() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(P + "snapshotIntervall", "3"), Map.of()));
