@@ -1,5 +1,6 @@
 package io.strata.config;
 
+import io.strata.objectstore.S3ClientFactory;
 import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
 import java.net.URI;
@@ -206,9 +207,18 @@ public record StrataConf(
       throw new IllegalArgumentException("Invalid " + S3_ATTEMPT_TIMEOUT.fullKey() + "=" + attempt
           + ": expected at most " + S3_API_CALL_TIMEOUT.fullKey() + " (" + call + ")");
     }
+    Optional<URI> endpoint = r.opt(S3_ENDPOINT, "fs.s3a.endpoint");
+    String region = r.get(S3_REGION, "fs.s3a.endpoint.region", "us-east-1");
+    if (endpoint.isEmpty() && !S3ClientFactory.isKnownAwsRegion(region)) {
+      // Without an endpoint the SDK would resolve s3.<region>.amazonaws.com and retry a host
+      // that does not exist until the call times out.
+      throw new IllegalArgumentException("Invalid value '" + region + "' for "
+          + S3_REGION.fullKey() + ": expected an AWS region such as us-east-1 or eu-west-1 "
+          + "(for an S3-compatible server, set " + S3_ENDPOINT.fullKey() + " as well)");
+    }
     S3Settings s3 = new S3Settings(
-        r.opt(S3_ENDPOINT, "fs.s3a.endpoint"),
-        r.get(S3_REGION, "fs.s3a.endpoint.region", "us-east-1"),
+        endpoint,
+        region,
         r.get(S3_PATH_STYLE, "fs.s3a.path.style.access", false),
         accessKey,
         secretKey,

@@ -373,7 +373,15 @@ public final class SyncedStore implements AutoCloseable {
       return;
     }
     long start = System.nanoTime();
-    Manifest m = readManifest(version, attempt);
+    Manifest m;
+    try {
+      m = readManifest(version, attempt);
+    } catch (StateLoadException e) {
+      if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
+        throw foreignCheckpoint(version, e).orElse(e);
+      }
+      throw e;
+    }
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
@@ -1144,6 +1152,41 @@ public final class SyncedStore implements AutoCloseable {
           + " version " + version + ": version object " + objects.describe(key)
           + " is invalid: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * After {@code version} was not found: if the store's location holds that version in the
+   * layout of one of Spark's own providers ({@code <version>.delta} / {@code .snapshot} of the
+   * HDFS-backed provider, {@code <version>.changelog} / {@code .zip} or {@code
+   * <version>_<id>.*} of the RocksDB provider), an error saying the checkpoint was written by
+   * another provider. Two LISTs, on this failure path only; nothing is written.
+   */
+  private Optional<StateLoadException> foreignCheckpoint(long version, StateLoadException cause) {
+    List<ObjectInfo> found = new ArrayList<>();
+    try {
+      found.addAll(objects.list(version + "."));
+      found.addAll(objects.list(version + "_"));
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("{} version {}: cannot list for another provider's files", identity, version, e);
+      return Optional.empty();
+    }
+    for (ObjectInfo o : found) {
+      String k = o.key();
+      String provider = k.endsWith(".delta") || k.endsWith(".snapshot")
+          ? "Spark's HDFS-backed state store provider (HDFSBackedStateStoreProvider)"
+          : k.endsWith(".changelog") || k.endsWith(".zip")
+              ? "Spark's RocksDB state store provider (RocksDBStateStoreProvider)" : null;
+      if (provider != null) {
+        return Optional.of(new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+            "Cannot load " + identity + " version " + version + ": the checkpoint was written by "
+                + "another state store provider: " + objects.describe(k) + " is a file of "
+                + provider + ", and there is no Strata version object "
+                + objects.describe(StoreLayout.versionObject(version)) + ". Strata reads only "
+                + "its own format and changed nothing; run the query with the provider that "
+                + "wrote the checkpoint, or start from a new checkpoint location", cause));
+      }
+    }
+    return Optional.empty();
   }
 
   /**

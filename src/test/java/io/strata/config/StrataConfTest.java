@@ -130,6 +130,37 @@ class StrataConfTest {
   }
 
   @Test
+  void everyNumericSettingRefusesNegativeZeroAndUnknownUnits() {
+    assertBad(P + "s3.maxConnections", "0", "expected an integer >= 1");
+    assertBad(P + "s3.maxConnections", "-8", "expected an integer >= 1");
+    assertBad(P + "transferThreads", "0", "expected an integer >= 1");
+    assertBad(P + "snapshotInterval", "-1", "expected an integer >= 1");
+    assertBad(P + "spillThreshold", "-1", "size");
+    assertBad(P + "spillThreshold", "64x", "size");
+    assertBad(P + "memory.max", "-1g", "expected auto or a size");
+    assertBad(P + "memory.max", "0", "at least 1m");
+    assertBad(P + "s3.apiCallTimeout", "-5s", "duration");
+    assertBad(P + "s3.apiCallTimeout", "0", "not zero");
+    assertBad(P + "s3.apiCallAttemptTimeout", "10 fortnights", "duration");
+    assertBad(P + "lockAcquireTimeout", "-1s", "duration");
+    assertBad(P + "gc.gracePeriod", "1y", "duration");
+    assertBad(P + "localDir", " ", "non-empty");
+    assertBad(P + "s3.endpoint", "http://", "http:// or https://");
+    assertBad(P + "s3.endpoint", "not a url", "http:// or https://");
+  }
+
+  @Test
+  void unknownRegionWithoutEndpointIsRefused() {
+    assertBad(P + "s3.region", "moon-base-1", "expected an AWS region such as us-east-1");
+    assertBad(P + "s3.region", "us-east-9", "expected an AWS region such as us-east-1");
+    // an S3-compatible server takes any signing region
+    assertEquals("moon-base-1", StrataConf.from(Map.of(P + "s3.region", "moon-base-1",
+        P + "s3.endpoint", "http://127.0.0.1:9000"), Map.of()).s3().region());
+    assertEquals("eu-west-1",
+        StrataConf.from(Map.of(P + "s3.region", "eu-west-1"), Map.of()).s3().region());
+  }
+
+  @Test
   void unknownKeyUnderThePrefixIsRejected() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(P + "snapshotIntervall", "3"), Map.of()));
