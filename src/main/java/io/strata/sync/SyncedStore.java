@@ -69,10 +69,13 @@ import org.slf4j.LoggerFactory;
  * If the local database holds exactly the requested version (and attempt, when given), nothing
  * is downloaded, unless one of its SST files changed on disk since it was last known good (size,
  * modification time or inode differ; RocksDB never rewrites an SST) or a snapshot upload found
- * one corrupt: then the database is dropped and the version restored as below. Otherwise the manifest is read (with the attempt id known: one GET; else one
- * LIST of the version's prefix to find its attempts, the newest of which wins) and the version
- * is rebuilt in a fresh directory: base files and deltas downloaded in parallel, each verified
- * against the manifest's size and XXHash64, then the deltas ingested in order.
+ * one corrupt: then the database is dropped and the version restored as below. Otherwise the
+ * manifest is read (with the attempt id known: one GET; else one LIST of the version's prefix to
+ * find its attempts, the newest of which wins) and the version is rebuilt in a fresh directory:
+ * base files and deltas downloaded in parallel, each verified against the manifest's size and
+ * XXHash64, then the deltas ingested in order. A version that is not found but whose location
+ * holds the same version in the layout of one of Spark's own providers fails with an error
+ * saying the checkpoint was written by another provider.
  *
  * <h2>Snapshots</h2>
  * {@link #maintenance()} takes a RocksDB checkpoint of the committed version when {@code
@@ -335,9 +338,10 @@ public final class SyncedStore implements AutoCloseable {
    * @param version the committed version, &gt;= 0 (0 is the empty state)
    * @param attempt the attempt id to load (Spark checkpoint format v2), or empty for the newest
    *     attempt of the version
-   * @throws StateLoadException if the version (or attempt) was never committed, a file it names
-   *     is missing or corrupt, or storage fails; the local database is then unchanged or
-   *     invalidated, never left holding another state
+   * @throws StateLoadException if the version (or attempt) was never committed (or its location
+   *     holds another provider's files, or a newer Strata format), a file it names is missing or
+   *     corrupt, or storage fails; the message names the store, version and object key; the
+   *     local database is then unchanged or invalidated, never left holding another state
    * @throws IOException if the local disk fails
    */
   public synchronized void load(long version, Optional<String> attempt) throws IOException {
