@@ -172,6 +172,13 @@ final class Parsers {
     return t;
   }
 
+  /** An S3 storage class name, case-insensitive (see {@code S3WriteSettings}). */
+  static String storageClass(String s) {
+    String t = s.trim().toUpperCase(Locale.ROOT);
+    io.strata.objectstore.S3WriteSettings.checkStorageClass(t);
+    return t;
+  }
+
   static String nonBlank(String s) {
     if (s.isBlank()) {
       throw new IllegalArgumentException("expected a non-empty value");

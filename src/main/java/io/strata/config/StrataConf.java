@@ -1,6 +1,8 @@
 package io.strata.config;
 
+import io.strata.objectstore.S3ClientFactory;
 import io.strata.objectstore.S3Settings;
+import io.strata.objectstore.S3WriteSettings;
 import java.net.URI;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -146,10 +148,27 @@ public record StrataConf(
           + "base snapshot not published within half of it is dropped (duration, at least 1m).",
       false, s -> Parsers.durationAtLeast(s, MIN_GC_GRACE_PERIOD));
 
+  public static final ConfigOption<String> S3_SSE = new ConfigOption<>("s3.sse",
+      Optional.of("none"),
+      "Server-side encryption requested on every PUT: none (no header; the bucket's default "
+          + "encryption applies), AES256 (SSE-S3) or aws:kms (SSE-KMS).",
+      false, S3WriteSettings::parseServerSideEncryption);
+  public static final ConfigOption<String> S3_SSE_KMS_KEY_ID = new ConfigOption<>(
+      "s3.sseKmsKeyId", Optional.of("none (the account's aws/s3 key)"),
+      "KMS key id, alias or ARN for s3.sse=aws:kms; only with aws:kms.",
+      false, Parsers::nonBlank);
+  public static final ConfigOption<String> S3_STORAGE_CLASS = new ConfigOption<>(
+      "s3.storageClass", Optional.of("none (S3's default, STANDARD)"),
+      "Storage class of every object Strata writes: STANDARD, REDUCED_REDUNDANCY, STANDARD_IA, "
+          + "ONEZONE_IA, INTELLIGENT_TIERING, GLACIER_IR, OUTPOSTS or EXPRESS_ONEZONE (GLACIER "
+          + "and DEEP_ARCHIVE are refused: their objects cannot be read without a restore).",
+      false, Parsers::storageClass);
+
   /** Every option, in documentation order. */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
-      S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, SNAPSHOT_INTERVAL,
+      S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, S3_SSE, S3_SSE_KMS_KEY_ID,
+      S3_STORAGE_CLASS, SNAPSHOT_INTERVAL,
       TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
       GC_GRACE_PERIOD);
 
@@ -188,9 +207,18 @@ public record StrataConf(
       throw new IllegalArgumentException("Invalid " + S3_ATTEMPT_TIMEOUT.fullKey() + "=" + attempt
           + ": expected at most " + S3_API_CALL_TIMEOUT.fullKey() + " (" + call + ")");
     }
+    Optional<URI> endpoint = r.opt(S3_ENDPOINT, "fs.s3a.endpoint");
+    String region = r.get(S3_REGION, "fs.s3a.endpoint.region", "us-east-1");
+    if (endpoint.isEmpty() && !S3ClientFactory.isKnownAwsRegion(region)) {
+      // Without an endpoint the SDK would resolve s3.<region>.amazonaws.com and retry a host
+      // that does not exist until the call times out.
+      throw new IllegalArgumentException("Invalid value '" + region + "' for "
+          + S3_REGION.fullKey() + ": expected an AWS region such as us-east-1 or eu-west-1 "
+          + "(for an S3-compatible server, set " + S3_ENDPOINT.fullKey() + " as well)");
+    }
     S3Settings s3 = new S3Settings(
-        r.opt(S3_ENDPOINT, "fs.s3a.endpoint"),
-        r.get(S3_REGION, "fs.s3a.endpoint.region", "us-east-1"),
+        endpoint,
+        region,
         r.get(S3_PATH_STYLE, "fs.s3a.path.style.access", false),
         accessKey,
         secretKey,
@@ -198,7 +226,7 @@ public record StrataConf(
         r.get(S3_MAX_ATTEMPTS, null, 10),
         call,
         attempt,
-        r.get(S3_MAX_CONNECTIONS, null, 64));
+        r.get(S3_MAX_CONNECTIONS, null, 64)).withWrites(writes(r));
     return new StrataConf(
         r.opt(LOCAL_DIR, null),
         s3,
@@ -210,6 +238,22 @@ public record StrataConf(
         r.get(MEMORY_MAX, null, Optional.empty()),
         r.get(GC_ENABLED, null, true),
         r.get(GC_GRACE_PERIOD, null, Duration.ofHours(1)));
+  }
+
+  /**
+   * Server-side encryption and storage class ({@link #S3_SSE}, {@link #S3_SSE_KMS_KEY_ID},
+   * {@link #S3_STORAGE_CLASS}).
+   *
+   * @throws IllegalArgumentException naming the keys if a KMS key id comes without aws:kms
+   */
+  private static S3WriteSettings writes(Reader r) {
+    String sse = r.get(S3_SSE, null, S3WriteSettings.SSE_NONE);
+    Optional<String> kmsKey = r.opt(S3_SSE_KMS_KEY_ID, null);
+    if (kmsKey.isPresent() && !sse.equals(S3WriteSettings.SSE_KMS)) {
+      throw new IllegalArgumentException("Invalid " + S3_SSE_KMS_KEY_ID.fullKey() + ": a KMS key "
+          + "id needs " + S3_SSE.fullKey() + "=aws:kms, but " + S3_SSE.fullKey() + " is " + sse);
+    }
+    return new S3WriteSettings(sse, kmsKey, r.opt(S3_STORAGE_CLASS, null));
   }
 
   /** Reads options with an optional Hadoop fallback key. */

@@ -248,6 +248,27 @@ public final class LocalStore implements AutoCloseable {
     pending.delete(key);
   }
 
+  /**
+   * The file names (for example {@code 000012.sst}) of the SSTs that make up the database now,
+   * as RocksDB's live-file metadata lists them: files a running compaction is still writing are
+   * not included.
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  public Set<String> liveSstFiles() {
+    Lock l = enter();
+    try {
+      Set<String> names = new java.util.HashSet<>();
+      for (org.rocksdb.LiveFileMetaData f : db.getLiveFilesMetaData()) {
+        String n = f.fileName();
+        names.add(n.startsWith("/") ? n.substring(1) : n);
+      }
+      return names;
+    } finally {
+      l.unlock();
+    }
+  }
+
   /** Number of keys in the state as seen by the version being built. */
   public long numKeys() {
     return committedKeys + pendingKeyDelta;

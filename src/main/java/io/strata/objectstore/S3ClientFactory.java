@@ -67,6 +67,15 @@ public final class S3ClientFactory {
     settings.endpoint().ifPresent(builder::endpointOverride);
   }
 
+  /**
+   * True if {@code region} is an AWS region this build's SDK knows ({@code Region.regions()}),
+   * for example {@code eu-west-1}. Only meaningful for AWS itself: S3-compatible servers behind
+   * an endpoint override accept any signing region.
+   */
+  public static boolean isKnownAwsRegion(String region) {
+    return Region.regions().stream().anyMatch(r -> r.id().equals(region));
+  }
+
   /** Step: the signing region. */
   static Region region(S3Settings settings) {
     return Region.of(settings.region());

@@ -16,7 +16,8 @@ import software.amazon.awssdk.core.exception.SdkServiceException;
  * <ul>
  *   <li>404 NoSuchKey (or a 404 without a code, as HEAD gets) → {@link ObjectNotFoundException};
  *   <li>404 NoSuchBucket, 403, 400 and other 4xx → not retryable;
- *   <li>5xx, 429, 409 (a concurrent conditional write), throttling codes (503 SlowDown),
+ *   <li>501 NotImplemented (an unsupported header or operation) → not retryable;
+ *   <li>other 5xx, 429, 409 (a concurrent conditional write), throttling codes (503 SlowDown),
  *       400 RequestTimeout, SDK timeouts and I/O errors (refused, reset) → retryable.
  * </ul>
  *
@@ -96,7 +97,9 @@ final class S3Errors {
   }
 
   private static boolean retryable(SdkServiceException e, int status, String code) {
-    return status >= 500 || status == 429 || status == 409
+    // 501 NotImplemented: the server does not support what was asked (a header, an operation);
+    // asking again cannot help.
+    return (status >= 500 && status != 501) || status == 429 || status == 409
         || e.isThrottlingException() || RETRYABLE_CODES.contains(code);
   }
 

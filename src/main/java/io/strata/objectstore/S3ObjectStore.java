@@ -33,6 +33,8 @@ import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.MultipartUpload;
 import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
+import software.amazon.awssdk.services.s3.model.ServerSideEncryption;
+import software.amazon.awssdk.services.s3.model.StorageClass;
 import software.amazon.awssdk.services.s3.model.S3Error;
 import software.amazon.awssdk.services.s3.model.S3Object;
 
@@ -192,10 +194,21 @@ final class S3ObjectStore implements ObjectStore {
           .contentLength(body.length())
           .contentType("application/octet-stream")
           .overrideConfiguration(this::withListener);
+      applyWrites(b);
       extra.accept(b);
       s3.putObject(b.build(),
           RequestBody.fromContentProvider(provider, body.length(), "application/octet-stream"));
     }
+  }
+
+  /** Server-side encryption and storage class of every PUT ({@link S3WriteSettings}). */
+  private void applyWrites(PutObjectRequest.Builder b) {
+    S3WriteSettings w = lease.settings().writes();
+    if (!w.serverSideEncryption().equals(S3WriteSettings.SSE_NONE)) {
+      b.serverSideEncryption(ServerSideEncryption.fromValue(w.serverSideEncryption()));
+      w.kmsKeyId().ifPresent(b::ssekmsKeyId);
+    }
+    w.storageClass().ifPresent(c -> b.storageClass(StorageClass.fromValue(c)));
   }
 
   @Override

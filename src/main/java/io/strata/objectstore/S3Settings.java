@@ -25,6 +25,7 @@ import java.util.Optional;
  * @param apiCallAttemptTimeout upper bound for one HTTP attempt; zero or null for none
  * @param maxConnections HTTP connection pool size per client (&gt; 0; checked when the client
  *     is built)
+ * @param writes server-side encryption and storage class sent on every PUT
  */
 public record S3Settings(
     Optional<URI> endpoint,
@@ -36,7 +37,24 @@ public record S3Settings(
     int maxAttempts,
     Duration apiCallTimeout,
     Duration apiCallAttemptTimeout,
-    int maxConnections) {
+    int maxConnections,
+    S3WriteSettings writes) {
+
+  /** Settings with {@link S3WriteSettings#DEFAULT} (no encryption header, no storage class). */
+  public S3Settings(Optional<URI> endpoint, String region, boolean pathStyleAccess,
+      Optional<String> accessKeyId, Optional<String> secretAccessKey,
+      Optional<String> sessionToken, int maxAttempts, Duration apiCallTimeout,
+      Duration apiCallAttemptTimeout, int maxConnections) {
+    this(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey, sessionToken,
+        maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections,
+        S3WriteSettings.DEFAULT);
+  }
+
+  /** A copy with other write settings. */
+  public S3Settings withWrites(S3WriteSettings w) {
+    return new S3Settings(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey,
+        sessionToken, maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, w);
+  }
 
   /**
    * Checks the components that have no usable default.
@@ -51,6 +69,7 @@ public record S3Settings(
     Objects.requireNonNull(accessKeyId, "accessKeyId");
     Objects.requireNonNull(secretAccessKey, "secretAccessKey");
     Objects.requireNonNull(sessionToken, "sessionToken");
+    Objects.requireNonNull(writes, "writes");
     if (accessKeyId.isPresent() != secretAccessKey.isPresent()) {
       throw new IllegalArgumentException("access key id and secret access key must be set together");
     }
@@ -67,6 +86,6 @@ public record S3Settings(
         + ", credentials=" + (accessKeyId.isPresent() ? "static" : "default-chain")
         + ", maxAttempts=" + maxAttempts + ", apiCallTimeout=" + apiCallTimeout
         + ", apiCallAttemptTimeout=" + apiCallAttemptTimeout
-        + ", maxConnections=" + maxConnections + "]";
+        + ", maxConnections=" + maxConnections + ", " + writes + "]";
   }
 }

@@ -4,6 +4,7 @@ import io.strata.config.StrataConf;
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.DeltaFile;
 import io.strata.engine.KeyValue;
+import io.strata.engine.LocalFiles;
 import io.strata.engine.LocalStore;
 import io.strata.engine.SharedMemory;
 import io.strata.format.BaseSnapshot;
@@ -66,10 +67,15 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Load</h2>
  * If the local database holds exactly the requested version (and attempt, when given), nothing
- * is downloaded. Otherwise the manifest is read (with the attempt id known: one GET; else one
- * LIST of the version's prefix to find its attempts, the newest of which wins) and the version
- * is rebuilt in a fresh directory: base files and deltas downloaded in parallel, each verified
- * against the manifest's size and XXHash64, then the deltas ingested in order.
+ * is downloaded, unless one of its SST files changed on disk since it was last known good (size,
+ * modification time or inode differ; RocksDB never rewrites an SST) or a snapshot upload found
+ * one corrupt: then the database is dropped and the version restored as below. Otherwise the
+ * manifest is read (with the attempt id known: one GET; else one LIST of the version's prefix to
+ * find its attempts, the newest of which wins) and the version is rebuilt in a fresh directory:
+ * base files and deltas downloaded in parallel, each verified against the manifest's size and
+ * XXHash64, then the deltas ingested in order. A version that is not found but whose location
+ * holds the same version in the layout of one of Spark's own providers fails with an error
+ * saying the checkpoint was written by another provider.
  *
  * <h2>Snapshots</h2>
  * {@link #maintenance()} takes a RocksDB checkpoint of the committed version when {@code
@@ -208,6 +214,13 @@ public final class SyncedStore implements AutoCloseable {
   /** True while the local database holds spilled writes of a version not yet committed. */
   private boolean localDirty;
   /**
+   * Stamps of the live database's SST files when it was last known good (after a restore or
+   * commit, or at a load that reused it): a reused database whose SST changed since is dropped.
+   */
+  private Map<String, LocalFiles.Stamp> localStamps = Map.of();
+  /** Why the live database must not be reused (a failed SST verification), or null. */
+  private String localDamaged;
+  /**
    * Column families of the version being built: the loaded manifest's, plus this version's
    * creations and removals (dropped by an abort or a load). Immutable value, replaced on change.
    */
@@ -325,9 +338,10 @@ public final class SyncedStore implements AutoCloseable {
    * @param version the committed version, &gt;= 0 (0 is the empty state)
    * @param attempt the attempt id to load (Spark checkpoint format v2), or empty for the newest
    *     attempt of the version
-   * @throws StateLoadException if the version (or attempt) was never committed, a file it names
-   *     is missing or corrupt, or storage fails; the local database is then unchanged or
-   *     invalidated, never left holding another state
+   * @throws StateLoadException if the version (or attempt) was never committed (or its location
+   *     holds another provider's files, or a newer Strata format), a file it names is missing or
+   *     corrupt, or storage fails; the message names the store, version and object key; the
+   *     local database is then unchanged or invalidated, never left holding another state
    * @throws IOException if the local disk fails
    */
   public synchronized void load(long version, Optional<String> attempt) throws IOException {
@@ -344,9 +358,18 @@ public final class SyncedStore implements AutoCloseable {
     sweepLocalDir();
     if (local != null && version == loadedVersion
         && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
-      local.discardPending();
-      families = committedFamilies();
-      return;
+      Optional<String> changed = changedLocalFile();
+      if (changed.isEmpty()) {
+        local.discardPending();
+        families = committedFamilies();
+        return;
+      }
+      // RocksDB never rewrites an SST: the database is damaged. Never reuse it; the object
+      // store holds the verified copy of this version.
+      LOG.warn("{} version {}: local SST {} in {} changed on disk since it was written; "
+          + "dropping the local database and restoring the version from the object store",
+          identity, version, changed.get(), local.dir());
+      invalidateLocal();
     }
     if (version == 0) {
       invalidateLocal();
@@ -354,7 +377,15 @@ public final class SyncedStore implements AutoCloseable {
       return;
     }
     long start = System.nanoTime();
-    Manifest m = readManifest(version, attempt);
+    Manifest m;
+    try {
+      m = readManifest(version, attempt);
+    } catch (StateLoadException e) {
+      if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
+        throw foreignCheckpoint(version, e).orElse(e);
+      }
+      throw e;
+    }
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
@@ -629,6 +660,7 @@ public final class SyncedStore implements AutoCloseable {
       loadedVersion = newVersion;
       manifests.put(key, body.length(), m);
       committedVersion = Math.max(committedVersion, newVersion);
+      recordLocalStamps();
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
       return new Committed(m, key, stats(t0, t1, t2, t3, t4, delta, body, m));
@@ -941,6 +973,20 @@ public final class SyncedStore implements AutoCloseable {
         if (known != null) {
           result.add(new BaseSnapshot.BaseFile(name, known));
         } else {
+          // New bytes (compaction output): never upload a damaged file with a checksum that
+          // vouches for it. RocksDB's block checksums say whether the local copy is intact.
+          try {
+            LocalFiles.verifySst(f);
+          } catch (IOException e) {
+            synchronized (this) {
+              if (gen == generation && !closed) {
+                localDamaged = e.getMessage(); // the next load restores from the object store
+              }
+            }
+            throw new IOException("Cannot upload base snapshot of " + identity + " version "
+                + version + ": " + e.getMessage() + "; the local database is dropped at the "
+                + "next load and restored from the object store", e);
+          }
           FileRef.ContentId cid = id;
           uploads.add(transfers.submit(() -> {
             String key = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
@@ -1113,6 +1159,41 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   /**
+   * After {@code version} was not found: if the store's location holds that version in the
+   * layout of one of Spark's own providers ({@code <version>.delta} / {@code .snapshot} of the
+   * HDFS-backed provider, {@code <version>.changelog} / {@code .zip} or {@code
+   * <version>_<id>.*} of the RocksDB provider), an error saying the checkpoint was written by
+   * another provider. Two LISTs, on this failure path only; nothing is written.
+   */
+  private Optional<StateLoadException> foreignCheckpoint(long version, StateLoadException cause) {
+    List<ObjectInfo> found = new ArrayList<>();
+    try {
+      found.addAll(objects.list(version + "."));
+      found.addAll(objects.list(version + "_"));
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("{} version {}: cannot list for another provider's files", identity, version, e);
+      return Optional.empty();
+    }
+    for (ObjectInfo o : found) {
+      String k = o.key();
+      String provider = k.endsWith(".delta") || k.endsWith(".snapshot")
+          ? "Spark's HDFS-backed state store provider (HDFSBackedStateStoreProvider)"
+          : k.endsWith(".changelog") || k.endsWith(".zip")
+              ? "Spark's RocksDB state store provider (RocksDBStateStoreProvider)" : null;
+      if (provider != null) {
+        return Optional.of(new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+            "Cannot load " + identity + " version " + version + ": the checkpoint was written by "
+                + "another state store provider: " + objects.describe(k) + " is a file of "
+                + provider + ", and there is no Strata version object "
+                + objects.describe(StoreLayout.versionObject(version)) + ". Strata reads only "
+                + "its own format and changed nothing; run the query with the provider that "
+                + "wrote the checkpoint, or start from a new checkpoint location", cause));
+      }
+    }
+    return Optional.empty();
+  }
+
+  /**
    * Finds the version object of the newest attempt of {@code version} with one LIST: the
    * latest server-side last-modified time wins, ties broken by the attempt id (creation time,
    * then random bits). Only cold loads without a checkpoint id call this.
@@ -1143,7 +1224,7 @@ public final class SyncedStore implements AutoCloseable {
       throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
           "Cannot load " + identity + " version " + version + ": no version object under "
               + objects.describe(StoreLayout.versionPrefix(version))
-              + " (the version was never committed)", null);
+              + " (the version was never committed, or its version object was deleted)", null);
     }
     return best.key();
   }
@@ -1261,10 +1342,64 @@ public final class SyncedStore implements AutoCloseable {
     generation++;
     dropPendingBase();
     localFileIds.clear();
+    localDamaged = null;
     if (old != null) {
       old.close();
       deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
     }
+    recordLocalStamps();
+  }
+
+  /** Remembers the live database's SST stamps as known good. */
+  private void recordLocalStamps() {
+    try {
+      localStamps = local == null ? Map.of()
+          : LocalFiles.stamps(local.dir(), local.liveSstFiles());
+    } catch (IOException e) {
+      LOG.warn("{} version {}: cannot list local database {}; it will not be reused", identity,
+          loadedVersion, local.dir(), e);
+      localStamps = null;
+    }
+  }
+
+  /**
+   * The live database's SST that changed on disk since it was last known good, if any. Files
+   * that appeared since (compaction output) are verified against their RocksDB block checksums
+   * once, then become known. An unreadable directory counts as changed.
+   */
+  private Optional<String> changedLocalFile() {
+    if (localDamaged != null) {
+      return Optional.of("(" + localDamaged + ")");
+    }
+    if (localStamps == null) {
+      return Optional.of("(the local directory could not be listed)");
+    }
+    Map<String, LocalFiles.Stamp> now;
+    try {
+      now = LocalFiles.stamps(local.dir(), local.liveSstFiles());
+    } catch (IOException e) {
+      return Optional.of("(the local directory cannot be listed: " + e.getMessage() + ")");
+    }
+    Optional<String> changed = LocalFiles.changed(localStamps, now);
+    if (changed.isPresent()) {
+      return changed;
+    }
+    // Files RocksDB wrote since (compaction output) were never known good: read them once.
+    for (String name : now.keySet()) {
+      if (!localStamps.containsKey(name)) {
+        try {
+          LocalFiles.verifySst(local.dir().resolve(name));
+        } catch (java.nio.file.NoSuchFileException | java.io.FileNotFoundException gone) {
+          continue; // deleted by a compaction since the listing
+        } catch (IOException e) {
+          if (Files.exists(local.dir().resolve(name))) {
+            return Optional.of(name + " (" + e.getMessage() + ")");
+          }
+        }
+      }
+    }
+    localStamps = now;
+    return Optional.empty();
   }
 
   private void invalidateLocal() {
@@ -1279,6 +1414,8 @@ public final class SyncedStore implements AutoCloseable {
     dropPendingBase();
     localDirty = false;
     localFileIds.clear();
+    localStamps = Map.of();
+    localDamaged = null;
     if (old != null) {
       old.close();
       deleteQuietly(old.dir()); // a leftover is deleted by the next sweep

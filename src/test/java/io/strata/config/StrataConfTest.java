@@ -101,6 +101,66 @@ class StrataConfTest {
   }
 
   @Test
+  void encryptionAndStorageClass() {
+    assertEquals(io.strata.objectstore.S3WriteSettings.DEFAULT,
+        StrataConf.from(Map.of(), Map.of()).s3().writes());
+    StrataConf kms = StrataConf.from(Map.of(P + "s3.sse", "aws:kms", P + "s3.sseKmsKeyId",
+        "alias/strata", P + "s3.storageClass", "intelligent_tiering"), Map.of());
+    assertEquals("aws:kms", kms.s3().writes().serverSideEncryption());
+    assertEquals(Optional.of("alias/strata"), kms.s3().writes().kmsKeyId());
+    assertEquals(Optional.of("INTELLIGENT_TIERING"), kms.s3().writes().storageClass());
+    assertEquals("AES256", StrataConf.from(Map.of(P + "s3.sse", "SSE-S3"), Map.of()).s3()
+        .writes().serverSideEncryption());
+    assertEquals("aws:kms", StrataConf.from(Map.of(P + "s3.sse", "sse-kms"), Map.of()).s3()
+        .writes().serverSideEncryption());
+    assertBad(P + "s3.sse", "AES128", "expected none, AES256 (SSE-S3) or aws:kms (SSE-KMS)");
+    assertBad(P + "s3.sse", "kms", "expected none, AES256");
+    assertBad(P + "s3.storageClass", "COLD", "expected a storage class, one of STANDARD");
+    assertBad(P + "s3.storageClass", "GLACIER", "needs a restore");
+    assertBad(P + "s3.storageClass", "deep_archive", "needs a restore");
+    assertBad(P + "s3.sseKmsKeyId", " ", "non-empty");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.sseKmsKeyId", "alias/strata"), Map.of()));
+    assertTrue(e.getMessage().contains(P + "s3.sseKmsKeyId"), e.getMessage());
+    assertTrue(e.getMessage().contains(P + "s3.sse=aws:kms"), e.getMessage());
+    IllegalArgumentException s3 = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.sse", "AES256", P + "s3.sseKmsKeyId", "k"),
+            Map.of()));
+    assertTrue(s3.getMessage().contains("is AES256"), s3.getMessage());
+  }
+
+  @Test
+  void everyNumericSettingRefusesNegativeZeroAndUnknownUnits() {
+    assertBad(P + "s3.maxConnections", "0", "expected an integer >= 1");
+    assertBad(P + "s3.maxConnections", "-8", "expected an integer >= 1");
+    assertBad(P + "transferThreads", "0", "expected an integer >= 1");
+    assertBad(P + "snapshotInterval", "-1", "expected an integer >= 1");
+    assertBad(P + "spillThreshold", "-1", "size");
+    assertBad(P + "spillThreshold", "64x", "size");
+    assertBad(P + "memory.max", "-1g", "expected auto or a size");
+    assertBad(P + "memory.max", "0", "at least 1m");
+    assertBad(P + "s3.apiCallTimeout", "-5s", "duration");
+    assertBad(P + "s3.apiCallTimeout", "0", "not zero");
+    assertBad(P + "s3.apiCallAttemptTimeout", "10 fortnights", "duration");
+    assertBad(P + "lockAcquireTimeout", "-1s", "duration");
+    assertBad(P + "gc.gracePeriod", "1y", "duration");
+    assertBad(P + "localDir", " ", "non-empty");
+    assertBad(P + "s3.endpoint", "http://", "http:// or https://");
+    assertBad(P + "s3.endpoint", "not a url", "http:// or https://");
+  }
+
+  @Test
+  void unknownRegionWithoutEndpointIsRefused() {
+    assertBad(P + "s3.region", "moon-base-1", "expected an AWS region such as us-east-1");
+    assertBad(P + "s3.region", "us-east-9", "expected an AWS region such as us-east-1");
+    // an S3-compatible server takes any signing region
+    assertEquals("moon-base-1", StrataConf.from(Map.of(P + "s3.region", "moon-base-1",
+        P + "s3.endpoint", "http://127.0.0.1:9000"), Map.of()).s3().region());
+    assertEquals("eu-west-1",
+        StrataConf.from(Map.of(P + "s3.region", "eu-west-1"), Map.of()).s3().region());
+  }
+
+  @Test
   void unknownKeyUnderThePrefixIsRejected() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(P + "snapshotIntervall", "3"), Map.of()));
