@@ -4,7 +4,8 @@
 # Maven. Three invocations, one results file each (see docs/benchmarks.md, "Commands"):
 #   1. latency s3-like, agg at 100 k and 1 M keys, every set-up;
 #   2. latency s3-like, agg at 10 M keys and dedup at 1 M keys, Strata and the tuned peer;
-#   3. latency none, agg at 100 k keys, every set-up, and the request-count run (200 partitions).
+#   3. latency none, agg at 100 k keys, and the request-count run (200 partitions), for Strata,
+#      Strata with its checkpoint file manager, both RocksDB changelog set-ups and tuned HDFS.
 # Each writes its file after every run; the last one regenerates the page from all three.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,4 +18,4 @@ mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-s3-like-10m.json" \
   -Dbench.args="--latency s3-like --sizes 10000000 --dedup-sizes 1000000 --setups strata,rocksdb-changelog-tuned $common --heap 12g"
 mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-none.json" \
   -Dbench.e2e="$B/e2e-s3-like.json,$B/e2e-s3-like-10m.json,$B/e2e-none.json" \
-  -Dbench.args="--latency none --sizes 100000 --dedup-sizes none --warmup 2 --steady 10 --request-partitions 200 --request-size 100000 --heap 6g"
+  -Dbench.args="--latency none --sizes 100000 --dedup-sizes none --setups strata,strata-checkpoint,rocksdb-changelog-default,rocksdb-changelog-tuned,hdfs-tuned --warmup 2 --steady 10 --request-partitions 200 --request-size 100000 --heap 6g"

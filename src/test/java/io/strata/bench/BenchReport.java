@@ -630,6 +630,33 @@ public final class BenchReport {
           }
           series.put(setup, v);
         }
+        for (String setup : setups()) {
+          if (!setup.startsWith("strata")) {
+            continue;
+          }
+          List<String> parts = new ArrayList<>();
+          for (long n : sizes) {
+            JsonNode r = find("main", setup, workload, n, latency);
+            if (r == null) {
+              continue;
+            }
+            for (JsonNode b : r.path("batches")) {
+              if (b.path("phase").asText().equals("restore")) {
+                JsonNode c = b.path("customMetrics");
+                int p = Math.max(1, r.path("spec").path("partitions").asInt());
+                parts.add(String.format(Locale.ROOT, "%s keys: %.1f deltas after the base "
+                    + "snapshot per partition, %s restored, restore time per partition %.0f ms",
+                    keys(n), c.path("strataDeltaChainLength").asDouble() / p,
+                    bytes(c.path("strataRestoreBytes").asLong()),
+                    c.path("strataRestoreMs").asDouble() / p));
+              }
+            }
+          }
+          if (!parts.isEmpty()) {
+            sb.append("`").append(setup).append("` restore (Strata's metrics, mean per "
+                + "partition): ").append(String.join("; ", parts)).append(".\n\n");
+          }
+        }
         String file = "restore-" + workload + "-" + latency + ".svg";
         plot(file, SvgChart.bars("Restore time added to the first batch (" + workload
             + ", latency " + latency + ")", "keys in state", "ms", sizes.stream()
