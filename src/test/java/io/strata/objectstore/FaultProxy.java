@@ -217,10 +217,13 @@ public final class FaultProxy implements AutoCloseable {
           case DELAY -> sleep(delayMillis);
           default -> { }
         }
-        if (up == null) {
-          up = new Socket(upstreamHost, upstreamPort);
-          up.setTcpNoDelay(true);
+        // A fresh server connection per request: the server may close idle ones while the
+        // client's connection to this relay stays pooled, and a body cannot be replayed.
+        if (up != null) {
+          closeQuietly(up);
         }
+        up = new Socket(upstreamHost, upstreamPort);
+        up.setTcpNoDelay(true);
         InputStream uin = new BufferedInputStream(up.getInputStream(), 64 * 1024);
         OutputStream uout = up.getOutputStream();
         uout.write(joinHead(head));
