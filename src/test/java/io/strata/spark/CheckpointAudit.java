@@ -3,13 +3,16 @@ package io.strata.spark;
 import io.strata.format.Manifest;
 import io.strata.format.ManifestCodec;
 import io.strata.format.Reachability;
+import io.strata.format.StoreLayout;
 import io.strata.format.VersionObjectCodec;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 
 /**
@@ -28,24 +31,47 @@ final class CheckpointAudit {
    */
   static List<String> missingNamedObjects(Path dataDir, String bucket, String prefix)
       throws IOException {
+    return missingNamedObjects(dataDir, bucket, prefix, Integer.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #missingNamedObjects(Path, String, String)}, for the manifests of the newest
+   * {@code retained} versions of each store only: garbage collection may delete what an older
+   * version's manifest names (an older version object can stay, pinned, because a retained base
+   * snapshot reuses the SST delta inside it), so only retained versions must be loadable.
+   */
+  static List<String> missingNamedObjects(Path dataDir, String bucket, String prefix,
+      int retained) throws IOException {
     Path root = dataDir.resolve(bucket);
     Path state = root.resolve(prefix).resolve("state");
     List<String> missing = new ArrayList<>();
     if (!Files.exists(state)) {
       return missing;
     }
+    List<String> keys = new ArrayList<>();
+    Map<String, Long> newest = new HashMap<>();
     try (Stream<Path> files = Files.walk(state)) {
       for (Path f : files.filter(Files::isRegularFile).toList()) {
         String key = root.relativize(f).toString().replace('\\', '/');
         int v = key.lastIndexOf("/v/");
-        if (v < 0 || !key.endsWith(".svo")) {
-          continue;
+        if (v >= 0 && key.endsWith(".svo")) {
+          keys.add(key);
+          newest.merge(key.substring(0, v + 1), StoreLayout.versionOf(key.substring(v + 1)),
+              Math::max);
         }
-        String storeRoot = key.substring(0, v + 1);
-        for (String named : Reachability.namedKeys(manifest(f, key))) {
-          if (!Files.exists(root.resolve(storeRoot + named))) {
-            missing.add(key + " names " + storeRoot + named);
-          }
+      }
+    }
+    for (String key : keys) {
+      Path f = root.resolve(key);
+      int v = key.lastIndexOf("/v/");
+      String storeRoot = key.substring(0, v + 1);
+      if (StoreLayout.versionOf(key.substring(v + 1))
+          <= newest.get(storeRoot) - (long) retained) {
+        continue;
+      }
+      for (String named : Reachability.namedKeys(manifest(f, key))) {
+        if (!Files.exists(root.resolve(storeRoot + named))) {
+          missing.add(key + " names " + storeRoot + named);
         }
       }
     }

@@ -201,9 +201,10 @@ class CrashIT {
     assertExact(point + ", restarted with the local dirs kept", outKept, total);
     runHere(fresh, in, outFresh, base.resolve("local-fresh"), 0);
     assertExact(point + ", restarted with fresh local dirs", outFresh, total);
+    // minBatchesToRetain=2: the two newest versions of every store must be loadable
     List<String> missing = CheckpointAudit.missingNamedObjects(h.s3.dataDir(),
-        SparkS3Harness.BUCKET, prefixOf(fresh));
-    assertTrue(missing.isEmpty(), "no manifest names a missing object: " + missing);
+        SparkS3Harness.BUCKET, prefixOf(fresh), 2);
+    assertTrue(missing.isEmpty(), "no retained manifest names a missing object: " + missing);
   }
 
   @Test
