@@ -22,7 +22,10 @@ import software.amazon.awssdk.core.exception.SdkServiceException;
  * </ul>
  *
  * <p>Messages read "Cannot &lt;action&gt; s3://bucket/key at &lt;endpoint&gt;: &lt;reason&gt;"
- * and use the S3 error code and message, never the request's headers or credentials.
+ * and use the S3 error code and message, never the request's headers or credentials. A
+ * transient failure's reason starts with what it means for the user once the SDK's retries are
+ * spent: "S3 is throttling requests" (503 SlowDown, 429, throttling codes), "S3 is unavailable"
+ * (other 5xx, timeouts) or "S3 is unreachable or unavailable" (refused or reset connections).
  */
 final class S3Errors {
   private static final Set<String> RETRYABLE_CODES = Set.of(
@@ -59,7 +62,9 @@ final class S3Errors {
             prefix + "access denied; check the credentials and their permissions (" + reason + ")",
             false, e);
       }
-      return new ObjectStoreException(prefix + reason, retryable(se, status, code), e);
+      boolean retryable = retryable(se, status, code);
+      return new ObjectStoreException(prefix + transientCause(se, status, code) + reason,
+          retryable, e);
     }
     Throwable body = find(e, BodyReadException.class);
     if (body != null) {
@@ -67,12 +72,13 @@ final class S3Errors {
           prefix + "cannot read the request body: " + body.getCause(), false, e);
     }
     if (e instanceof ApiCallTimeoutException || e instanceof ApiCallAttemptTimeoutException) {
-      return new ObjectStoreException(prefix + "timed out: " + e.getMessage() + attempts(e),
-          true, e);
+      return new ObjectStoreException(prefix + "S3 is unavailable: timed out: " + e.getMessage()
+          + attempts(e), true, e);
     }
     Throwable io = find(e, IOException.class);
     if (io != null) {
-      return new ObjectStoreException(prefix + io + attempts(e), true, e);
+      return new ObjectStoreException(prefix + "S3 is unreachable or unavailable: " + io
+          + attempts(e), true, e);
     }
     return new ObjectStoreException(prefix + e.getMessage(), e.retryable(), e);
   }
@@ -92,6 +98,21 @@ final class S3Errors {
       if (m != null && !m.isBlank()) {
         return ": " + m;
       }
+    }
+    return "";
+  }
+
+  /**
+   * "S3 is throttling requests: " for throttling answers (503 SlowDown, 429, throttling codes),
+   * "S3 is unavailable: " for other 5xx, else "" (the status and code follow in the message).
+   */
+  private static String transientCause(SdkServiceException e, int status, String code) {
+    if (status == 429 || e.isThrottlingException() || code.equals("SlowDown")
+        || code.contains("Throttl") || code.equals("TooManyRequests")) {
+      return "S3 is throttling requests: ";
+    }
+    if (status >= 500 && status != 501) {
+      return "S3 is unavailable: ";
     }
     return "";
   }

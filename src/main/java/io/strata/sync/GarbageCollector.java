@@ -107,11 +107,13 @@ final class GarbageCollector {
     verdict.garbage().forEach(l -> keys.add(l.key()));
     long deleteRequests = (keys.size() + S3_BATCH - 1) / S3_BATCH;
     if (!keys.isEmpty()) {
+      FaultPoints.pass(FaultPoints.GC_BEFORE_DELETE);
       try {
         objects.delete(keys);
       } finally {
         cache.removeAll(keys);
       }
+      FaultPoints.pass(FaultPoints.GC_AFTER_DELETE);
     }
     int aborted = 0;
     if (abortUploads) {

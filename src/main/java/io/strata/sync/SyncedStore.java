@@ -448,7 +448,8 @@ public final class SyncedStore implements AutoCloseable {
     try {
       DeltaFile d = l.writeDelta(sst).orElseThrow();
       try {
-        objects.putIfAbsent(key, ObjectBody.of(sst));
+        objects.putIfAbsent(key,
+            FaultPoints.during(FaultPoints.SPILL_UPLOAD, ObjectBody.of(sst)));
       } catch (IOException | RuntimeException e) {
         markOrphans(); // a failed PUT may still have been applied
         throw e;
@@ -622,8 +623,9 @@ public final class SyncedStore implements AutoCloseable {
           ? ObjectBody.concat(ObjectBody.of(sst), ObjectBody.of(tail))
           : ObjectBody.of(tail);
       long t2 = System.nanoTime();
+      FaultPoints.pass(FaultPoints.COMMIT_BEFORE_PUT);
       try {
-        objects.putIfAbsent(key, body);
+        objects.putIfAbsent(key, FaultPoints.during(FaultPoints.COMMIT_DURING_PUT, body));
       } catch (ObjectAlreadyExistsException e) {
         if (settings.attemptKeys()) {
           throw new IOException("Cannot commit " + identity + " version " + newVersion
@@ -634,6 +636,7 @@ public final class SyncedStore implements AutoCloseable {
             System.nanoTime(), delta, body, m));
       }
       long t3 = System.nanoTime();
+      FaultPoints.pass(FaultPoints.COMMIT_AFTER_PUT);
       try {
         l.commitPending(delta);
       } catch (IOException | RuntimeException e) {
@@ -990,7 +993,8 @@ public final class SyncedStore implements AutoCloseable {
           FileRef.ContentId cid = id;
           uploads.add(transfers.submit(() -> {
             String key = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
-            objects.putIfAbsent(key, ObjectBody.of(f));
+            objects.putIfAbsent(key,
+                FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD, ObjectBody.of(f)));
             return new BaseSnapshot.BaseFile(name,
                 new FileRef(key, 0, cid.length(), cid.checksum()));
           }));
@@ -1012,7 +1016,8 @@ public final class SyncedStore implements AutoCloseable {
     // On the transfer pool too, so that close() can interrupt it.
     byte[] packBytes = pack.toByteArray();
     awaitAll(List.of(transfers.submit(() -> {
-      objects.putIfAbsent(packKey, ObjectBody.of(packBytes));
+      objects.putIfAbsent(packKey,
+          FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD, ObjectBody.of(packBytes)));
       return packKey;
     })), "upload base snapshot of version " + version);
     for (int i = 0; i < packNames.size(); i++) {

@@ -65,8 +65,10 @@ class S3ErrorsTest {
   @Test
   void messageNamesActionLocationEndpointAndReason() {
     ObjectStoreException c = classify(s3(503, "SlowDown"));
-    assertEquals("Cannot read s3://bkt/ckpt/k at http://127.0.0.1:9000: 503 SlowDown: msg SlowDown",
-        c.getMessage());
+    assertEquals("Cannot read s3://bkt/ckpt/k at http://127.0.0.1:9000: S3 is throttling requests:"
+        + " 503 SlowDown: msg SlowDown", c.getMessage());
+    assertEquals("Cannot read s3://bkt/ckpt/k at http://127.0.0.1:9000: S3 is unavailable: 500"
+        + " InternalError: msg InternalError", classify(s3(500, "InternalError")).getMessage());
   }
 
   @Test
