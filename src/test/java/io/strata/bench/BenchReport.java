@@ -289,7 +289,7 @@ public final class BenchReport {
     for (String latency : latencies()) {
       for (String workload : workloads()) {
         List<Long> sizes = sizes("main", workload, latency);
-        if (find("main", "strata", workload, sizes.get(0), latency) == null) {
+        if (sizes.isEmpty() || find("main", "strata", workload, sizes.get(0), latency) == null) {
           continue;
         }
         sb.append("**").append(workload).append(", latency `").append(latency).append("`**\n\n");
