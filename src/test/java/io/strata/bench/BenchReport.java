@@ -284,7 +284,8 @@ public final class BenchReport {
     sb.append("Ratios are the peer's number divided by Strata's, from the same run (above 1: "
         + "Strata is faster or needs fewer requests). Commit: p50 per partition. Task: p50 of "
         + "the stateful task per partition (load, update, commit). Requests: "
-        + "state-store S3 requests per partition per batch. Restore: time the restore batch "
+        + "state-store S3 requests per partition per batch, at the largest size the peer ran. "
+        + "Restore: time the restore batch "
         + "added.\n\n");
     for (String latency : latencies()) {
       for (String workload : workloads()) {
@@ -320,6 +321,11 @@ public final class BenchReport {
                 r -> taskP50(r))).append(" |");
           }
           long largest = sizes.get(sizes.size() - 1);
+          for (long n : sizes) {
+            if (find("main", setup, workload, n, latency) != null) {
+              largest = n; // the largest size this peer ran at
+            }
+          }
           sb.append(' ').append(ratio(setup, workload, largest, latency,
               r -> r.path("summary").path("stateRequestsPerPartitionCommit").path("total")
                   .asDouble())).append(" |");
