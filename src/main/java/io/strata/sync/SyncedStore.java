@@ -42,6 +42,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -62,8 +63,11 @@ import org.slf4j.LoggerFactory;
  * <h2>Commit (one PUT)</h2>
  * The version's writes become one sorted SST delta; the delta and the version's manifest are
  * written as one version object with one create-only PUT under a key unique to the attempt
- * ({@link StoreLayout#versionObject}); then the same SST is ingested into the local database.
- * Nothing is listed, read, renamed, copied or overwritten.
+ * ({@link StoreLayout#versionObject}); the same SST is ingested into the local database while
+ * the PUT is in flight, so a commit costs about one PUT round trip. Until the PUT succeeds the
+ * local database holds a version not yet committed; if the PUT fails it is discarded (the next
+ * load restores from the object store). Nothing is listed, read, renamed, copied or
+ * overwritten.
  *
  * <h2>Load</h2>
  * If the local database holds exactly the requested version (and attempt, when given), nothing
@@ -120,6 +124,17 @@ import org.slf4j.LoggerFactory;
  */
 public final class SyncedStore implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SyncedStore.class);
+  /**
+   * Runs the local ingestion of each commit while its PUT is in flight (one short task per
+   * commit; daemon threads, created on demand, gone after a minute idle). Separate from the
+   * stores' transfer pools so that a commit never queues behind a snapshot upload.
+   */
+  private static final ExecutorService INGEST = java.util.concurrent.Executors.newCachedThreadPool(
+      r -> {
+        Thread t = new Thread(r, "strata-commit-ingest");
+        t.setDaemon(true);
+        return t;
+      });
   /** How long {@link #close()} waits for a snapshot upload to stop, ms. */
   static final long CLOSE_WAIT_MS = 30_000;
 
@@ -573,11 +588,13 @@ public final class SyncedStore implements AutoCloseable {
 
   /**
    * Commits the pending writes as version {@code loadedVersion() + 1}: one create-only PUT of the
-   * version object, then local ingestion.
+   * version object, with the local ingestion of its delta running meanwhile.
    *
    * @return the manifest, key and cost
-   * @throws IOException if the upload fails (the version is then not committed and the pending
-   *     writes are kept for an abort) or a write collides with another writer's object
+   * @throws IOException if the upload fails or a write collides with another writer's object
+   *     (the version is then not committed; the local database, which may hold its writes, is
+   *     discarded and the next {@link #load} restores the requested version from the object
+   *     store)
    * @throws IllegalStateException if nothing is loaded
    */
   public synchronized Committed commit() throws IOException {
@@ -624,21 +641,37 @@ public final class SyncedStore implements AutoCloseable {
           : ObjectBody.of(tail);
       long t2 = System.nanoTime();
       FaultPoints.pass(FaultPoints.COMMIT_BEFORE_PUT);
+      // The delta is ingested while its PUT is in flight: commit time is then about one PUT
+      // round trip, not a round trip plus RocksDB's ingestion (its fsyncs). Ingestion moves
+      // the file it is given into the database, so it gets a hard link of the delta and the
+      // PUT (whose SDK retries re-open the body) keeps reading the original. Until the PUT
+      // succeeds the database holds writes of a version not committed (localDirty): a failed
+      // or lost PUT discards the local database and the next load restores from the object
+      // store.
+      localDirty = true;
+      Future<Long> ingest = INGEST.submit(ingestTask(l, delta, tmp));
       try {
         objects.putIfAbsent(key, FaultPoints.during(FaultPoints.COMMIT_DURING_PUT, body));
       } catch (ObjectAlreadyExistsException e) {
+        awaitIngestQuietly(ingest, newVersion);
         if (settings.attemptKeys()) {
+          invalidateLocal();
           throw new IOException("Cannot commit " + identity + " version " + newVersion
               + ": another writer created " + objects.describe(key)
               + ", a key unique to this attempt", e);
         }
-        return adoptWinner(newVersion, key, m, stats(t0, t1, t2, System.nanoTime(),
-            System.nanoTime(), delta, body, m));
+        return adoptWinner(newVersion, key, m, stats(t0, t1, t2, System.nanoTime(), 0, delta,
+            body, m));
+      } catch (IOException | RuntimeException e) {
+        awaitIngestQuietly(ingest, newVersion);
+        invalidateLocal();
+        throw e;
       }
       long t3 = System.nanoTime();
       FaultPoints.pass(FaultPoints.COMMIT_AFTER_PUT);
+      long ingestNanos;
       try {
-        l.commitPending(delta);
+        ingestNanos = awaitIngest(ingest);
       } catch (IOException | RuntimeException e) {
         // The version is durable in the object store; only the local copy is in doubt. The next
         // load rebuilds it from the object store.
@@ -649,9 +682,8 @@ public final class SyncedStore implements AutoCloseable {
         invalidateLocal();
         spilled.clear();
         buildingAttempt = null;
-        return new Committed(m, key, stats(t0, t1, t2, t3, System.nanoTime(), delta, body, m));
+        return new Committed(m, key, stats(t0, t1, t2, t3, 0, delta, body, m));
       }
-      long t4 = System.nanoTime();
       spilled.clear();
       buildingAttempt = null;
       localDirty = false;
@@ -666,9 +698,76 @@ public final class SyncedStore implements AutoCloseable {
       recordLocalStamps();
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
-      return new Committed(m, key, stats(t0, t1, t2, t3, t4, delta, body, m));
+      return new Committed(m, key, stats(t0, t1, t2, t3, ingestNanos, delta, body, m));
     } finally {
       deleteQuietly(sst);
+    }
+  }
+
+  /**
+   * The local half of a commit, run on {@link #INGEST} while the version object's PUT is in
+   * flight: ingests a hard link of {@code delta} (a copy where the file system has no hard
+   * links) and clears the pending writes. Returns the time it took, ns.
+   */
+  private static Callable<Long> ingestTask(LocalStore l, Optional<DeltaFile> version,
+      Path tmp) {
+    return () -> {
+      long start = System.nanoTime();
+      if (version.isEmpty()) {
+        l.commitPending(Optional.empty());
+        return System.nanoTime() - start;
+      }
+      DeltaFile delta = version.get();
+      Path link = tmp.resolve(delta.path().getFileName() + ".ingest");
+      try {
+        try {
+          Files.createLink(link, delta.path());
+        } catch (UnsupportedOperationException | IOException e) {
+          Files.copy(delta.path(), link, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+        l.commitPending(Optional.of(new DeltaFile(link, delta.size(), delta.checksum(),
+            delta.entries())));
+      } finally {
+        Files.deleteIfExists(link); // gone already if ingestion moved it
+      }
+      return System.nanoTime() - start;
+    };
+  }
+
+  /** Waits for a commit's local ingestion; returns its time, ns; rethrows its failure. */
+  private static long awaitIngest(Future<Long> ingest) throws IOException {
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return ingest.get();
+        } catch (InterruptedException e) {
+          interrupted = true; // the database must not be closed under a running ingestion
+        } catch (ExecutionException e) {
+          Throwable c = e.getCause();
+          if (c instanceof IOException io) {
+            throw io;
+          }
+          if (c instanceof RuntimeException re) {
+            throw re;
+          }
+          throw new IOException("Local ingestion failed: " + c, c);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** As {@link #awaitIngest}, for a commit that failed anyway: a failure is only logged. */
+  private void awaitIngestQuietly(Future<Long> ingest, long version) {
+    try {
+      awaitIngest(ingest);
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("{} version {}: local ingestion of the failed commit also failed", identity,
+          version, e);
     }
   }
 
@@ -725,9 +824,9 @@ public final class SyncedStore implements AutoCloseable {
     return new Committed(winner, key, stats, true);
   }
 
-  private static CommitStats stats(long t0, long t1, long t2, long t3, long t4,
+  private static CommitStats stats(long t0, long t1, long t2, long t3, long ingestNanos,
       Optional<DeltaFile> delta, ObjectBody body, Manifest m) {
-    return new CommitStats(ms(t1 - t0), ms(t3 - t2), ms(t2 - t1), ms(t4 - t3),
+    return new CommitStats(ms(t1 - t0), ms(t3 - t2), ms(t2 - t1), ms(ingestNanos),
         delta.map(DeltaFile::size).orElse(0L), body.length(), m.deltaChainLength(),
         m.versionsSinceBase());
   }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.objectstore.ObjectBody;
@@ -219,9 +220,16 @@ class SyncedStoreLocalDiskTest {
       assertThrows(IOException.class, s::commit);
       assertEquals(0, count(localFiles(dir), "tmp/"), localFiles(dir).toString());
       s.abort();
+      assertEquals(-1, s.loadedVersion(), "the database that ingested the delta of the failed "
+          + "PUT is discarded");
       objectsOf(0).failPut = k -> false;
+      s.load(1, Optional.empty()); // Spark's retry of the task loads the version again
       commitVersions(s, 2, 2);
-      assertEquals(List.of("db-1"), localFiles(dir));
+      List<String> after = localFiles(dir);
+      assertEquals(1, after.size(), after.toString());
+      assertTrue(after.get(0).startsWith("db-"), after.toString());
+      assertArrayEquals(b("value-1"), s.get(b("key-1-0")));
+      assertNull(s.get(b("k")), "the failed version's write is gone");
     }
   }
 
