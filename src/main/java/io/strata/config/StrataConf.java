@@ -164,11 +164,19 @@ public record StrataConf(
           + "and DEEP_ARCHIVE are refused: their objects cannot be read without a restore).",
       false, Parsers::storageClass);
 
+  public static final ConfigOption<Boolean> S3_PAYLOAD_CHECKSUMS = new ConfigOption<>(
+      "s3.payloadChecksums", Optional.of("false"),
+      "true: the AWS SDK sends a CRC32 of every PUT body (aws-chunked trailer), which S3 "
+          + "verifies before storing the object; false: only the checksums S3 requires. Strata "
+          + "verifies every object it reads against the XXHash64 in its manifest either way; "
+          + "the CRC costs about 3-6 ms per PUT (docs/benchmarks.md).",
+      false, Parsers::bool);
+
   /** Every option, in documentation order. */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, S3_SSE, S3_SSE_KMS_KEY_ID,
-      S3_STORAGE_CLASS, SNAPSHOT_INTERVAL,
+      S3_STORAGE_CLASS, S3_PAYLOAD_CHECKSUMS, SNAPSHOT_INTERVAL,
       TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
       GC_GRACE_PERIOD);
 
@@ -241,8 +249,8 @@ public record StrataConf(
   }
 
   /**
-   * Server-side encryption and storage class ({@link #S3_SSE}, {@link #S3_SSE_KMS_KEY_ID},
-   * {@link #S3_STORAGE_CLASS}).
+   * Server-side encryption, storage class and payload checksums ({@link #S3_SSE}, {@link
+   * #S3_SSE_KMS_KEY_ID}, {@link #S3_STORAGE_CLASS}, {@link #S3_PAYLOAD_CHECKSUMS}).
    *
    * @throws IllegalArgumentException naming the keys if a KMS key id comes without aws:kms
    */
@@ -253,7 +261,8 @@ public record StrataConf(
       throw new IllegalArgumentException("Invalid " + S3_SSE_KMS_KEY_ID.fullKey() + ": a KMS key "
           + "id needs " + S3_SSE.fullKey() + "=aws:kms, but " + S3_SSE.fullKey() + " is " + sse);
     }
-    return new S3WriteSettings(sse, kmsKey, r.opt(S3_STORAGE_CLASS, null));
+    return new S3WriteSettings(sse, kmsKey, r.opt(S3_STORAGE_CLASS, null),
+        r.get(S3_PAYLOAD_CHECKSUMS, null, false));
   }
 
   /** Reads options with an optional Hadoop fallback key. */

@@ -9,6 +9,7 @@ import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.regions.Region;
@@ -22,8 +23,11 @@ import software.amazon.awssdk.services.s3.S3ClientBuilder;
  * credentials, retry strategy, timeouts, HTTP client, request listener. Each step is a small
  * method, testable on its own.
  *
- * <p>Request and response checksums keep the SDK defaults ({@code WHEN_SUPPORTED}: a CRC32
- * trailer with aws-chunked encoding on uploads), which S3 and S3Proxy 4.x accept.
+ * <p>Request checksums follow {@link S3WriteSettings#payloadChecksums()}: by default only those
+ * S3 requires ({@code WHEN_REQUIRED}; a PUT's body then goes as is, signed over http), since
+ * every object Strata reads is verified against its manifest's XXHash64; on request a CRC32
+ * trailer with aws-chunked encoding ({@code WHEN_SUPPORTED}, the SDK's default). Response
+ * checksums keep the SDK's default.
  *
  * <p>Clients are expensive (a connection pool each): use {@link SharedS3Clients} rather than
  * calling {@link #create} per store.
@@ -47,6 +51,7 @@ public final class S3ClientFactory {
     applyEndpoint(builder, settings);
     builder.region(region(settings));
     builder.forcePathStyle(settings.pathStyleAccess());
+    builder.requestChecksumCalculation(requestChecksums(settings));
     credentialsProvider(settings).ifPresent(builder::credentialsProvider);
     builder.overrideConfiguration(overrideConfiguration(settings));
     builder.httpClientBuilder(httpClient(settings));
@@ -74,6 +79,12 @@ public final class S3ClientFactory {
    */
   public static boolean isKnownAwsRegion(String region) {
     return Region.regions().stream().anyMatch(r -> r.id().equals(region));
+  }
+
+  /** Step: when the SDK adds a checksum of a request body ({@link S3WriteSettings}). */
+  static RequestChecksumCalculation requestChecksums(S3Settings settings) {
+    return settings.writes().payloadChecksums() ? RequestChecksumCalculation.WHEN_SUPPORTED
+        : RequestChecksumCalculation.WHEN_REQUIRED;
   }
 
   /** Step: the signing region. */

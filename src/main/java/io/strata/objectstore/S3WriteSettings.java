@@ -20,9 +20,14 @@ import java.util.Optional;
  *     empty to send none (S3's default, {@code STANDARD}). Classes whose objects cannot be read
  *     without a restore ({@code GLACIER}, {@code DEEP_ARCHIVE}) are refused: a checkpoint must be
  *     readable at once
+ * @param payloadChecksums true to have the SDK send a CRC32 of every PUT body (an aws-chunked
+ *     trailer, {@code RequestChecksumCalculation.WHEN_SUPPORTED}), which S3 verifies before it
+ *     stores the object; false to send only the checksums S3 requires ({@code WHEN_REQUIRED}).
+ *     Either way every object Strata reads is verified against the XXHash64 its manifest
+ *     records, the payload is signed (SigV4) over http and protected by TLS over https
  */
 public record S3WriteSettings(String serverSideEncryption, Optional<String> kmsKeyId,
-    Optional<String> storageClass) {
+    Optional<String> storageClass, boolean payloadChecksums) {
 
   /** No encryption header. */
   public static final String SSE_NONE = "none";
@@ -37,9 +42,19 @@ public record S3WriteSettings(String serverSideEncryption, Optional<String> kmsK
   /** Storage classes refused because a GET needs a restore first. */
   public static final List<String> ARCHIVE_CLASSES = List.of("GLACIER", "DEEP_ARCHIVE");
 
-  /** No encryption header, no storage class: the bucket's defaults. */
+  /** No encryption header, no storage class (the bucket's defaults), no payload checksum. */
   public static final S3WriteSettings DEFAULT =
       new S3WriteSettings(SSE_NONE, Optional.empty(), Optional.empty());
+
+  /**
+   * Settings without payload checksums.
+   *
+   * @throws IllegalArgumentException as the canonical constructor
+   */
+  public S3WriteSettings(String serverSideEncryption, Optional<String> kmsKeyId,
+      Optional<String> storageClass) {
+    this(serverSideEncryption, kmsKeyId, storageClass, false);
+  }
 
   /**
    * Checks the combination.
@@ -100,6 +115,7 @@ public record S3WriteSettings(String serverSideEncryption, Optional<String> kmsK
   @Override
   public String toString() {
     return "sse=" + serverSideEncryption + kmsKeyId.map(k -> ", kmsKeyId=" + k).orElse("")
-        + storageClass.map(c -> ", storageClass=" + c).orElse("");
+        + storageClass.map(c -> ", storageClass=" + c).orElse("")
+        + (payloadChecksums ? ", payloadChecksums=true" : "");
   }
 }

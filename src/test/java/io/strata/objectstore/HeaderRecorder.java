@@ -25,6 +25,7 @@ public final class HeaderRecorder implements ExecutionInterceptor {
   public record Sent(String operation, String key, Map<String, String> headers) { }
 
   private static final List<Sent> SENT = new CopyOnWriteArrayList<>();
+  private static final List<Sent> TRANSMITTED = new CopyOnWriteArrayList<>();
   private static volatile boolean recording;
   private static volatile boolean strip;
 
@@ -40,8 +41,30 @@ public final class HeaderRecorder implements ExecutionInterceptor {
    */
   public static void start(boolean stripEncryption) {
     SENT.clear();
+    TRANSMITTED.clear();
     strip = stripEncryption;
     recording = true;
+  }
+
+  /**
+   * The attempts recorded since {@link #start()} as they went on the wire: after the SDK's
+   * checksum and signing stages (so with {@code x-amz-trailer}, {@code x-amz-content-sha256}
+   * and the like), and after any stripping.
+   */
+  public static List<Sent> transmitted() {
+    return List.copyOf(TRANSMITTED);
+  }
+
+  @Override
+  public void beforeTransmission(Context.BeforeTransmission context, ExecutionAttributes attrs) {
+    if (!recording) {
+      return;
+    }
+    Map<String, String> headers = new TreeMap<>();
+    context.httpRequest().headers().forEach((k, v) ->
+        headers.put(k.toLowerCase(java.util.Locale.ROOT), String.join(",", v)));
+    TRANSMITTED.add(new Sent(attrs.getAttribute(SdkExecutionAttribute.OPERATION_NAME),
+        context.request().getValueForField("Key", String.class).orElse(""), headers));
   }
 
   /** Stops recording and returns what was recorded since {@link #start()}. */

@@ -96,6 +96,13 @@ class WriteSettingsIT {
     }
   }
 
+  private static List<HeaderRecorder.Sent> puts(List<HeaderRecorder.Sent> sent) {
+    List<HeaderRecorder.Sent> p = sent.stream().filter(s -> s.operation().equals("PutObject"))
+        .toList();
+    assertFalse(p.isEmpty(), "PUTs were transmitted");
+    return p;
+  }
+
   private static List<HeaderRecorder.Sent> writes(List<HeaderRecorder.Sent> sent) {
     List<HeaderRecorder.Sent> w = sent.stream().filter(s -> WRITES.contains(s.operation()))
         .toList();
@@ -109,6 +116,22 @@ class WriteSettingsIT {
     assertTrue(kinds.containsAll(Set.of("version", "spill", "pack", "other")),
         "commits, spills, snapshot packs and plain puts were recorded: " + kinds);
     return w;
+  }
+
+  @Test
+  void noPayloadChecksumByDefaultAndCrc32OnEveryPutWhenAsked() throws Exception {
+    writes(writeEverything("crc-off", S3WriteSettings.DEFAULT));
+    List<HeaderRecorder.Sent> off = puts(HeaderRecorder.transmitted());
+    for (HeaderRecorder.Sent s : off) {
+      assertEquals(null, s.headers().get("x-amz-trailer"), s.toString());
+      assertFalse(s.headers().keySet().stream().anyMatch(h -> h.startsWith("x-amz-checksum-")),
+          s.toString());
+    }
+    S3WriteSettings on = new S3WriteSettings("none", Optional.empty(), Optional.empty(), true);
+    writes(writeEverything("crc-on", on));
+    for (HeaderRecorder.Sent s : puts(HeaderRecorder.transmitted())) {
+      assertEquals("x-amz-checksum-crc32", s.headers().get("x-amz-trailer"), s.toString());
+    }
   }
 
   @Test
