@@ -77,8 +77,8 @@ import org.slf4j.LoggerFactory;
  * manifest is read (with the attempt id known: one GET; else one LIST of the version's prefix to
  * find its attempts, the newest of which wins) and the version is rebuilt in a fresh directory:
  * base files and deltas downloaded in parallel, each verified against the manifest's size and
- * XXHash64, then the deltas ingested in order. A version that is not found but whose location
- * holds the same version in the layout of one of Spark's own providers fails with an error
+ * XXHash64, then the deltas ingested in order, in one ingestion. A version that is not found
+ * but whose location holds the same version in the layout of one of Spark's own providers fails with an error
  * saying the checkpoint was written by another provider.
  *
  * <h2>Snapshots</h2>
@@ -1364,9 +1364,7 @@ public final class SyncedStore implements AutoCloseable {
             + " version " + m.version() + ": its base snapshot lists no CURRENT file", null);
       }
       fresh = LocalStore.open(dbDir, m.numKeys(), settings.memory());
-      for (Path p : deltaFiles) {
-        fresh.ingest(p);
-      }
+      fresh.ingestAll(deltaFiles); // one ingestion for the whole chain, later deltas win
       fresh.setCommittedKeys(m.numKeys());
       replaceLocal(fresh, m, m.version());
       lastRestore = new RestoreStats(ms(System.nanoTime() - startNanos), bytes, files);

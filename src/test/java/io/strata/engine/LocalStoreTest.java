@@ -85,6 +85,42 @@ class LocalStoreTest {
   }
 
   @Test
+  void overlappingDeltasIngestedInOneCallLetTheLaterFileWin() throws Exception {
+    List<Path> deltas = new ArrayList<>();
+    try (LocalStore w = LocalStore.open(tmp.resolve("writer"), 0)) {
+      for (int v = 1; v <= 3; v++) {
+        for (int i = 0; i < 100; i++) {
+          w.put(b("k" + (i * v % 100)), b("v" + v + "-" + i));
+        }
+        w.delete(b("k" + (v * 7)));
+        Path sst = tmp.resolve("d" + v + ".sst");
+        Path copy = tmp.resolve("copy" + v + ".sst");
+        Optional<DeltaFile> d = w.writeDelta(sst);
+        Files.copy(sst, copy);
+        deltas.add(copy);
+        w.commitPending(d);
+      }
+      try (LocalStore r = LocalStore.open(tmp.resolve("reader"), 0)) {
+        r.ingestAll(deltas);
+        try (CloseableIterator<KeyValue> a = w.scan(new byte[0]);
+            CloseableIterator<KeyValue> c = r.scan(new byte[0])) {
+          int n = 0;
+          while (a.hasNext()) {
+            assertTrue(c.hasNext());
+            KeyValue x = a.next();
+            KeyValue y = c.next();
+            assertArrayEquals(x.key(), y.key());
+            assertArrayEquals(x.value(), y.value(), new String(x.key(), StandardCharsets.UTF_8));
+            n++;
+          }
+          assertFalse(c.hasNext());
+          assertEquals(99, n, "k0..k99 less k21, deleted by the last delta");
+        }
+      }
+    }
+  }
+
+  @Test
   void emptyVersionWritesNoDelta() throws Exception {
     try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
       assertFalse(s.writeDelta(tmp.resolve("x.sst")).isPresent());
