@@ -78,8 +78,8 @@ import org.slf4j.LoggerFactory;
  * find its attempts, the newest of which wins) and the version is rebuilt in a fresh directory:
  * base files and deltas downloaded in parallel, each verified against the manifest's size and
  * XXHash64, then the deltas ingested in order, in one ingestion. A version that is not found
- * but whose location holds the same version in the layout of one of Spark's own providers fails with an error
- * saying the checkpoint was written by another provider.
+ * but whose location holds the same version in the layout of one of Spark's own providers
+ * fails with an error saying the checkpoint was written by another provider.
  *
  * <h2>Snapshots</h2>
  * {@link #maintenance()} takes a RocksDB checkpoint of the committed version when {@code
