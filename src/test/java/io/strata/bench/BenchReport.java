@@ -27,8 +27,9 @@ import java.util.function.Function;
  * <p>Usage: {@code BenchReport --e2e <file>[,<file>...] --jmh <file> --doc
  * <docs/benchmarks.md> --plots <dir>}. Several end-to-end files (runs split over invocations)
  * are merged: their runs are concatenated, the meta data is the first file's with every
- * file's arguments, the earliest start, the latest end and the highest load averages. A missing results file yields a block saying so. Exits 2 if the document lacks a
- * marker.
+ * file's arguments and code commits (in file order, each once), the earliest start, the latest
+ * end and the highest load averages. A missing results file yields a block saying so. Exits 2
+ * if the document lacks a marker.
  */
 public final class BenchReport {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -129,9 +130,11 @@ public final class BenchReport {
     com.fasterxml.jackson.databind.node.ObjectNode meta = docs.get(0).path("meta").deepCopy();
     com.fasterxml.jackson.databind.node.ArrayNode runs = out.putArray("runs");
     List<String> args = new ArrayList<>();
+    java.util.LinkedHashSet<String> commits = new java.util.LinkedHashSet<>();
     for (JsonNode d : docs) {
       JsonNode m = d.path("meta");
       args.add(m.path("arguments").asText());
+      commits.add(m.path("gitCommit").asText());
       if (m.path("startedAt").asText().compareTo(meta.path("startedAt").asText()) < 0) {
         meta.put("startedAt", m.path("startedAt").asText());
       }
@@ -150,6 +153,7 @@ public final class BenchReport {
           meta.path("latencyProfilesMs")).set(e.getKey(), e.getValue()));
     }
     meta.put("arguments", String.join(" | ", args));
+    meta.put("gitCommit", String.join("` | `", commits));
     out.set("meta", meta);
     return out;
   }
