@@ -775,52 +775,21 @@ public final class SyncedStore implements AutoCloseable {
    * Checkpoint format 1, after this attempt's create-only PUT of {@code v/<version>.svo} failed
    * because another attempt of the same version committed first (a speculative copy, a retry
    * after a task died past its PUT, or a zombie): the first writer wins. This attempt drops its
-   * writes. When the winner was built on the same parent and this attempt did not spill, the
-   * local database ingests the winner's delta (one ranged GET); otherwise it is invalidated and
-   * the next load restores the winner from the object store.
+   * writes. Its local database ingested this attempt's delta while the PUT was in flight, so it
+   * is discarded and the next load restores the winner from the object store.
    */
   private Committed adoptWinner(long newVersion, String key, Manifest mine, CommitStats stats)
       throws IOException {
     Manifest winner = readManifestAt(newVersion, key, null);
-    List<Delta> winnerDeltas = winner.deltas().stream()
-        .filter(d -> d.version() == newVersion).toList();
-    boolean sameParent = winner.parentVersion() == mine.parentVersion()
-        && winner.parentAttempt().equals(mine.parentAttempt());
-    boolean catchUp = sameParent && !localDirty && spilled.isEmpty() && winnerDeltas.size() <= 1
-        && local != null;
     LOG.warn("{} version {}: attempt {} lost the race for {} to attempt {}; this attempt's "
-        + "writes are dropped (checkpoint format 1: the first attempt to commit wins){}",
-        identity, newVersion, mine.attempt(), objects.describe(key), winner.attempt(),
-        catchUp ? "" : "; the next load restores the winner from the object store");
+        + "writes are dropped (checkpoint format 1: the first attempt to commit wins); the next "
+        + "load restores the winner from the object store", identity, newVersion,
+        mine.attempt(), objects.describe(key), winner.attempt());
     if (!spilled.isEmpty()) {
       markOrphans(); // this attempt's spill deltas: no manifest will ever name them
     }
-    spilled.clear();
-    buildingAttempt = null;
     committedVersion = Math.max(committedVersion, newVersion);
-    if (!catchUp) {
-      invalidateLocal();
-      return new Committed(winner, key, stats, true);
-    }
-    LocalStore l = local;
-    l.discardPending();
-    if (!winnerDeltas.isEmpty()) {
-      FileRef ref = winnerDeltas.get(0).file();
-      Path sst = Files.createDirectories(localDir.resolve("tmp"))
-          .resolve("winner-" + newVersion + "-" + winner.attempt() + ".sst");
-      try {
-        download(winner, ref, sst);
-        l.ingest(sst);
-      } catch (IOException | RuntimeException e) {
-        invalidateLocal();
-        throw e;
-      } finally {
-        Files.deleteIfExists(sst);
-      }
-    }
-    l.setCommittedKeys(winner.numKeys());
-    loaded = winner;
-    loadedVersion = newVersion;
+    invalidateLocal();
     return new Committed(winner, key, stats, true);
   }
 
