@@ -150,7 +150,7 @@ class SparkS3FaultsIT {
 
   @Test
   void tenPercentOfRequestsFailingIsRetriedToTheExactAnswer() throws Exception {
-    int batches = 40;
+    int batches = 50;
     Path in = Files.createDirectories(h.work.resolve("in-share"));
     for (int b = 0; b < batches; b++) {
       writeBatch(in, b);
