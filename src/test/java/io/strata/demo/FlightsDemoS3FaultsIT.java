@@ -3,6 +3,8 @@ package io.strata.demo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.checkpoint.CheckpointRequests;
+import io.strata.metrics.RequestCounter;
 import io.strata.objectstore.FaultProxy;
 import io.strata.objectstore.FaultProxy.Fault;
 import java.nio.file.Path;
@@ -19,8 +21,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * front of a real S3Proxy that answers about 10 % of the requests with 503 SlowDown, 500
  * InternalError or a connection reset. Asserts: the demo's own verification passes (the streams'
  * answer equals the batch answer exactly), some faults hit state store objects, and the SDK's
- * retries show in Strata's {@code strataS3FailedAttempts} metric. Strata's S3 settings are the
- * defaults (10 attempts, 30 s per attempt, 2 min per call).
+ * retries show in Strata's {@code strataS3FailedAttempts} metric (state stores) and in {@link
+ * CheckpointRequests} (Spark's checkpoint files). Strata's S3 settings are the defaults (10
+ * attempts, 30 s per attempt, 2 min per call).
  */
 class FlightsDemoS3FaultsIT {
   private static final long ROWS = 100_000;
@@ -36,6 +39,7 @@ class FlightsDemoS3FaultsIT {
         proxy.rule(FaultProxy.randomShare(0.10, 11, Fault.SLOW_DOWN, Fault.INTERNAL_ERROR,
             Fault.RESET));
         StrataS3MetricsListener.reset();
+        RequestCounter.Counts checkpointBefore = CheckpointRequests.snapshot();
         DemoResult result =
             FlightsDemo.run(
                 System.out,
@@ -52,6 +56,8 @@ class FlightsDemoS3FaultsIT {
                 "--conf", "spark.sql.streaming.streamingQueryListeners="
                     + StrataS3MetricsListener.class.getName());
         proxy.heal();
+        RequestCounter.Counts checkpointFiles =
+            CheckpointRequests.snapshot().minus(checkpointBefore);
 
         List<FaultProxy.Seen> seen = proxy.seen();
         long faults = seen.stream().filter(s -> s.fault() != Fault.NONE).count();
@@ -60,9 +66,10 @@ class FlightsDemoS3FaultsIT {
             .count();
         System.out.printf("FlightsDemoS3FaultsIT: %d requests through the proxy, %d faults"
             + " (%d on state objects); %d batches, strataS3Requests %d,"
-            + " strataS3FailedAttempts %d%n", seen.size(), faults, stateFaults,
-            StrataS3MetricsListener.batches(), StrataS3MetricsListener.requests(),
-            StrataS3MetricsListener.failedAttempts());
+            + " strataS3FailedAttempts %d; checkpoint-file attempts %d, failed %d%n", seen.size(),
+            faults, stateFaults, StrataS3MetricsListener.batches(),
+            StrataS3MetricsListener.requests(), StrataS3MetricsListener.failedAttempts(),
+            checkpointFiles.total(), checkpointFiles.failed());
 
         assertTrue(result.verified(), result::summary);
         assertEquals(ROWS, result.rows(), "rows replayed");
@@ -72,6 +79,8 @@ class FlightsDemoS3FaultsIT {
         assertTrue(StrataS3MetricsListener.batches() > 0, "the metrics listener saw the batches");
         assertTrue(StrataS3MetricsListener.failedAttempts() > 0,
             "the retries show in strataS3FailedAttempts");
+        assertTrue(checkpointFiles.failed() > 0,
+            "retries of Spark's checkpoint files show in CheckpointRequests: " + checkpointFiles);
       }
     }
   }

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.checkpoint.CheckpointRequests;
 import io.strata.format.StoreLayout;
+import io.strata.metrics.RequestCounter;
 import io.strata.objectstore.FaultProxy;
 import io.strata.objectstore.FaultProxy.Fault;
 import java.io.IOException;
@@ -222,6 +224,7 @@ class SparkS3FaultsIT {
       return pick && delayed.add(r.key()) ? Fault.DELAY : Fault.NONE;
     });
     int delaysBefore = proxy.injected(Fault.DELAY);
+    RequestCounter.Counts checkpointBefore = CheckpointRequests.snapshot();
     StreamingQuery q;
     try {
       q = run("delay", in, checkpoint, throughProxy(10));
@@ -230,13 +233,17 @@ class SparkS3FaultsIT {
     }
     int delays = proxy.injected(Fault.DELAY) - delaysBefore;
     long failedAttempts = failedAttempts(q);
+    long checkpointFailed = CheckpointRequests.snapshot().minus(checkpointBefore).failed();
     System.out.printf("SparkS3FaultsIT: %d batches, %d requests held 7 s (%s),"
-        + " strataS3FailedAttempts %d%n", batches, delays, delayed, failedAttempts);
+        + " strataS3FailedAttempts %d, failed checkpoint-file attempts %d%n", batches, delays,
+        delayed, failedAttempts, checkpointFailed);
     assertExact("delay", batches);
     assertEquals(maxDelays, delays, "requests held: " + delayed);
     assertTrue(delayed.stream().anyMatch(k -> k.contains("/offsets/")),
         "a write of Spark's offset log was held: " + delayed);
     assertTrue(failedAttempts > 0, "the abandoned attempts show in strataS3FailedAttempts");
+    assertTrue(checkpointFailed > 0, "the abandoned offset-log attempts show in"
+        + " CheckpointRequests");
     assertTrue(CheckpointAudit.missingNamedObjects(h.s3.dataDir(), SparkS3Harness.BUCKET,
         prefixOf(checkpoint)).isEmpty(), "every object a manifest names exists");
   }
