@@ -17,8 +17,10 @@ import org.junit.jupiter.api.io.TempDir;
  * through Strata to a real S3Proxy, halted in the middle of a commit by a named fault point
  * (after a version object's PUT, before the local ingest, in the second batch), then restarted on
  * the same checkpoint with every local directory wiped. Asserts: the run halted at its fault
- * point (exit 137); the restarted run resumed from the checkpoint (first batch &gt; 0) and its
- * outputs equal a batch job over the same flights exactly (the demo's {@link Verifier}).
+ * point (exit 137); the restarted run resumed from the checkpoint (first batch &gt; 0), re-ran the
+ * halted batch against the version object already in S3 (its create-only PUT lost the race),
+ * and its outputs equal a batch job over the same flights exactly (the demo's {@link
+ * Verifier}).
  *
  * <p>{@code POINTS} lists the crashes in order, each followed by a restart on wiped local state;
  * one keeps the test short (every driver JVM starts Spark anew). Two, e.g. {@code
@@ -60,6 +62,9 @@ class FlightsDemoCrashIT {
       assertEquals(0, code, "the restarted queries finished and were verified; log " + log);
       assertTrue(text.contains("verified") && !text.contains("NOT verified"), text);
       assertTrue(text.contains("checked " + ROWS + " rows"), "checked every row; log " + log);
+      // The halted commit's version object was in S3: the re-run of its batch met it (412).
+      assertTrue(text.contains("lost the race for s3://" + BUCKET + "/"),
+          "the re-run found the version object the halted driver had written; log " + log);
     }
   }
 
