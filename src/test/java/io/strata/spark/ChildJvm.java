@@ -14,11 +14,13 @@ import java.util.stream.Collectors;
 /**
  * A separate JVM running a test main class on this JVM's test classpath minus hadoop-aws (so
  * Spark there has no Hadoop FileSystem for s3:// or s3a://), with the same {@code --add-opens}
- * flags. Its output goes to a log file.
+ * flags. Its output goes to a log file. Public for the demo's crash test ({@code
+ * io.strata.demo}).
  */
-final class ChildJvm implements AutoCloseable {
+public final class ChildJvm implements AutoCloseable {
   final Process process;
-  final Path log;
+  /** Where the child's standard output and error go. */
+  public final Path log;
 
   private ChildJvm(Process process, Path log) {
     this.process = process;
@@ -35,7 +37,12 @@ final class ChildJvm implements AutoCloseable {
     return String.join(File.pathSeparator, kept);
   }
 
-  static ChildJvm start(Class<?> main, Path log, String... args) throws IOException {
+  /**
+   * Starts {@code main} with {@code args} on the test classpath without hadoop-aws.
+   *
+   * @param log file for the child's standard output and error
+   */
+  public static ChildJvm start(Class<?> main, Path log, String... args) throws IOException {
     return start(classpathWithoutHadoopAws(), main, log, args);
   }
 
@@ -69,7 +76,7 @@ final class ChildJvm implements AutoCloseable {
   }
 
   /** Waits for the exit code, or throws after {@code seconds}. */
-  int await(long seconds) throws Exception {
+  public int await(long seconds) throws Exception {
     if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
       throw new IllegalStateException("child JVM still running after " + seconds + " s; log "
           + log);
@@ -78,7 +85,7 @@ final class ChildJvm implements AutoCloseable {
   }
 
   /** SIGKILL (Process.destroyForcibly on Linux), then waits for it to be gone. */
-  void kill() throws InterruptedException {
+  public void kill() throws InterruptedException {
     process.destroyForcibly();
     process.waitFor(30, TimeUnit.SECONDS);
   }

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.checkpoint.CheckpointRequests;
 import io.strata.format.StoreLayout;
+import io.strata.metrics.RequestCounter;
 import io.strata.objectstore.FaultProxy;
 import io.strata.objectstore.FaultProxy.Fault;
 import java.io.IOException;
@@ -19,8 +21,10 @@ import java.nio.file.attribute.FileTime;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -43,8 +47,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * A share of failing requests is retried to the exact answer (and shows in {@code
  * strataS3FailedAttempts}); a server failing everything longer than the retry budget stops the
  * query with an error naming S3's state, the endpoint and the bucket, leaving no manifest that
- * names a missing object; a lost write of a version object is found at the next restore and
- * named, never read as an older state.
+ * names a missing object; requests held back longer than the SDK's per-attempt timeout are
+ * abandoned and retried to the exact answer; a lost write of a version object is found at the
+ * next restore and named, never read as an older state.
  */
 class SparkS3FaultsIT {
   private static final int KEYS = 8;
@@ -126,6 +131,17 @@ class SparkS3FaultsIT {
     return q;
   }
 
+  /** {@code strataS3FailedAttempts} summed over the query's batches (as far as Spark keeps them). */
+  private static long failedAttempts(StreamingQuery q) {
+    long n = 0;
+    for (StreamingQueryProgress p : q.recentProgress()) {
+      for (StateOperatorProgress op : p.stateOperators()) {
+        n += op.customMetrics().getOrDefault("strataS3FailedAttempts", 0L);
+      }
+    }
+    return n;
+  }
+
   /** Every batch 0..n-1 of {@code name} saw all keys with count b + 1. */
   private static void assertExact(String name, int n) {
     for (long b = 0; b < n; b++) {
@@ -150,7 +166,7 @@ class SparkS3FaultsIT {
 
   @Test
   void tenPercentOfRequestsFailingIsRetriedToTheExactAnswer() throws Exception {
-    int batches = 40;
+    int batches = 50;
     Path in = Files.createDirectories(h.work.resolve("in-share"));
     for (int b = 0; b < batches; b++) {
       writeBatch(in, b);
@@ -170,19 +186,64 @@ class SparkS3FaultsIT {
     long faults = seen.stream().filter(s -> s.fault() != Fault.NONE).count();
     long stateFaults = seen.stream().filter(s -> s.fault() != Fault.NONE
         && CountingProxy.isStateStoreKey(s.request().key())).count();
-    long failedAttempts = 0;
-    for (StreamingQueryProgress p : q.recentProgress()) {
-      for (StateOperatorProgress op : p.stateOperators()) {
-        Long n = op.customMetrics().get("strataS3FailedAttempts");
-        failedAttempts += n == null ? 0 : n;
-      }
-    }
+    long failedAttempts = failedAttempts(q);
     System.out.printf("SparkS3FaultsIT: %d batches, %d requests, %d faults (%d on state"
         + " objects), strataS3FailedAttempts %d%n", batches, seen.size(), faults, stateFaults,
         failedAttempts);
     assertTrue(faults >= seen.size() / 20, "about 10 % failed: " + faults + " of " + seen.size());
     assertTrue(stateFaults > 0, "some failures hit the state store's requests");
     assertTrue(failedAttempts > 0, "the retries show in strataS3FailedAttempts");
+    assertTrue(CheckpointAudit.missingNamedObjects(h.s3.dataDir(), SparkS3Harness.BUCKET,
+        prefixOf(checkpoint)).isEmpty(), "every object a manifest names exists");
+  }
+
+  @Test
+  void requestsHeldLongerThanTheAttemptTimeoutAreRetriedToTheExactAnswer() throws Exception {
+    int batches = 10;
+    Path in = Files.createDirectories(h.work.resolve("in-delay"));
+    for (int b = 0; b < batches; b++) {
+      writeBatch(in, b);
+    }
+    String checkpoint = h.s3Checkpoint("delay");
+    // The first attempt of every 5th state store PUT and of two writes of Spark's offset log is
+    // held 7 s before the relay forwards it: past the 5 s attempt timeout (throughProxy), within
+    // the 30 s call timeout. The SDK abandons the attempt and retries on a new connection; the
+    // held request may still reach the server afterwards, after the retry was applied.
+    int maxDelays = 4;
+    Set<String> delayed = ConcurrentHashMap.newKeySet();
+    AtomicInteger statePuts = new AtomicInteger();
+    AtomicInteger offsetPuts = new AtomicInteger();
+    proxy.delayMillis = 7_000;
+    proxy.rule(r -> {
+      if (!r.isPut() || delayed.size() >= maxDelays) {
+        return Fault.NONE;
+      }
+      boolean pick = CountingProxy.isStateStoreKey(r.key())
+          ? statePuts.incrementAndGet() % 5 == 0
+          : r.key().contains("/offsets/") && offsetPuts.incrementAndGet() % 4 == 2;
+      return pick && delayed.add(r.key()) ? Fault.DELAY : Fault.NONE;
+    });
+    int delaysBefore = proxy.injected(Fault.DELAY);
+    RequestCounter.Counts checkpointBefore = CheckpointRequests.snapshot();
+    StreamingQuery q;
+    try {
+      q = run("delay", in, checkpoint, throughProxy(10));
+    } finally {
+      proxy.heal();
+    }
+    int delays = proxy.injected(Fault.DELAY) - delaysBefore;
+    long failedAttempts = failedAttempts(q);
+    long checkpointFailed = CheckpointRequests.snapshot().minus(checkpointBefore).failed();
+    System.out.printf("SparkS3FaultsIT: %d batches, %d requests held 7 s (%s),"
+        + " strataS3FailedAttempts %d, failed checkpoint-file attempts %d%n", batches, delays,
+        delayed, failedAttempts, checkpointFailed);
+    assertExact("delay", batches);
+    assertEquals(maxDelays, delays, "requests held: " + delayed);
+    assertTrue(delayed.stream().anyMatch(k -> k.contains("/offsets/")),
+        "a write of Spark's offset log was held: " + delayed);
+    assertTrue(failedAttempts > 0, "the abandoned attempts show in strataS3FailedAttempts");
+    assertTrue(checkpointFailed > 0, "the abandoned offset-log attempts show in"
+        + " CheckpointRequests");
     assertTrue(CheckpointAudit.missingNamedObjects(h.s3.dataDir(), SparkS3Harness.BUCKET,
         prefixOf(checkpoint)).isEmpty(), "every object a manifest names exists");
   }
