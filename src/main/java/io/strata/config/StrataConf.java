@@ -169,7 +169,7 @@ public record StrataConf(
       "true: the AWS SDK sends a CRC32 of every PUT body (aws-chunked trailer), which S3 "
           + "verifies before storing the object; false: only the checksums S3 requires. Strata "
           + "verifies every object it reads against the XXHash64 in its manifest either way; "
-          + "the CRC costs about 3-6 ms per PUT (docs/benchmarks.md).",
+          + "its cost per PUT is measured in docs/benchmarks.md (PutBenchmark).",
       false, Parsers::bool);
 
   /** Every option, in documentation order. */

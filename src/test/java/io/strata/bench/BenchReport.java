@@ -34,7 +34,7 @@ import java.util.function.Function;
 public final class BenchReport {
   private static final ObjectMapper JSON = new ObjectMapper();
   static final List<String> BLOCKS = List.of("e2e-meta", "e2e-headline", "e2e-commit",
-      "e2e-requests", "e2e-restore", "e2e-targets", "e2e-not-ahead", "jmh");
+      "e2e-requests", "e2e-restore", "e2e-targets", "e2e-not-ahead", "jmh", "jmh-put");
   /** Set-ups whose commit Strata should beat by 10x (the "default set-ups"). */
   private static final List<String> DEFAULT_SETUPS = List.of("rocksdb-default",
       "rocksdb-changelog-default", "hdfs-default");
@@ -44,6 +44,9 @@ public final class BenchReport {
   private final List<JsonNode> runs = new ArrayList<>();
   private final JsonNode jmh;
   private final JsonNode jmhMeta;
+  /** JMH's JSON of {@code PutBenchmark} ({@code jmh-put.json} beside the JMH file), or null. */
+  private JsonNode jmhPut;
+  private JsonNode jmhPutMeta;
   private final Path plots;
   private final String plotsRel;
 
@@ -114,6 +117,8 @@ public final class BenchReport {
     }
     BenchReport r = new BenchReport(merge(docs), read(jmh), read(jmhMeta), plots,
         rel.isEmpty() ? "." : rel);
+    r.jmhPut = read(jmh.resolveSibling("jmh-put.json"));
+    r.jmhPutMeta = read(jmh.resolveSibling("jmh-put-meta.json"));
     String text = Files.readString(doc, StandardCharsets.UTF_8);
     Files.writeString(doc, r.render(text), StandardCharsets.UTF_8);
   }
@@ -179,6 +184,7 @@ public final class BenchReport {
     blocks.put("e2e-not-ahead", notAhead());
     blocks.put("e2e-strata-split", strataSplit());
     blocks.put("jmh", jmhTables());
+    blocks.put("jmh-put", putTable());
     String out = doc;
     for (Map.Entry<String, String> b : blocks.entrySet()) {
       String begin = "<!-- BEGIN generated:" + b.getKey() + " -->";
@@ -921,6 +927,52 @@ public final class BenchReport {
 
   // ---------------------------------------------------------------- JMH
 
+  /**
+   * {@code PutBenchmark}: ms per PUT by body size and PUT kind, with the SDK's payload checksum
+   * off and on, and their ratio.
+   */
+  private String putTable() {
+    if (jmhPut == null || !jmhPut.isArray() || jmhPut.size() == 0) {
+      return "_No PutBenchmark results yet: run the PutBenchmark command above._";
+    }
+    StringBuilder sb = new StringBuilder();
+    if (jmhPutMeta != null) {
+      sb.append(String.format(Locale.ROOT, "Run %s to %s, JMH options `%s`, %d cores, 1-minute "
+          + "load average %.1f at start and %.1f at end, git `%s`.%n%n",
+          jmhPutMeta.path("startedAt").asText(), jmhPutMeta.path("finishedAt").asText(),
+          jmhPutMeta.path("args").asText(), jmhPutMeta.path("cores").asInt(),
+          jmhPutMeta.path("loadAvgStart").asDouble(), jmhPutMeta.path("loadAvgEnd").asDouble(),
+          jmhPutMeta.path("gitCommit").asText()));
+    }
+    // "<bytes>|<createOnly>" -> payloadChecksums -> score
+    Map<String, Map<Boolean, double[]>> t = new java.util.TreeMap<>();
+    for (JsonNode b : jmhPut) {
+      JsonNode p = b.path("params");
+      String row = String.format(Locale.ROOT, "%09d|%s", p.path("bodyBytes").asLong(),
+          p.path("createOnly").asText());
+      JsonNode pm = b.path("primaryMetric");
+      t.computeIfAbsent(row, k -> new java.util.TreeMap<>()).put(
+          p.path("payloadChecksums").asBoolean(),
+          new double[] {pm.path("score").asDouble(), pm.path("scoreError").asDouble(Double.NaN)});
+    }
+    sb.append("| body | PUT | checksum off, ms per PUT | checksum on (CRC32 trailer), ms per PUT "
+        + "| on / off |\n|---|---|---|---|---|\n");
+    t.forEach((row, byCrc) -> {
+      String[] k = row.split("\\|");
+      double[] off = byCrc.get(false);
+      double[] on = byCrc.get(true);
+      sb.append("| ").append(String.format(Locale.ROOT, "%,d bytes", Long.parseLong(k[0])))
+          .append(" | ").append(Boolean.parseBoolean(k[1]) ? "create-only (`If-None-Match: *`)"
+              : "plain")
+          .append(" | ").append(off == null ? "–" : sig(off[0]) + " ± " + sig(off[1]))
+          .append(" | ").append(on == null ? "–" : sig(on[0]) + " ± " + sig(on[1]))
+          .append(" | ").append(off == null || on == null ? "–"
+              : String.format(Locale.ROOT, "%.2f×", on[0] / off[0]))
+          .append(" |\n");
+    });
+    return sb.toString();
+  }
+
   private String jmhTables() throws IOException {
     if (jmh == null || !jmh.isArray() || jmh.size() == 0) {
       return "_No JMH results yet: run the JMH command above._";
@@ -944,6 +996,9 @@ public final class BenchReport {
     TreeSet<String> stores = new TreeSet<>();
     for (JsonNode b : jmh) {
       String name = b.path("benchmark").asText().replace("io.strata.bench.", "");
+      if (name.startsWith("PutBenchmark")) {
+        continue; // its own table (putTable)
+      }
       JsonNode params = b.path("params");
       String store = params.path("store").asText();
       long keys = params.path("stateKeys").asLong();
@@ -970,6 +1025,9 @@ public final class BenchReport {
     Map<String, Boolean> higherBetter = new HashMap<>();
     for (JsonNode b : jmh) {
       String name = b.path("benchmark").asText().replace("io.strata.bench.", "");
+      if (name.startsWith("PutBenchmark")) {
+        continue;
+      }
       higherBetter.put(name, b.path("mode").asText().equals("thrpt"));
       scores.computeIfAbsent(name, k -> new java.util.TreeMap<>())
           .computeIfAbsent(b.path("params").path("stateKeys").asLong(),
