@@ -219,9 +219,10 @@ public final class BenchReport {
     double loadEnd = m.path("loadAvgEnd").asDouble();
     if (Math.max(loadStart, loadEnd) > cores) {
       sb.append(String.format(Locale.ROOT, "> **Loaded machine.** The 1-minute load average "
-          + "was %.1f at the start and %.1f at the end, on %d cores: other processes competed "
-          + "for the CPU, so absolute times are inflated and noisy. Request counts do not "
-          + "depend on load.%n%n", loadStart, loadEnd, (int) cores));
+          + "was %.1f at the start and %.1f at the end, on %d cores (it counts the benchmark's "
+          + "own Spark and S3Proxy JVMs as well as anything else running): runs competed for "
+          + "the CPU, so absolute times are inflated and noisy. Request counts do not depend on "
+          + "load.%n%n", loadStart, loadEnd, (int) cores));
     }
     sb.append("| | |\n|---|---|\n");
     row(sb, "profile", "`" + profile + "`");
