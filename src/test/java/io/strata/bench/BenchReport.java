@@ -158,7 +158,7 @@ public final class BenchReport {
           meta.path("latencyProfilesMs")).set(e.getKey(), e.getValue()));
     }
     meta.put("arguments", String.join(" | ", args));
-    meta.put("gitCommit", String.join("` | `", commits));
+    meta.put("gitCommit", String.join("`, `", commits));
     out.set("meta", meta);
     return out;
   }
