@@ -420,20 +420,7 @@ public final class LocalStore implements AutoCloseable {
    * @throws IOException if RocksDB rejects the file (message names the file and directory)
    */
   public synchronized void ingest(Path sst) throws IOException {
-    Lock l = enter();
-    try (IngestExternalFileOptions o = new IngestExternalFileOptions()) {
-      o.setMoveFiles(true);
-      o.setSnapshotConsistency(true);
-      o.setAllowGlobalSeqNo(true);
-      o.setAllowBlockingFlush(true);
-      o.setWriteGlobalSeqno(false);
-      db.ingestExternalFile(List.of(sst.toString()), o);
-    } catch (RocksDBException e) {
-      throw new IOException("Cannot ingest SST " + sst + " into local RocksDB at " + dir + ": "
-          + e.getMessage(), e);
-    } finally {
-      l.unlock();
-    }
+    ingestAll(List.of(sst));
   }
 
   /**
@@ -459,8 +446,10 @@ public final class LocalStore implements AutoCloseable {
       o.setWriteGlobalSeqno(false);
       db.ingestExternalFile(ssts.stream().map(Path::toString).toList(), o);
     } catch (RocksDBException e) {
-      throw new IOException("Cannot ingest " + ssts.size() + " SSTs starting with "
-          + ssts.get(0) + " into local RocksDB at " + dir + ": " + e.getMessage(), e);
+      String what = ssts.size() == 1 ? "SST " + ssts.get(0)
+          : ssts.size() + " SSTs starting with " + ssts.get(0);
+      throw new IOException("Cannot ingest " + what + " into local RocksDB at " + dir + ": "
+          + e.getMessage(), e);
     } finally {
       l.unlock();
     }
