@@ -83,7 +83,10 @@ record DemoOptions(
           "  --s3a-checkpoint-files  Spark's own checkpoint files (offsets, commits) through",
           "                       Hadoop S3A (needs hadoop-aws) instead of Strata's",
           "                       checkpoint file manager",
-          "  --help               this text");
+          "  --help               this text",
+          "Spark runs in this JVM (local[2]) unless a master is set, e.g. by spark-submit",
+          "--master spark://host:7077: then --checkpoint is required, and --data and",
+          "--work-dir must be paths every worker sees at the same place (a shared volume).");
 
   DemoOptions {
     conf = Collections.unmodifiableMap(new LinkedHashMap<>(conf));

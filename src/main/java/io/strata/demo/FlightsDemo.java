@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.spark.SparkConf;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -35,6 +36,11 @@ import org.slf4j.LoggerFactory;
  * <p>Run with {@code mvn -B -q -Pdemo -DskipTests verify} ({@code -Ddemo.args="--help"} lists
  * the options). {@link #main} exits 0 when verified (or after {@code --help}), 1 when the answer
  * differs, 2 on a bad command line and 3 when the run fails.
+ *
+ * <p>It runs in this JVM ({@value #LOCAL_MASTER}) unless a master is already set, as {@code
+ * spark-submit --master spark://...} sets it: then on that cluster (see {@link #sessionConf}),
+ * with {@code --checkpoint} required and {@code --data} and {@code --work-dir} on paths every
+ * worker sees at the same place (docker/README.md).
  */
 public final class FlightsDemo {
   /** Spark's setting that selects the state store provider. */
@@ -43,15 +49,20 @@ public final class FlightsDemo {
   /** Bucket used on the demo's own S3Proxy. */
   static final String LOCAL_BUCKET = "strata-demo";
 
+  /** The master when none is set: Spark in this JVM. */
+  static final String LOCAL_MASTER = "local[2]";
+
   private static final Duration PHASE_ONE_LIMIT = Duration.ofMinutes(60);
 
   private final DemoOptions options;
   private final PrintStream out;
+  private final String master;
   private final Logger log = LoggerFactory.getLogger(FlightsDemo.class);
 
-  private FlightsDemo(DemoOptions options, PrintStream out) {
+  private FlightsDemo(DemoOptions options, PrintStream out, String master) {
     this.options = options;
     this.out = out;
+    this.master = master;
   }
 
   /**
@@ -93,7 +104,50 @@ public final class FlightsDemo {
    */
   public static DemoResult run(PrintStream out, String... args) throws Exception {
     DemoLogging.useDemoConfigUnlessSet();
-    return new FlightsDemo(DemoOptions.parse(args), out).run();
+    DemoOptions options = DemoOptions.parse(args);
+    // spark-submit puts its settings, spark.master among them, into system properties before it
+    // calls main; SparkConf reads them from there.
+    String master = master(new SparkConf());
+    checkMaster(master, options);
+    return new FlightsDemo(options, out, master).run();
+  }
+
+  /**
+   * The master to run on: {@code spark.master} when it is already set (spark-submit sets it),
+   * else {@value #LOCAL_MASTER}.
+   *
+   * @param conf Spark's configuration as a new SparkConf sees it (system properties included)
+   * @return the master URL
+   */
+  static String master(SparkConf conf) {
+    String m = conf.get("spark.master", "").strip();
+    return m.isEmpty() ? LOCAL_MASTER : m;
+  }
+
+  /**
+   * True when the executors run on this machine ({@code local}, {@code local[N]}, {@code
+   * local-cluster[...]}): the demo then binds the driver to loopback and keeps the local state
+   * under its run directory.
+   */
+  static boolean onThisMachine(String master) {
+    return master.startsWith("local");
+  }
+
+  /**
+   * Fails on a cluster master without {@code --checkpoint}: the demo's own S3Proxy listens on
+   * this machine's loopback, which executors on other hosts cannot reach.
+   *
+   * @throws IllegalArgumentException saying what to pass instead
+   */
+  static void checkMaster(String master, DemoOptions options) {
+    if (!onThisMachine(master) && options.localS3Proxy()) {
+      throw new IllegalArgumentException(
+          "Cannot run on "
+              + master
+              + " without --checkpoint: the demo's own S3Proxy listens on this machine's"
+              + " loopback only. Pass --checkpoint s3://<bucket>/<prefix> and --endpoint <url>"
+              + " of an S3 server the executors reach.");
+    }
   }
 
   private DemoResult run() throws Exception {
@@ -111,6 +165,7 @@ public final class FlightsDemo {
     Path data = FlightsData.locate(options.data(), options.cacheDir()).toAbsolutePath();
     out.println("  data        " + data);
     out.println("  provider    " + options.provider());
+    out.println("  master      " + master);
 
     S3ProxyServer proxy = null;
     try {
@@ -198,13 +253,20 @@ public final class FlightsDemo {
     }
 
     // Between the phases: lose what a lost machine loses.
-    DemoFiles.deleteRecursively(local);
-    out.printf(
-        Locale.ROOT,
-        "Stopped the queries and the SparkSession; wiped all local state in %s (%,d files, %s)%n",
-        local,
-        localState.files(),
-        BatchReporter.bytes(localState.bytes()));
+    if (onThisMachine(master)) {
+      DemoFiles.deleteRecursively(local);
+      out.printf(
+          Locale.ROOT,
+          "Stopped the queries and the SparkSession; wiped all local state in %s (%,d files,"
+              + " %s)%n",
+          local,
+          localState.files(),
+          BatchReporter.bytes(localState.bytes()));
+    } else {
+      out.println(
+          "Stopped the queries and the SparkSession; its executors exited, and each worker"
+              + " deletes their local directories (all local state) as the application ends");
+    }
     FlightsInput.publish(DemoFiles.list(runDir.resolve("files")), input);
 
     // Phase 2: a new session restores from the checkpoint and finishes the stream.
@@ -413,20 +475,44 @@ public final class FlightsDemo {
 
   private SparkSession newSession(CheckpointTarget target, Path local) {
     SparkSession.Builder b =
-        SparkSession.builder()
-            .appName("strata-flights-demo")
-            .master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.local.dir", local.resolve("spark").toString())
-            .config("spark.sql.shuffle.partitions", options.partitions())
-            .config("spark.sql.session.timeZone", "UTC")
-            .config(PROVIDER_CLASS, options.provider())
-            .config(CheckpointTarget.STRATA + "localDir", local.resolve("strata").toString());
-    target.sparkConf().forEach(b::config);
-    options.conf().forEach(b::config);
+        SparkSession.builder().appName("strata-flights-demo").master(master);
+    sessionConf(master, local, options, target).forEach(b::config);
     return b.getOrCreate();
+  }
+
+  /**
+   * The settings the demo puts on its SparkSessions, in the order applied (a later one wins):
+   * partitions, time zone, provider, then the checkpoint target's S3 settings, then {@code
+   * --conf}. On this machine (see {@link #onThisMachine}) also: the driver on loopback, no UI,
+   * and Spark's and Strata's local directories under {@code local}, which the demo wipes between
+   * its phases. On a cluster those stay as the cluster sets them: the driver's address, the UI,
+   * and the executors' local directories on their workers (a worker deletes an application's
+   * local directories when it ends, so phase 2's executors start with none).
+   *
+   * @param master the master URL the session runs on
+   * @param local the run's local directory (used on this machine only)
+   * @param options the command line
+   * @param target where the checkpoints go
+   * @return the settings, in order
+   */
+  static Map<String, String> sessionConf(
+      String master, Path local, DemoOptions options, CheckpointTarget target) {
+    Map<String, String> c = new LinkedHashMap<>();
+    if (onThisMachine(master)) {
+      c.put("spark.ui.enabled", "false");
+      c.put("spark.driver.bindAddress", "127.0.0.1");
+      c.put("spark.driver.host", "127.0.0.1");
+      c.put("spark.local.dir", local.resolve("spark").toString());
+    }
+    c.put("spark.sql.shuffle.partitions", Integer.toString(options.partitions()));
+    c.put("spark.sql.session.timeZone", "UTC");
+    c.put(PROVIDER_CLASS, options.provider());
+    if (onThisMachine(master)) {
+      c.put(CheckpointTarget.STRATA + "localDir", local.resolve("strata").toString());
+    }
+    c.putAll(target.sparkConf());
+    c.putAll(options.conf());
+    return c;
   }
 
   /**

@@ -61,6 +61,16 @@ class DemoOptionsTest {
   }
 
   @Test
+  void aCheckpointAndEndpointTurnTheDemosOwnS3ProxyOff() {
+    DemoOptions o =
+        DemoOptions.parse(
+            "--checkpoint", "s3://strata/flights", "--endpoint", "http://minio:9000",
+            "--path-style");
+
+    assertFalse(o.localS3Proxy(), "S3Proxy must not start when --checkpoint is given");
+  }
+
+  @Test
   void s3aCheckpointFilesGoThroughHadoopS3a() {
     DemoOptions o =
         DemoOptions.parse(
