@@ -63,18 +63,19 @@ final class StandaloneCluster implements AutoCloseable {
   }
 
   /**
-   * Starts the master, waits until it leads, starts the workers and waits until each has
-   * registered with it.
+   * Starts the master, waits until it leads, then starts the workers without waiting for them
+   * ({@link #awaitWorkers}), so a driver can start meanwhile.
    *
    * @param home the Spark installation the JVMs run from
    * @param logDir directory for the daemons' logs and the workers' work directories; created
    * @param scratch directory for the workers' local directories (shuffle files, Strata's
    *     RocksDB instances); created
    * @param workers how many workers, at least 1
-   * @param timeout how long to wait for the master, then for the workers
+   * @param timeout how long to wait for the master
    * @return the running cluster; the caller closes it
-   * @throws IOException if a JVM cannot start, exits, or is not ready within {@code timeout}
-   *     (the message names its log and quotes its end); everything started so far is killed
+   * @throws IOException if a JVM cannot start, or the master exits or does not lead within
+   *     {@code timeout} (the message names its log and quotes its end); everything started so
+   *     far is killed
    */
   static StandaloneCluster start(SparkHome home, Path logDir, Path scratch, int workers,
       Duration timeout) throws IOException, InterruptedException {
@@ -87,24 +88,34 @@ final class StandaloneCluster implements AutoCloseable {
           "--host", "127.0.0.1", "--port", "0", "--webui-port", "0");
       cluster.masterUrl = awaitLog(master, MASTER_URL, timeout).group(1);
       awaitLog(master, LEADER, timeout);
-      List<Daemon> started1 = new ArrayList<>();
       for (int i = 0; i < workers; i++) {
         Path work = Files.createDirectories(logDir.resolve("worker-" + i).resolve("work"));
         Path local = Files.createDirectories(scratch.resolve("worker-" + i + "-local"));
-        started1.add(cluster.launch(home, "worker-" + i,
+        cluster.launch(home, "worker-" + i,
             Map.of("SPARK_LOCAL_DIRS", local.toString()), WORKER_CLASS,
             "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
             "--cores", Integer.toString(WORKER_CORES), "--memory", WORKER_MEMORY,
-            "--work-dir", work.toString(), cluster.masterUrl));
-      }
-      for (Daemon w : started1) {
-        awaitLog(w, REGISTERED, timeout);
+            "--work-dir", work.toString(), cluster.masterUrl);
       }
       started = true;
       return cluster;
     } finally {
       if (!started) {
         cluster.close();
+      }
+    }
+  }
+
+  /**
+   * Waits until every worker has registered with the master.
+   *
+   * @throws IOException if a worker exits or has not registered within {@code timeout} (the
+   *     message names its log and quotes its end)
+   */
+  void awaitWorkers(Duration timeout) throws IOException, InterruptedException {
+    for (Daemon d : daemons) {
+      if (d.name.startsWith("worker-")) {
+        awaitLog(d, REGISTERED, timeout);
       }
     }
   }
