@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
@@ -50,7 +51,8 @@ final class SparkHome {
   /**
    * Deletes {@code dir} if it exists and assembles a fresh installation there.
    *
-   * @param dir the directory to become {@code SPARK_HOME}, e.g. {@code target/cluster-it/spark-home}
+   * @param dir the directory to become {@code SPARK_HOME}, such as {@code
+   *     target/cluster-it/spark-home}
    * @return the assembled installation
    * @throws IOException if the directory cannot be written or a class path jar cannot be read
    */
@@ -79,7 +81,7 @@ final class SparkHome {
         continue;
       }
       Path link = jars.resolve(p.getFileName().toString());
-      if (!Files.exists(link, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      if (!Files.exists(link, LinkOption.NOFOLLOW_LINKS)) {
         Files.createSymbolicLink(link, p);
       }
     }
@@ -126,7 +128,7 @@ final class SparkHome {
 
   /** Deletes {@code p} and everything under it; symbolic links are deleted, not followed. */
   static void deleteRecursively(Path p) throws IOException {
-    if (!Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+    if (!Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
       return;
     }
     try (Stream<Path> s = Files.walk(p)) {

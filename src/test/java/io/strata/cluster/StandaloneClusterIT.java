@@ -11,6 +11,7 @@ import io.strata.cluster.StandaloneCluster.Executor;
 import io.strata.demo.S3ProxyServer;
 import java.io.IOException;
 import java.io.Reader;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,7 +25,9 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.apache.spark.sql.Dataset;
@@ -67,7 +70,7 @@ import org.junit.jupiter.api.Timeout;
  *
  * <p>Logs stay under {@code target/cluster-it/cluster-<n>/}: {@code master.log}, {@code
  * worker-<i>.log}, and each executor's {@code worker-<i>/work/<app id>/<executor id>/stderr}.
- * About 3 minutes on 2 cores shared with other builds. Run it alone with
+ * 2.5 to 4 minutes on 2 cores shared with other builds. Run it alone with
  *
  * <pre>
  * mvn -B verify -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false \
@@ -104,9 +107,19 @@ class StandaloneClusterIT {
     log("SPARK_HOME " + home.dir() + ": " + home.jarCount() + " jars; left out: "
         + home.skipped());
     Path scratch = Files.createTempDirectory("strata-cluster-it-");
-    try (S3ProxyServer s3 = S3ProxyServer.start(scratch.resolve("s3"), Map.of())) {
-      s3.createBucket(BUCKET);
-      log("S3Proxy up: " + s3.endpoint());
+    // S3Proxy starts while the first cluster does (both are JVMs that take seconds to start).
+    CompletableFuture<S3ProxyServer> s3Starting = CompletableFuture.supplyAsync(() -> {
+      try {
+        S3ProxyServer server = S3ProxyServer.start(scratch.resolve("s3"), Map.of());
+        server.createBucket(BUCKET);
+        log("S3Proxy up: " + server.endpoint());
+        return server;
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    });
+    try {
+      Supplier<S3ProxyServer> s3 = () -> s3Starting.orTimeout(90, TimeUnit.SECONDS).join();
       String checkpoint = "s3://" + BUCKET + "/cluster-it/query";
       StreamInput input = new StreamInput(scratch.resolve("input"));
       input.writeFiles(FIRST_RUN_FILES);
@@ -120,6 +133,13 @@ class StandaloneClusterIT {
           + "/cluster-<n>/: master.log, worker-<i>.log, executors in"
           + " worker-<i>/work/<app id>/<executor id>/stderr)", t);
     } finally {
+      // Closes the server once its start is over (S3ProxyServer.start gives up after 60 s).
+      s3Starting.handle((server, failed) -> {
+        if (server != null) {
+          server.close();
+        }
+        return null;
+      }).get(90, TimeUnit.SECONDS);
       try {
         SparkHome.deleteRecursively(scratch);
       } catch (IOException stillBeingWritten) {
@@ -158,7 +178,12 @@ class StandaloneClusterIT {
     long lastBatchBeforeKill = q.lastProgress().batchId();
     long killedAt = System.currentTimeMillis();
     victim.process().destroyForcibly(); // SIGKILL on Linux
-    victim.process().onExit().get(30, TimeUnit.SECONDS);
+    try {
+      victim.process().onExit().get(30, TimeUnit.SECONDS);
+    } catch (TimeoutException e) {
+      fail("executor " + victim.id() + " (pid " + victim.process().pid() + ") still runs 30 s"
+          + " after SIGKILL");
+    }
     log("killed executor " + victim.id() + " (pid " + victim.process().pid() + ", worker "
         + victim.worker() + ") after it started a task of stateful stage " + target.stageId()
         + "; batches 0.." + lastBatchBeforeKill + " were committed");
@@ -184,8 +209,8 @@ class StandaloneClusterIT {
     assertTrue(events.await(e -> e.executorChanges().stream().anyMatch(c -> !c.added()
         && c.executorId().equals(victim.id())), Duration.ofSeconds(30)),
         "the driver saw executor " + victim.id() + " removed: " + events.executorChanges());
-    assertTrue(events.executorChanges().stream().anyMatch(c -> c.added() && c.time() >= killedAt
-        && !initialIds.contains(c.executorId())),
+    assertTrue(events.await(e -> e.executorChanges().stream().anyMatch(c -> c.added()
+        && c.time() >= killedAt && !initialIds.contains(c.executorId())), EXECUTORS_UP),
         "the driver saw a new executor added after the kill: " + events.executorChanges());
     long restored = restoreBytes(progress, lastBatchBeforeKill);
     assertTrue(restored > 0, "state restored from S3 after the kill (strataRestoreBytes of"
@@ -266,18 +291,20 @@ class StandaloneClusterIT {
 
   /**
    * Starts cluster {@code n} (logs under {@code target/cluster-it/cluster-<n>}, local directories
-   * under {@code scratch/cluster-<n>}), a driver session on it, runs {@code body}, then stops the
-   * session and kills the cluster, also when {@code body} fails.
+   * under {@code scratch/cluster-<n>}), a driver session on it (taking the S3 server from {@code
+   * s3} once the master is up), runs {@code body}, then stops the session and kills the cluster,
+   * also when {@code body} fails.
    */
   private long withCluster(int n, SparkHome home, Path scratch, ClusterRun body,
-      Map<String, String> defaults, Path appJar, S3ProxyServer s3) throws Exception {
+      Map<String, String> defaults, Path appJar, Supplier<S3ProxyServer> s3) throws Exception {
     Path local = scratch.resolve("cluster-" + n);
     try (StandaloneCluster cluster = StandaloneCluster.start(home, OUT.resolve("cluster-" + n),
         local, WORKERS, CLUSTER_START)) {
       log("cluster " + n + ": master " + cluster.masterUrl() + " up, " + WORKERS
           + " workers starting");
       // The driver starts while the workers do; the master launches executors as they register.
-      SparkSession spark = session(cluster, defaults, appJar, s3, local.resolve("driver"), n);
+      SparkSession spark = session(cluster, defaults, appJar, s3.get(), local.resolve("driver"),
+          n);
       try {
         cluster.awaitWorkers(CLUSTER_START);
         awaitExecutors(cluster, spark);
