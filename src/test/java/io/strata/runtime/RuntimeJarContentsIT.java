@@ -29,9 +29,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What the runtime jar holds (the jar the build wrote in {@code package}, named by the system
- * property {@code strata.runtime.jar}): Strata's classes without the demo, the AWS SDK, Apache
- * HttpClient 5 and Reactive Streams relocated under {@code io/strata/shaded/}, and nothing a Spark
- * installation provides. Reads the jar only; runs in a second or two.
+ * property {@code strata.runtime.jar}): Strata's classes (the flights demo too), the AWS SDK,
+ * Apache HttpClient 5 and Reactive Streams relocated under {@code io/strata/shaded/}, and nothing
+ * a Spark installation provides. Reads the jar only; runs in a few seconds.
  */
 class RuntimeJarContentsIT {
   /** Where the bundled dependencies live inside the jar. */
@@ -46,6 +46,7 @@ class RuntimeJarContentsIT {
   static final String PROVIDER = "io/strata/spark/StrataStateStoreProvider.class";
   static final String CHECKPOINT_FILE_MANAGER =
       "io/strata/checkpoint/StrataCheckpointFileManager.class";
+  static final String DEMO = "io/strata/demo/FlightsDemo.class";
 
   static JarFile jar;
   /** Every file entry (no directories), multi-release prefixes kept. */
@@ -101,11 +102,10 @@ class RuntimeJarContentsIT {
     List<String> outside = classes().stream().filter(n -> !n.startsWith("io/strata/")).toList();
     assertEquals(List.of(), some(outside), "classes outside io/strata/");
 
-    // Ours: the main source packages, without the demo.
+    // Ours: the main source packages.
     Set<String> ours = new TreeSet<>();
     try (Stream<Path> dirs = Files.list(Path.of("src", "main", "java", "io", "strata"))) {
-      dirs.filter(Files::isDirectory).map(d -> d.getFileName().toString())
-          .filter(d -> !d.equals("demo")).forEach(ours::add);
+      dirs.filter(Files::isDirectory).map(d -> d.getFileName().toString()).forEach(ours::add);
     }
     assertTrue(ours.contains("spark"), "run from the project root: " + ours);
     List<String> neitherOursNorShaded = classes().stream()
@@ -114,8 +114,6 @@ class RuntimeJarContentsIT {
         .toList();
     assertEquals(List.of(), some(neitherOursNorShaded),
         "classes neither in Strata's packages " + ours + " nor under " + SHADED);
-    List<String> demo = classes().stream().filter(n -> n.startsWith("io/strata/demo/")).toList();
-    assertEquals(List.of(), some(demo), "the demo is not part of the runtime jar");
 
     List<String> unexpectedShaded = classes().stream().filter(n -> n.startsWith(SHADED))
         .filter(n -> RELOCATED.stream().noneMatch(r -> n.startsWith(SHADED + r))).toList();
@@ -233,9 +231,12 @@ class RuntimeJarContentsIT {
   }
 
   @Test
-  void theProviderAndTheCheckpointFileManagerArePresent() {
+  void theProviderTheCheckpointFileManagerAndTheDemoArePresent() {
     assertTrue(entries.contains(PROVIDER), PROVIDER);
     assertTrue(entries.contains(CHECKPOINT_FILE_MANAGER), CHECKPOINT_FILE_MANAGER);
+    // docker/ spark-submits the flights demo from the runtime jar, with its log configuration.
+    assertTrue(entries.contains(DEMO), DEMO);
+    assertTrue(entries.contains("io/strata/demo/log4j2-demo.properties"), "the demo's log config");
   }
 
   @Test
