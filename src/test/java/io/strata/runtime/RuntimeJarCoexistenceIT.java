@@ -37,7 +37,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * test classes. The job reads its input through {@code s3a://} from S3Proxy and runs a stateful
  * streaming query with Strata's state store and checkpoint file manager on {@code s3://}, across a
  * restart that restores the state from S3. The test checks its answers exactly, the objects Strata
- * wrote, and that the child exits 0 without linkage errors. About a minute.
+ * wrote, and that the child exits 0 without linkage errors. About a minute on 2 quiet cores.
  */
 class RuntimeJarCoexistenceIT {
   private static final String BUCKET = "strata-coexistence";
