@@ -20,9 +20,11 @@ import java.util.zip.ZipFile;
  * Spark distribution download).
  *
  * <p>Layout: {@code jars/} holds a symbolic link to every jar of the test class path except those
- * that contain Strata's own classes ({@code io/strata/}); directories on the class path (such as
- * {@code target/classes}) are skipped too. Our code therefore reaches executors only through the
- * application jar ({@code spark.jars}). {@code conf/} holds {@code log4j2.properties} (INFO to
+ * that contain Strata's own classes ({@code io/strata/}) and those of the libraries the runtime
+ * jar bundles relocated (the AWS SDK, HttpClient 5, Reactive Streams); directories on the class
+ * path (such as {@code target/classes}) are skipped too. Our code therefore reaches executors
+ * only through the application jar ({@code spark.jars}), the runtime jar, which must bring its
+ * own S3 client. {@code conf/} holds {@code log4j2.properties} (INFO to
  * standard error, from {@code io/strata/cluster/log4j2.properties}).
  *
  * <p>Why this is enough for the Worker to launch executors: Spark's launcher ({@code
@@ -76,7 +78,7 @@ final class SparkHome {
       }
       Path p = Path.of(entry).toAbsolutePath();
       if (!Files.isRegularFile(p) || !p.getFileName().toString().endsWith(".jar")
-          || containsStrataClasses(p)) {
+          || containsStrataClasses(p) || bundledByRuntimeJar(p)) {
         skipped.add(p);
         continue;
       }
@@ -98,7 +100,10 @@ final class SparkHome {
     return dir.resolve("conf");
   }
 
-  /** Class path entries left out of {@code jars/}: directories and jars with Strata's classes. */
+  /**
+   * Class path entries left out of {@code jars/}: directories, jars with Strata's classes and
+   * jars the runtime jar bundles.
+   */
   List<Path> skipped() {
     return skipped;
   }
@@ -116,6 +121,19 @@ final class SparkHome {
    */
   String daemonClassPath() {
     return conf() + File.pathSeparator + dir.resolve("jars") + File.separator + "*";
+  }
+
+  /**
+   * True for a jar of a library the runtime jar bundles relocated (the AWS SDK, HttpClient 5,
+   * Reactive Streams; by its local repository path): left out, so the executors can only run
+   * if the runtime jar is self-contained, as on a Spark installation without the SDK.
+   */
+  private static boolean bundledByRuntimeJar(Path jar) {
+    String path = jar.toString().replace(File.separatorChar, '/');
+    return path.contains("/software/amazon/awssdk/")
+        || path.contains("/org/apache/httpcomponents/client5/")
+        || path.contains("/org/apache/httpcomponents/core5/")
+        || path.contains("/org/reactivestreams/");
   }
 
   private static boolean containsStrataClasses(Path jar) {

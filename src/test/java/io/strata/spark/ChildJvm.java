@@ -12,10 +12,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 /**
- * A separate JVM running a test main class on this JVM's test classpath minus hadoop-aws (so
- * Spark there has no Hadoop FileSystem for s3:// or s3a://), with the same {@code --add-opens}
- * flags. Its output goes to a log file. Public for the demo's crash test ({@code
- * io.strata.demo}).
+ * A separate JVM running a test main class, by default on this JVM's test classpath minus
+ * hadoop-aws (so Spark there has no Hadoop FileSystem for s3:// or s3a://), or on a classpath the
+ * caller gives, with the same {@code --add-opens} flags. Its output goes to a log file. Public for
+ * the demo's crash test ({@code io.strata.demo}) and the runtime jar's coexistence test ({@code
+ * io.strata.runtime}).
  */
 public final class ChildJvm implements AutoCloseable {
   final Process process;
@@ -54,7 +55,15 @@ public final class ChildJvm implements AutoCloseable {
     return String.join(File.pathSeparator, all);
   }
 
-  static ChildJvm start(String classpath, Class<?> main, Path log, String... args)
+  /**
+   * Starts {@code main} with {@code args} on exactly {@code classpath}: only the class's name is
+   * passed, so the classpath must hold it.
+   *
+   * @param classpath entries joined by {@link File#pathSeparator}
+   * @param log file for the child's standard output and error
+   * @throws IOException if the process cannot be started
+   */
+  public static ChildJvm start(String classpath, Class<?> main, Path log, String... args)
       throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
