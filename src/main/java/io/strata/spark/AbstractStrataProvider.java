@@ -161,8 +161,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   protected final StateStore openStore(long version, Option<String> stateStoreCkptId,
       boolean forceSnapshotOnCommit) {
     AbstractStrataStore held = holder;
-    TaskContext ctx = TaskContext.get();
-    if (held != null && ctx != null && held.taskAttemptId() == ctx.taskAttemptId()
+    if (held != null && held.owner() == currentOwner()
         && held.mode() == AbstractStrataStore.Mode.READ_ONLY && held.version() == version) {
       // This task's read store of the same version (Spark 4.0 loads a task's write store with a
       // second getStore while its read store is still open, and aborts the read store only at
@@ -233,9 +232,9 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       synchronized (this) {
         holder = store;
       }
+      store.ownedBy(currentOwner());
       TaskContext ctx = TaskContext.get();
       if (ctx != null) {
-        store.ownedBy(ctx.taskAttemptId());
         ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
       }
       return store;
@@ -249,6 +248,15 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       taskLock.release();
       throw SparkErrors.cannotLoad(e);
     }
+  }
+
+  /**
+   * Who is loading: the Spark task attempt id (at least 0) inside a task, else minus one minus
+   * the thread's id (a caller outside Spark's tasks, such as a test or a tool).
+   */
+  private static long currentOwner() {
+    TaskContext ctx = TaskContext.get();
+    return ctx != null ? ctx.taskAttemptId() : -1 - Thread.currentThread().getId();
   }
 
   private void acquireTaskLock(long version) {

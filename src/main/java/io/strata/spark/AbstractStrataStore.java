@@ -74,8 +74,8 @@ abstract class AbstractStrataStore implements StateStore {
   /** The garbage-collection round finished since the store's previous commit, if any. */
   private GcStats gcAtCommit = GcStats.NONE;
 
-  /** The Spark task attempt that loaded this handle, -1 outside a task. */
-  private volatile long taskAttemptId = -1;
+  /** Who loaded this handle (see {@code AbstractStrataProvider.currentOwner()}). */
+  private volatile long owner;
   /** Whether commit also uploads a base snapshot of the new version (Spark 4.2). */
   private volatile boolean forceSnapshotOnCommit;
 
@@ -104,14 +104,14 @@ abstract class AbstractStrataStore implements StateStore {
     return mode;
   }
 
-  /** The Spark task attempt that loaded this handle, -1 if none. */
-  long taskAttemptId() {
-    return taskAttemptId;
+  /** Who loaded this handle: a Spark task attempt id, or a negative thread key outside tasks. */
+  long owner() {
+    return owner;
   }
 
-  /** Records the task attempt that loaded this handle. */
-  void ownedBy(long attemptId) {
-    this.taskAttemptId = attemptId;
+  /** Records who loaded this handle. */
+  void ownedBy(long owner) {
+    this.owner = owner;
   }
 
   /** READ_ONLY -&gt; UPDATING, keeping the task lock (Spark 4.1 read-then-write in one task). */
