@@ -7,12 +7,12 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The stream {@link StrataCheckpointFileManager#createAtomic} returns: the bytes are kept (in
+ * The stream behind {@link StrataCheckpointFileManager#createAtomic} (each Spark version's adapter
+ * wraps it in that version's {@code CancellableFSDataOutputStream}): the bytes are kept (in
  * memory, or in a local temporary file beyond {@link #MEMORY_LIMIT} bytes) and sent in one PUT
  * when the stream is closed, so the object appears whole at close or not at all (S3 applies a
  * PUT atomically). {@link #cancel()} drops the bytes and writes nothing.
@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
  * cancels after a failed close). A failed close leaves no object (a create-only PUT that lost, a
  * network failure after the SDK's retries) and reports the failure once.
  */
-final class AtomicPutOutputStream extends CheckpointFileManager.CancellableFSDataOutputStream {
+final class AtomicPutOutputStream extends OutputStream {
   private static final Logger LOG = LoggerFactory.getLogger(AtomicPutOutputStream.class);
 
   /** Bytes kept in memory before spilling to a temporary file (metadata files are far smaller). */
@@ -47,10 +47,24 @@ final class AtomicPutOutputStream extends CheckpointFileManager.CancellableFSDat
   }
 
   private AtomicPutOutputStream(Buffer buffer, String location, Upload upload) {
-    super(buffer);
     this.buffer = buffer;
     this.location = location;
     this.upload = upload;
+  }
+
+  @Override
+  public synchronized void write(int b) throws IOException {
+    buffer.write(b);
+  }
+
+  @Override
+  public synchronized void write(byte[] b, int off, int len) throws IOException {
+    buffer.write(b, off, len);
+  }
+
+  @Override
+  public synchronized void flush() throws IOException {
+    buffer.flush();
   }
 
   /**
@@ -67,7 +81,7 @@ final class AtomicPutOutputStream extends CheckpointFileManager.CancellableFSDat
     }
     terminated = true;
     try {
-      super.close(); // flushes into the buffer
+      buffer.close();
       upload.send(buffer.body());
     } finally {
       buffer.discard();
@@ -75,14 +89,13 @@ final class AtomicPutOutputStream extends CheckpointFileManager.CancellableFSDat
   }
 
   /** Drops the bytes; no request is sent and nothing appears. */
-  @Override
   public synchronized void cancel() {
     if (terminated) {
       return;
     }
     terminated = true;
     try {
-      super.close();
+      buffer.close();
     } catch (IOException e) {
       LOG.debug("Closing the buffer of cancelled write to {}: {}", location, e.toString());
     } finally {

@@ -314,9 +314,27 @@ public final class LocalStore implements AutoCloseable {
    * snapshot), which operators such as transformWithState's timer loop rely on for their output.
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix) {
+    return scan(prefix, null, null);
+  }
+
+  /**
+   * As {@link #scan(byte[])}, limited to keys in {@code [from, until)} (unsigned byte order), for
+   * range scans over an order-preserving key encoding (Spark 4.2's {@code rangeScan}).
+   *
+   * @param prefix every key returned starts with it (a column family's key prefix)
+   * @param from first key, inclusive; null to start at {@code prefix}; must start with {@code
+   *     prefix}
+   * @param until end key, exclusive; null for no end other than the prefix
+   * @throws IllegalArgumentException if {@code from} does not start with {@code prefix}
+   */
+  public CloseableIterator<KeyValue> scan(byte[] prefix, byte[] from, byte[] until) {
+    if (from != null && !startsWith(from, prefix)) {
+      throw new IllegalArgumentException("range scan start key does not start with the scan's "
+          + "prefix (" + prefix.length + " bytes)");
+    }
     Lock l = enter();
     try {
-      MergingIterator it = new MergingIterator(prefix);
+      MergingIterator it = new MergingIterator(prefix, from == null ? prefix : from, until);
       if (!it.done) {
         openIterators.add(it);
       }
@@ -574,6 +592,8 @@ public final class LocalStore implements AutoCloseable {
   /** Merges pending writes over a RocksDB iterator; pending wins, tombstones hide keys. */
   private final class MergingIterator implements CloseableIterator<KeyValue> {
     private final byte[] prefix;
+    /** Exclusive end key, or null. */
+    private final byte[] until;
     private final ReadOptions readOptions;
     private final RocksIterator dbIt;
     private final Iterator<Map.Entry<byte[], byte[]>> pendingIt;
@@ -584,22 +604,27 @@ public final class LocalStore implements AutoCloseable {
     /** Set when the store closed this scan under its user: reading on must fail, not stop. */
     private volatile boolean closedByStore;
 
-    MergingIterator(byte[] prefix) {
+    MergingIterator(byte[] prefix, byte[] from, byte[] until) {
       this.prefix = prefix;
+      this.until = until;
       this.readOptions = new ReadOptions().setFillCache(false);
       this.dbIt = db.newIterator(readOptions);
-      dbIt.seek(prefix);
-      this.pendingIt = pending.snapshot(prefix).iterator();
+      dbIt.seek(from);
+      this.pendingIt = pending.snapshot(prefix, from).iterator();
       this.pendingHead = pendingIt.hasNext() ? pendingIt.next() : null;
       advance();
     }
 
     private boolean dbValid() {
-      return dbIt.isValid() && startsWith(dbIt.key(), prefix);
+      return dbIt.isValid() && inRange(dbIt.key());
     }
 
     private boolean pendingValid() {
-      return pendingHead != null && startsWith(pendingHead.getKey(), prefix);
+      return pendingHead != null && inRange(pendingHead.getKey());
+    }
+
+    private boolean inRange(byte[] key) {
+      return startsWith(key, prefix) && (until == null || Arrays.compareUnsigned(key, until) < 0);
     }
 
     private void advance() {

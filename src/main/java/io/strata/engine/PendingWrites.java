@@ -44,8 +44,16 @@ final class PendingWrites {
    * writes do not change the returned list (entries of the skip list are immutable snapshots).
    */
   List<Map.Entry<byte[], byte[]>> snapshot(byte[] prefix) {
+    return snapshot(prefix, prefix);
+  }
+
+  /**
+   * As {@link #snapshot(byte[])}, starting at the first key at or after {@code from} (which must
+   * itself start with {@code prefix}).
+   */
+  List<Map.Entry<byte[], byte[]>> snapshot(byte[] prefix, byte[] from) {
     List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
-    for (Map.Entry<byte[], byte[]> e : map.tailMap(prefix, true).entrySet()) {
+    for (Map.Entry<byte[], byte[]> e : map.tailMap(from, true).entrySet()) {
       byte[] k = e.getKey();
       if (k.length < prefix.length
           || !Arrays.equals(k, 0, prefix.length, prefix, 0, prefix.length)) {

@@ -35,6 +35,12 @@ interface FamilyCodec {
   /** True if the key encoding supports prefix scans. */
   boolean supportsPrefixScan();
 
+  /**
+   * True if the key encoding preserves the order of the key's ordering columns in unsigned byte
+   * order, so that a scan over {@code [encodeKey(start), encodeKey(end))} is a range scan.
+   */
+  boolean supportsRangeScan();
+
   /** True if the family keeps a list of values per key (merge, putList, valuesIterator). */
   boolean multipleValues();
 

@@ -75,6 +75,12 @@ final class RowCodec implements FamilyCodec {
     return prefixCols > 0;
   }
 
+  /** False: this format keeps keys as UnsafeRow bytes, whose order is not the keys' order. */
+  @Override
+  public boolean supportsRangeScan() {
+    return false;
+  }
+
   @Override
   public boolean multipleValues() {
     return false;

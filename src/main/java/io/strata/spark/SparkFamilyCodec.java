@@ -6,7 +6,6 @@ import java.util.List;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.AvroStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.MultiValuedStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBDataEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
@@ -18,7 +17,7 @@ import org.apache.spark.sql.types.StructType;
 import scala.Option;
 
 /**
- * A column family encoded with Spark's own RocksDB state encoders (Spark 4.1's {@code
+ * A column family encoded with Spark's own RocksDB state encoders (Spark's {@code
  * KeyStateEncoderSpec.toEncoder}, {@code UnsafeRowDataEncoder} or {@code AvroStateEncoder},
  * {@code SingleValueStateEncoder} or {@code MultiValuedStateEncoder}), behind the family's 2-byte
  * id. Reusing Spark's encoders makes the byte order of every key exactly what Spark's RocksDB
@@ -41,6 +40,7 @@ final class SparkFamilyCodec implements FamilyCodec {
 
   private final RocksDBKeyStateEncoder keys;
   private final RocksDBValueStateEncoder values;
+  private final boolean rangeScan;
 
   /**
    * Builds the encoders Spark's RocksDB provider would build for this family.
@@ -67,8 +67,9 @@ final class SparkFamilyCodec implements FamilyCodec {
     }
     this.keys = spec.toEncoder(data, true);
     this.values = multipleValues
-        ? new MultiValuedStateEncoder(data, valueSchema)
+        ? SparkEncoders.multiValued(data, valueSchema, 1) // one-byte DELIMITER
         : new SingleValueStateEncoder(data, valueSchema);
+    this.rangeScan = SparkEncoders.supportsRangeScan(keys, spec);
   }
 
   @Override
@@ -103,6 +104,11 @@ final class SparkFamilyCodec implements FamilyCodec {
   @Override
   public boolean supportsPrefixScan() {
     return keys.supportPrefixKeyScan();
+  }
+
+  @Override
+  public boolean supportsRangeScan() {
+    return rangeScan;
   }
 
   @Override

@@ -12,14 +12,13 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSizeMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSumMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomTimingMetric;
-import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
-import org.apache.spark.sql.execution.streaming.state.StateStoreSnapshotLastUploadInstanceMetric;
-import org.apache.spark.sql.execution.streaming.state.StateStoreMetrics;
 
 /**
  * Strata's custom state store metrics, shown per stateful operator in query progress ({@code
  * stateOperators[].customMetrics}) summed over partitions, and per task in the Spark UI.
+ * Version-neutral: each Spark version's {@code SparkMetrics} adapter turns a {@link Batch} into
+ * Spark's {@code StateStoreMetrics} (whose constructor changed in 4.1) and adds Spark's instance
+ * metrics where they exist (4.1+).
  */
 final class StrataMetrics {
   static final StateStoreCustomTimingMetric DELTA_BUILD_MS = new StateStoreCustomTimingMetric(
@@ -64,6 +63,10 @@ final class StrataMetrics {
   static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
       "strataRestoreBytes", "Strata: bytes downloaded to restore state");
 
+  static final StateStoreCustomSumMetric FORCED_SNAPSHOTS = new StateStoreCustomSumMetric(
+      "strataForcedSnapshots", "Strata: base snapshots uploaded at commit because Spark asked "
+          + "(Spark 4.2 forceSnapshotOnCommit, when the coordinator finds snapshots lagging)");
+
   static final StateStoreCustomSizeMetric BLOCK_CACHE_BYTES = new StateStoreCustomSizeMetric(
       "strataBlockCacheBytes", "Strata: RocksDB block cache usage (each store's share of the "
           + "executor's shared cache, so the sum is the total)");
@@ -71,18 +74,7 @@ final class StrataMetrics {
   static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
       INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_HEADS, S3_DELETES,
       S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, GC_DELETED_OBJECTS, GC_DELETED_BYTES,
-      RESTORE_MS, RESTORE_BYTES, BLOCK_CACHE_BYTES);
-
-  /**
-   * Spark's own instance metric for the last uploaded snapshot: Strata reports the version of the
-   * base snapshot the store's newest manifest names (-1 if none), so Spark's snapshot-lag report
-   * in query progress lists the stores whose base is oldest.
-   */
-  static final StateStoreSnapshotLastUploadInstanceMetric SNAPSHOT_LAST_UPLOADED =
-      new StateStoreSnapshotLastUploadInstanceMetric(Scala.none(),
-          StateStoreId.DEFAULT_STORE_NAME());
-
-  static final List<StateStoreInstanceMetric> INSTANCE = List.of(SNAPSHOT_LAST_UPLOADED);
+      RESTORE_MS, RESTORE_BYTES, BLOCK_CACHE_BYTES, FORCED_SNAPSHOTS);
 
   /**
    * What one store reports for a batch.
@@ -99,14 +91,16 @@ final class StrataMetrics {
    *     {@link GcStats#NONE}
    * @param partitionId the store's partition
    * @param storeName the store's name
+   * @param forcedSnapshots 1 if the commit uploaded a base snapshot because Spark asked, else 0
    */
   record Batch(long numKeys, LocalStore.MemoryUsage memory, CommitStats commit,
       RestoreStats restore, RequestCounter.Counts requests, int attemptsLost, long baseVersion,
-      GcStats gc, int partitionId, String storeName) { }
+      GcStats gc, int partitionId, String storeName, int forcedSnapshots) { }
 
   private StrataMetrics() { }
 
-  static StateStoreMetrics build(Batch b) {
+  /** Strata's custom metrics of a batch, as Spark's {@code StateStoreMetrics} takes them. */
+  static scala.collection.immutable.Map<StateStoreCustomMetric, Object> custom(Batch b) {
     CommitStats c = b.commit();
     RequestCounter.Counts requests = b.requests();
     Map<StateStoreCustomMetric, Object> m = new LinkedHashMap<>();
@@ -130,22 +124,16 @@ final class StrataMetrics {
     m.put(RESTORE_MS, b.restore().restoreMs());
     m.put(RESTORE_BYTES, b.restore().bytesDownloaded());
     m.put(BLOCK_CACHE_BYTES, b.memory().blockCacheBytes());
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    scala.collection.immutable.Map<StateStoreCustomMetric, Object> custom =
-        (scala.collection.immutable.Map) Scala.map(m);
-    Map<StateStoreInstanceMetric, Object> instance = new LinkedHashMap<>();
-    instance.put(SNAPSHOT_LAST_UPLOADED.withNewId(b.partitionId(), b.storeName()),
-        b.baseVersion());
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    scala.collection.immutable.Map<StateStoreInstanceMetric, Object> inst =
-        (scala.collection.immutable.Map) Scala.map(instance);
-    return new StateStoreMetrics(b.numKeys(), b.memory().totalBytes(), castLongs(custom),
-        castLongs(inst));
+    m.put(FORCED_SNAPSHOTS, (long) b.forcedSnapshots());
+    return longs(m);
   }
 
+  /**
+   * {@code m} as the Scala map of Spark's metric maps, whose {@code Long} values are erased to
+   * {@code Object} (boxed longs).
+   */
   @SuppressWarnings({"unchecked", "rawtypes"})
-  private static <K> scala.collection.immutable.Map<K, Object> castLongs(
-      scala.collection.immutable.Map<K, Object> m) {
-    return (scala.collection.immutable.Map) m;
+  static <K> scala.collection.immutable.Map<K, Object> longs(Map<K, Object> m) {
+    return (scala.collection.immutable.Map) Scala.map(m);
   }
 }

@@ -552,6 +552,14 @@ public final class SyncedStore implements AutoCloseable {
     return requireLocal().scan(prefix);
   }
 
+  /**
+   * Iterates keys with {@code prefix} in {@code [from, until)}, unsigned byte order; see {@link
+   * LocalStore#scan(byte[], byte[], byte[])}.
+   */
+  public CloseableIterator<KeyValue> scan(byte[] prefix, byte[] from, byte[] until) {
+    return requireLocal().scan(prefix, from, until);
+  }
+
   /** Number of keys in the version being built. */
   public long numKeys() {
     LocalStore l = local;
@@ -814,7 +822,7 @@ public final class SyncedStore implements AutoCloseable {
     boolean uploaded = false;
     IOException failure = null;
     try {
-      uploaded = snapshotIfDue();
+      uploaded = snapshotIfDue(false);
     } catch (IOException e) {
       failure = e;
     }
@@ -934,7 +942,22 @@ public final class SyncedStore implements AutoCloseable {
     return keys;
   }
 
-  private boolean snapshotIfDue() throws IOException {
+  /**
+   * Uploads a base snapshot of the loaded (last committed) version now, whatever the snapshot
+   * interval says, and waits for it (Spark 4.2's {@code forceSnapshotOnCommit}: the coordinator
+   * found this store's snapshots lagging). As with a background snapshot, the next commit's
+   * manifest names it as its base.
+   *
+   * @return true if a snapshot was uploaded; false if there is nothing to snapshot (no committed
+   *     local state, a batch that spilled, or a base at the loaded version already), or a
+   *     background snapshot is running already
+   * @throws IOException if the local checkpoint or an upload fails (nothing is published)
+   */
+  public boolean snapshotNow() throws IOException {
+    return snapshotIfDue(true);
+  }
+
+  private boolean snapshotIfDue(boolean force) throws IOException {
     Manifest m;
     int gen;
     Path cpDir;
@@ -953,7 +976,8 @@ public final class SyncedStore implements AutoCloseable {
       if (pendingBase != null && pendingBase.generation() == generation) {
         baseVersion = Math.max(baseVersion, pendingBase.snapshot().version());
       }
-      if (loadedVersion - baseVersion < settings.snapshotInterval()) {
+      long sinceBase = loadedVersion - baseVersion;
+      if (sinceBase <= 0 || (!force && sinceBase < settings.snapshotInterval())) {
         return false;
       }
       m = loaded;

@@ -142,6 +142,23 @@ class LocalStoreTest {
   }
 
   @Test
+  void rangeScanReturnsKeysFromStartUntilEndExclusiveWithinThePrefix() throws Exception {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+      for (String k : List.of("p1/a", "p1/c", "p1/e", "p2/b")) {
+        s.put(b(k), b("x"));
+      }
+      s.commitPending(s.writeDelta(tmp.resolve("d.sst")));
+      s.put(b("p1/b"), b("x")); // pending
+      s.put(b("p1/d"), b("x")); // pending
+      s.delete(b("p1/c"));      // tombstone over a committed key
+      assertEquals(List.of("p1/b", "p1/d"), keys(s.scan(b("p1/"), b("p1/b"), b("p1/e"))));
+      assertEquals(List.of("p1/a", "p1/b"), keys(s.scan(b("p1/"), null, b("p1/c"))));
+      assertEquals(List.of("p1/d", "p1/e"), keys(s.scan(b("p1/"), b("p1/cc"), null)));
+      assertThrows(IllegalArgumentException.class, () -> s.scan(b("p1/"), b("p2/a"), null));
+    }
+  }
+
+  @Test
   void writesWhileIteratingAreAllowed() throws Exception {
     try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
       for (int i = 0; i < 100; i++) {

@@ -52,7 +52,7 @@ class CloseWhileReadingTest {
           StateStoreId.DEFAULT_STORE_NAME()), KEY, VALUE, new NoPrefixKeyStateEncoderSpec(KEY),
           false, new StateStoreConf(sql, Scala.map(java.util.Map.of())), new Configuration(),
           false, Option.empty());
-      StateStore w = p.getStore(0, Option.empty());
+      StateStore w = SparkApi.getStore(p, 0);
       for (int i = 0; i < 200; i++) {
         w.put(row(KEY, i), row(VALUE, i), "default");
       }

@@ -125,7 +125,7 @@ class ColumnFamiliesTest {
   @Test
   void familyNamesAreValidatedWithSparksErrorConditions() {
     StateStoreProvider p = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, false);
-    StateStore s = p.getStore(0, Option.empty());
+    StateStore s = SparkApi.getStore(p, 0);
     for (String name : List.of("default", "", " ", "    ", " default", " default ")) {
       SparkUnsupportedOperationException e = assertThrows(SparkUnsupportedOperationException.class,
           () -> s.createColFamilyIfAbsent(name, KEY, VALUE, new NoPrefixKeyStateEncoderSpec(KEY),
@@ -157,7 +157,7 @@ class ColumnFamiliesTest {
   void operationsOnAnAbsentFamilyFailWithSparksErrorConditions() {
     for (boolean cf : new boolean[] {false, true}) {
       StateStoreProvider p = strata(new PrefixKeyScanStateEncoderSpec(KEY, 1), cf, false);
-      StateStore s = p.getStore(0, Option.empty());
+      StateStore s = SparkApi.getStore(p, 0);
       Map<String, Runnable> ops = new java.util.LinkedHashMap<>();
       ops.put("put", () -> s.put(key("a", 1), value(1), "test"));
       ops.put("remove", () -> s.remove(key("a", 1), "test"));
@@ -200,7 +200,7 @@ class ColumnFamiliesTest {
   @Test
   void familiesAreIndependentAndRestoredOnAFreshProvider() {
     StateStoreProvider p = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, false);
-    StateStore s = p.getStore(0, Option.empty());
+    StateStore s = SparkApi.getStore(p, 0);
     for (String cf : List.of("abc", "xyz")) {
       s.createColFamilyIfAbsent(cf, KEY, VALUE, new NoPrefixKeyStateEncoderSpec(KEY), false,
           false);
@@ -212,7 +212,7 @@ class ColumnFamiliesTest {
     assertEquals(List.of("a/1=2"), keys(s.iterator("xyz"), ColumnFamiliesTest::kv));
     assertEquals(1, s.commit());
 
-    StateStore s0 = p.getStore(0, Option.empty());
+    StateStore s0 = SparkApi.getStore(p, 0);
     SparkUnsupportedOperationException e = assertThrows(SparkUnsupportedOperationException.class,
         () -> s0.get(key("a", 1), "abc"));
     assertEquals("STATE_STORE_UNSUPPORTED_OPERATION_ON_MISSING_COLUMN_FAMILY", e.getCondition());
@@ -220,7 +220,7 @@ class ColumnFamiliesTest {
     p.close();
 
     StateStoreProvider fresh = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, false);
-    StateStore s1 = fresh.getStore(1, Option.empty());
+    StateStore s1 = SparkApi.getStore(fresh, 1);
     for (String cf : List.of("xyz", "abc")) { // declared in another order: ids do not change
       s1.createColFamilyIfAbsent(cf, KEY, VALUE, new NoPrefixKeyStateEncoderSpec(KEY), false,
           false);
@@ -250,7 +250,7 @@ class ColumnFamiliesTest {
       String ckpt = "ckpt-remove-" + (n++);
       StateStoreProvider p = init(new StrataStateStoreProvider(), ckpt,
           new NoPrefixKeyStateEncoderSpec(KEY), true, false);
-      StateStore s = p.getStore(0, Option.empty());
+      StateStore s = SparkApi.getStore(p, 0);
       s.createColFamilyIfAbsent("gone", TS_KEY, VALUE, spec, false, false);
       s.createColFamilyIfAbsent("kept", TS_KEY, VALUE, spec, false, false);
       for (long ts : new long[] {931, 8000, -1, 90, 1, -14569}) {
@@ -260,7 +260,7 @@ class ColumnFamiliesTest {
       assertEquals(12, s.metrics().numKeys());
       assertEquals(1, s.commit());
 
-      StateStore s1 = p.getStore(1, Option.empty());
+      StateStore s1 = SparkApi.getStore(p, 1);
       s1.createColFamilyIfAbsent("gone", TS_KEY, VALUE, spec, false, false);
       s1.createColFamilyIfAbsent("kept", TS_KEY, VALUE, spec, false, false);
       assertFalse(s1.removeColFamilyIfExists("non-existence"));
@@ -270,7 +270,7 @@ class ColumnFamiliesTest {
       assertEquals("STATE_STORE_UNSUPPORTED_OPERATION_ON_MISSING_COLUMN_FAMILY", e.getCondition());
       s1.abort();
 
-      StateStore s2 = p.getStore(1, Option.empty());
+      StateStore s2 = SparkApi.getStore(p, 1);
       assertEquals(6, keys(s2.iterator("gone"), k -> "" + k.getLong(0)).size(),
           "abort undid the removal");
       assertTrue(s2.removeColFamilyIfExists("gone"));
@@ -282,7 +282,7 @@ class ColumnFamiliesTest {
 
       StateStoreProvider fresh = init(new StrataStateStoreProvider(), ckpt,
           new NoPrefixKeyStateEncoderSpec(KEY), true, false);
-      StateStore s3 = fresh.getStore(2, Option.empty());
+      StateStore s3 = SparkApi.getStore(fresh, 2);
       s3.createColFamilyIfAbsent("gone", TS_KEY, VALUE, spec, false, false);
       s3.createColFamilyIfAbsent("kept", TS_KEY, VALUE, spec, false, false);
       assertEquals(List.of("5=5"), keys(s3.iterator("gone"), k -> "" + k.getLong(0)), spec + "");
@@ -298,28 +298,28 @@ class ColumnFamiliesTest {
   void familyIdsAreNotReusedAfterRemovalAndOldVersionsKeepTheirs() {
     StateStoreProvider p = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, false);
     KeyStateEncoderSpec spec = new NoPrefixKeyStateEncoderSpec(KEY);
-    StateStore s = p.getStore(0, Option.empty());
+    StateStore s = SparkApi.getStore(p, 0);
     s.createColFamilyIfAbsent("abc", KEY, VALUE, spec, false, false);
     s.createColFamilyIfAbsent("def", KEY, VALUE, spec, false, false);
     s.put(key("abc", 1), value(1), "abc");
     s.put(key("def", 1), value(2), "def");
     s.commit();
-    s = p.getStore(1, Option.empty());
+    s = SparkApi.getStore(p, 1);
     s.removeColFamilyIfExists("def");
     s.commit();
-    s = p.getStore(2, Option.empty());
+    s = SparkApi.getStore(p, 2);
     s.createColFamilyIfAbsent("ghi", KEY, VALUE, spec, false, false);
     s.put(key("ghi", 1), value(3), "ghi");
     s.removeColFamilyIfExists("abc");
     s.commit();
-    StateStore old = p.getStore(1, Option.empty());
+    StateStore old = SparkApi.getStore(p, 1);
     old.createColFamilyIfAbsent("abc", KEY, VALUE, spec, false, false);
     assertEquals(1, old.get(key("abc", 1), "abc").getInt(0), "version 1 keeps family abc");
     old.abort();
     p.close();
 
     StateStoreProvider fresh = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, false);
-    StateStore s3 = fresh.getStore(3, Option.empty());
+    StateStore s3 = SparkApi.getStore(fresh, 3);
     s3.createColFamilyIfAbsent("ghi", KEY, VALUE, spec, false, false);
     s3.createColFamilyIfAbsent("def", KEY, VALUE, spec, false, false);
     assertNull(s3.get(key("def", 1), "def"), "a re-created family does not see old keys");
@@ -337,41 +337,41 @@ class ColumnFamiliesTest {
   @Test
   void multipleValuesPerKey() {
     StateStoreProvider p = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, true);
-    StateStore s = p.getStore(0, Option.empty());
+    StateStore s = SparkApi.getStore(p, 0);
     s.put(key("a", 0), value(1), "default");
     assertEquals(List.of(1), values(s.valuesIterator(key("a", 0), "default")));
     s.merge(key("a", 0), value(2), "default");
     s.merge(key("a", 0), value(3), "default");
     assertEquals(List.of(1, 2, 3), values(s.valuesIterator(key("a", 0), "default")));
     assertEquals(1, s.get(key("a", 0), "default").getInt(0), "get returns the first value");
-    s.mergeList(key("b", 0), new UnsafeRow[] {value(7), value(8)}, "default");
+    SparkApi.mergeList(s, key("b", 0), new UnsafeRow[] {value(7), value(8)}, "default");
     s.createColFamilyIfAbsent("list", KEY, VALUE, new NoPrefixKeyStateEncoderSpec(KEY), true,
         false);
-    s.putList(key("c", 0), new UnsafeRow[] {value(4), value(5)}, "list");
-    s.mergeList(key("c", 0), new UnsafeRow[] {value(6)}, "list");
+    SparkApi.putList(s, key("c", 0), new UnsafeRow[] {value(4), value(5)}, "list");
+    SparkApi.mergeList(s, key("c", 0), new UnsafeRow[] {value(6)}, "list");
     assertEquals(List.of(4, 5, 6), values(s.valuesIterator(key("c", 0), "list")));
     assertEquals(List.of(), values(s.valuesIterator(key("none", 0), "list")));
     assertEquals(3, s.metrics().numKeys(), "a list is one key");
     assertThrows(IllegalArgumentException.class,
         () -> s.merge(key("a", 0), null, "default"));
     assertThrows(IllegalArgumentException.class,
-        () -> s.putList(key("a", 0), new UnsafeRow[] {value(1), null}, "default"));
+        () -> SparkApi.putList(s, key("a", 0), new UnsafeRow[] {value(1), null}, "default"));
     s.commit();
 
-    StateStore s1 = p.getStore(1, Option.empty());
+    StateStore s1 = SparkApi.getStore(p, 1);
     s1.merge(key("a", 0), value(4), "default");
     s1.abort();
     p.close();
 
     StateStoreProvider fresh = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, true);
-    StateStore s2 = fresh.getStore(1, Option.empty());
+    StateStore s2 = SparkApi.getStore(fresh, 1);
     s2.createColFamilyIfAbsent("list", KEY, VALUE, new NoPrefixKeyStateEncoderSpec(KEY), true,
         false);
     assertEquals(List.of(1, 2, 3), values(s2.valuesIterator(key("a", 0), "default")),
         "the abort dropped the merge");
     assertEquals(List.of(7, 8), values(s2.valuesIterator(key("b", 0), "default")));
     assertEquals(List.of(4, 5, 6), values(s2.valuesIterator(key("c", 0), "list")));
-    s2.putList(key("c", 0), new UnsafeRow[] {value(9)}, "list");
+    SparkApi.putList(s2, key("c", 0), new UnsafeRow[] {value(9)}, "list");
     s2.remove(key("a", 0), "default");
     assertEquals(List.of(9), values(s2.valuesIterator(key("c", 0), "list")));
     assertEquals(List.of(), values(s2.valuesIterator(key("a", 0), "default")));
@@ -382,11 +382,11 @@ class ColumnFamiliesTest {
   @Test
   void singleValuedFamiliesRefuseListOperationsAndListsNeedColumnFamilies() {
     StateStoreProvider p = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, false);
-    StateStore s = p.getStore(0, Option.empty());
+    StateStore s = SparkApi.getStore(p, 0);
     assertThrows(IllegalStateException.class, () -> s.merge(key("a", 0), value(1), "default"));
     assertThrows(IllegalStateException.class, () -> s.valuesIterator(key("a", 0), "default"));
     assertThrows(IllegalStateException.class,
-        () -> s.putList(key("a", 0), new UnsafeRow[] {value(1)}, "default"));
+        () -> SparkApi.putList(s, key("a", 0), new UnsafeRow[] {value(1)}, "default"));
     s.abort();
     p.close();
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
@@ -423,7 +423,7 @@ class ColumnFamiliesTest {
           : init(StateStoreProvider.create(ROCKSDB), ckpt + "-rocksdb",
               new NoPrefixKeyStateEncoderSpec(KEY), true, false, encoding);
       if (run != 1) {
-        StateStore s = p.getStore(0, Option.empty());
+        StateStore s = SparkApi.getStore(p, 0);
         declareOrderFamilies(s);
         long[] first = {931, 8000, 452300, 4200, -1, 90, 1, 2, 8, -230, -14569, -92, -7434253,
             35, 6, 9, -323, 5, Long.MIN_VALUE, Long.MAX_VALUE, 0};
@@ -438,7 +438,7 @@ class ColumnFamiliesTest {
         }
         s.commit();
       }
-      StateStore s = p.getStore(1, Option.empty());
+      StateStore s = SparkApi.getStore(p, 1);
       declareOrderFamilies(s);
       for (long ts : new long[] {3, -5, 100000, 931}) { // pending, over committed keys
         s.put(tsKey(ts, "z"), value((int) ts), "$ts");
@@ -490,7 +490,7 @@ class ColumnFamiliesTest {
   void anIteratorDoesNotSeeWritesMadeWhileIterating() {
     KeyStateEncoderSpec tsSpec = new RangeKeyScanStateEncoderSpec(TS_KEY, Scala.seq(List.of(0)));
     StateStoreProvider p = strata(new NoPrefixKeyStateEncoderSpec(KEY), true, false);
-    StateStore s = p.getStore(0, Option.empty());
+    StateStore s = SparkApi.getStore(p, 0);
     s.createColFamilyIfAbsent("$timers", TS_KEY, VALUE, tsSpec, false, true);
     s.put(tsKey(10, "a"), value(10), "$timers");
     s.put(tsKey(30, "b"), value(30), "$timers");

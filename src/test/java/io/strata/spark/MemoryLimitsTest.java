@@ -44,13 +44,13 @@ class MemoryLimitsTest {
         new NoPrefixKeyStateEncoderSpec(CloseWhileReadingTest.KEY), false,
         new StateStoreConf(sql, Scala.map(Map.of())), new Configuration(), false, Option.empty());
     try {
-      StateStore w = p.getStore(0, Option.empty());
+      StateStore w = SparkApi.getStore(p, 0);
       for (int i = 0; i < 100; i++) {
         w.put(CloseWhileReadingTest.row(CloseWhileReadingTest.KEY, i),
             CloseWhileReadingTest.row(CloseWhileReadingTest.VALUE, i), "default");
       }
       w.commit();
-      StateStore w2 = p.getStore(1, Option.empty());
+      StateStore w2 = SparkApi.getStore(p, 1);
       // A read of committed state goes through the block cache.
       assertEquals(7, w2.get(CloseWhileReadingTest.row(CloseWhileReadingTest.KEY, 7), "default")
           .getInt(0));

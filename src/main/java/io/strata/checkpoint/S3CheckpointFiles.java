@@ -25,18 +25,15 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathFilter;
-import org.apache.hadoop.fs.UnsupportedFileSystemException;
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
-import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager;
-import org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Spark's checkpoint files (offsets, commits, metadata, source logs, state schema and operator
- * metadata files) on S3 through Strata's object store: set {@code
- * spark.sql.streaming.checkpointFileManagerClass=io.strata.checkpoint.StrataCheckpointFileManager}.
- * Needs no Hadoop {@code FileSystem} for the scheme, so it works without {@code hadoop-aws}.
+ * The version-neutral part of {@link StrataCheckpointFileManager}: Spark's checkpoint files
+ * (offsets, commits, metadata, source logs, state schema and operator metadata files) on S3
+ * through Strata's object store. Needs no Hadoop {@code FileSystem} for the scheme, so it works
+ * without {@code hadoop-aws}. Each Spark version's {@code StrataCheckpointFileManager} (the
+ * {@code CheckpointFileManager} trait moved package in Spark 4.1) forwards S3 paths here.
  *
  * <p>For {@code s3://}, {@code s3a://} and {@code s3n://} paths (and scheme-less paths when
  * {@code fs.defaultFS} is one of them) it maps Spark's calls to S3 requests:
@@ -71,8 +68,8 @@ import org.slf4j.LoggerFactory;
  * is answered from the listing the log made when the query started. A stale "no" (another
  * process wrote the batch since) is caught by the create-only PUT, as any race is.
  *
- * <p>Any other scheme ({@code file:}, {@code hdfs:}, ...) is handed to Spark's default manager
- * (FileContext-based, else FileSystem-based), so the setting can be global.
+ * <p>Any other scheme ({@code file:}, {@code hdfs:}, ...) is handed by the adapter to Spark's
+ * default manager (FileContext-based, else FileSystem-based), so the setting can be global.
  *
  * <p>S3 settings are Strata's ({@code spark.sql.streaming.stateStore.strata.s3.*}, falling back
  * to the global {@code fs.s3a.*} keys), read from the Hadoop configuration Spark passes (the
@@ -83,11 +80,8 @@ import org.slf4j.LoggerFactory;
  * manager opens are released by {@link #close()} or, failing that, when the manager becomes
  * unreachable (a {@link Cleaner}). Thread-safe.
  */
-public final class StrataCheckpointFileManager implements CheckpointFileManager {
-  private static final Logger LOG = LoggerFactory.getLogger(StrataCheckpointFileManager.class);
-
-  /** The Spark setting that selects a checkpoint file manager. */
-  public static final String SPARK_CONF = "spark.sql.streaming.checkpointFileManagerClass";
+final class S3CheckpointFiles {
+  private static final Logger LOG = LoggerFactory.getLogger(S3CheckpointFiles.class);
 
   /** Releases stores of managers Spark dropped without closing; one daemon thread per JVM. */
   private static final Cleaner CLEANER = Cleaner.create();
@@ -100,8 +94,6 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
   /** Block size reported in file statuses (bytes); S3 has none, Spark does not use it. */
   private static final long BLOCK_SIZE = 32L << 20;
 
-  /** Spark's default manager for non-S3 paths; null when this manager serves S3. */
-  private final CheckpointFileManager delegate;
   /** The constructor's path, qualified. */
   private final Path root;
   private final S3Settings s3;
@@ -127,8 +119,15 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
       });
 
   /**
-   * Creates the manager Spark asks for with {@code CheckpointFileManager.create(path, conf)}.
-   * Does no network I/O.
+   * True if {@code path} is on S3 ({@code s3://}, {@code s3a://}, {@code s3n://}, or scheme-less
+   * with an S3 {@code fs.defaultFS}): this class serves it.
+   */
+  static boolean serves(Path path, Configuration hadoopConf) {
+    return CheckpointPath.isS3(qualify(path, hadoopConf, null).toUri().getScheme());
+  }
+
+  /**
+   * Files under an S3 path ({@link #serves}). Does no network I/O.
    *
    * @param path a path of the checkpoint (its root, a log directory or a file's parent)
    * @param hadoopConf the session's Hadoop configuration (with its SQL settings)
@@ -136,18 +135,9 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
    *     or an invalid Strata setting (the message names the key); Spark reports it as a failure
    *     to load the checkpoint file manager
    */
-  public StrataCheckpointFileManager(Path path, Configuration hadoopConf) {
-    Path qualified = qualify(path, hadoopConf);
-    if (!CheckpointPath.isS3(qualified.toUri().getScheme())) {
-      this.delegate = sparkDefault(path, hadoopConf);
-      this.root = path;
-      this.s3 = null;
-      this.stores = null;
-      this.cleanable = null;
-      return;
-    }
+  S3CheckpointFiles(Path path, Configuration hadoopConf) {
+    Path qualified = qualify(path, hadoopConf, null);
     CheckpointPath cp = CheckpointPath.of(qualified);
-    this.delegate = null;
     this.root = qualified;
     this.s3 = settings(hadoopConf).s3();
     this.stores = new Stores(s3);
@@ -173,11 +163,7 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
    *     {@code close()} throws Hadoop's {@code FileAlreadyExistsException} if a create-only
    *     write finds the object there
    */
-  @Override
-  public CancellableFSDataOutputStream createAtomic(Path path, boolean overwriteIfPossible) {
-    if (delegate != null) {
-      return delegate.createAtomic(path, overwriteIfPossible);
-    }
+  AtomicPutOutputStream createAtomic(Path path, boolean overwriteIfPossible) {
     CheckpointPath cp = objectPath(path, "create");
     ObjectStore store = stores.get(cp.bucket());
     String scope = scope(cp.bucket());
@@ -216,11 +202,7 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
    *
    * @throws java.io.FileNotFoundException (undeclared, Scala-style) if it does not exist
    */
-  @Override
-  public FSDataInputStream open(Path path) {
-    if (delegate != null) {
-      return delegate.open(path);
-    }
+  FSDataInputStream open(Path path) {
     CheckpointPath cp = objectPath(path, "open");
     byte[] written = readBack.get(id(cp.bucket(), cp.key()));
     if (written != null) {
@@ -237,11 +219,7 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
    * Lists the files and subdirectories directly under {@code path} that {@code filter} accepts
    * (one LIST per 1000 entries); empty if there are none.
    */
-  @Override
-  public FileStatus[] list(Path path, PathFilter filter) {
-    if (delegate != null) {
-      return delegate.list(path, filter);
-    }
+  FileStatus[] list(Path path, PathFilter filter) {
     CheckpointPath dir = resolve(path);
     ObjectStore store = stores.get(dir.bucket());
     String scope = scope(dir.bucket());
@@ -280,18 +258,8 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
     return out.toArray(new FileStatus[0]);
   }
 
-  @Override
-  public FileStatus[] list(Path path) {
-    return list(path, p -> true);
-  }
-
   /** Nothing to do on S3 (no directories); the directory exists for this manager from now on. */
-  @Override
-  public void mkdirs(Path path) {
-    if (delegate != null) {
-      delegate.mkdirs(path);
-      return;
-    }
+  void mkdirs(Path path) {
     CheckpointPath cp = resolve(path);
     madeHere.add(id(cp.bucket(), cp.key()));
     KnownKeys.JVM.madeDir(scope(cp.bucket()), cp.key());
@@ -301,11 +269,7 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
    * True if {@code path} is an object or has objects under it. No request when this manager
    * listed its parent (or, for a directory, the directory itself); else one LIST.
    */
-  @Override
-  public boolean exists(Path path) {
-    if (delegate != null) {
-      return delegate.exists(path);
-    }
+  boolean exists(Path path) {
     CheckpointPath cp = resolve(path);
     if (cp.isRoot() || madeHere.contains(id(cp.bucket(), cp.key()))) {
       return true;
@@ -336,12 +300,7 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
    *
    * @throws IllegalArgumentException for the bucket root
    */
-  @Override
-  public void delete(Path path) {
-    if (delegate != null) {
-      delegate.delete(path);
-      return;
-    }
+  void delete(Path path) {
     CheckpointPath cp = objectPath(path, "delete");
     ObjectStore store = stores.get(cp.bucket());
     String scope = scope(cp.bucket());
@@ -367,17 +326,8 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
     }
   }
 
-  @Override
-  public boolean isLocal() {
-    return delegate != null && delegate.isLocal();
-  }
-
   /** The qualified checkpoint path; no request (S3 has no directories). */
-  @Override
-  public Path createCheckpointDirectory() {
-    if (delegate != null) {
-      return delegate.createCheckpointDirectory();
-    }
+  Path createCheckpointDirectory() {
     mkdirs(root);
     LOG.info("Spark's checkpoint files under {} go to S3 at {} through Strata's object store "
         + "(one create-only PUT per log entry, no rename)", root,
@@ -386,26 +336,20 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
   }
 
   /** Releases this manager's object stores; later S3 calls fail. Idempotent. */
-  @Override
-  public void close() {
-    if (delegate != null) {
-      delegate.close();
-    } else {
-      cleanable.clean();
-    }
+  void close() {
+    cleanable.clean();
   }
 
   @Override
   public String toString() {
-    return delegate != null ? "StrataCheckpointFileManager[" + root + " via " + delegate + "]"
-        : "StrataCheckpointFileManager[" + root + " at "
-            + s3.endpoint().map(URI::toString).orElse("AWS S3 " + s3.region()) + "]";
+    return "StrataCheckpointFileManager[" + root + " at "
+        + s3.endpoint().map(URI::toString).orElse("AWS S3 " + s3.region()) + "]";
   }
 
   // ------------------------------------------------------------------------------------------
 
   private CheckpointPath resolve(Path path) {
-    return CheckpointPath.of(qualify(path, null));
+    return CheckpointPath.of(qualify(path, null, root));
   }
 
   /** A path that names an object (not the bucket root). */
@@ -420,10 +364,9 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
 
   /**
    * {@code path} with a scheme: as is if it has one; else made absolute on {@code fs.defaultFS}
-   * when that is S3 ({@code conf} may be null after construction: then the root's scheme and
-   * bucket are used).
+   * when that is S3 (with {@code conf} null, on {@code root}'s scheme and bucket instead).
    */
-  private Path qualify(Path path, Configuration conf) {
+  private static Path qualify(Path path, Configuration conf, Path root) {
     URI uri = path.toUri();
     if (uri.getScheme() != null) {
       return path;
@@ -443,22 +386,6 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
 
   private static String id(String bucket, String key) {
     return bucket + '\u0000' + key;
-  }
-
-  /** What {@code CheckpointFileManager.create} builds when no class is set. */
-  private static CheckpointFileManager sparkDefault(Path path, Configuration conf) {
-    try {
-      return new FileContextBasedCheckpointFileManager(path, conf);
-    } catch (Exception e) {
-      if (e instanceof UnsupportedFileSystemException) {
-        LOG.warn("No FileContext for {}; using the FileSystem API (as Spark does)", path);
-        return new FileSystemBasedCheckpointFileManager(path, conf);
-      }
-      if (e instanceof RuntimeException re) {
-        throw re;
-      }
-      throw Errors.sneaky(e instanceof IOException io ? io : new IOException(e));
-    }
   }
 
   /** The object stores of one manager, one per bucket; closing releases their S3 clients. */

@@ -26,6 +26,8 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import scala.runtime.BoxedUnit;
 
 /**
@@ -43,11 +45,20 @@ import scala.runtime.BoxedUnit;
  * Reads are allowed in READ_ONLY and UPDATING; writes only in UPDATING. Leaving READ_ONLY or
  * UPDATING gives the provider's task lock back. {@code abort()} after commit and repeated {@code
  * abort()}/{@code release()} are no-ops (Spark calls them from task-completion paths).
+ *
+ * <p>This is the version-neutral part; each Spark minor version's adapter ({@code
+ * StrataStateStore} under {@code src/spark-<minor>/}) adds what its Spark declares differently:
+ * {@code metrics()} (the {@code StateStoreMetrics} constructor changed in 4.1) and Spark 4.2's
+ * scans ({@code rangeScan}, {@code prefixScanWithMultiValues}, {@code iteratorWithMultiValues},
+ * {@code allColumnFamilyNames}), which forward to the helpers here. {@code release()}, {@code
+ * putList} and {@code mergeList} (4.1+) are plain public methods here, unused on 4.0.
  */
-final class StrataStateStore implements StateStore {
+abstract class AbstractStrataStore implements StateStore {
+  private static final Logger LOG = LoggerFactory.getLogger(AbstractStrataStore.class);
+
   enum Mode { READ_ONLY, UPDATING, COMMITTED, ABORTED, RELEASED }
 
-  private final StrataStateStoreProvider provider;
+  private final AbstractStrataProvider provider;
   private final SyncedStore core;
   private final long version;
   private final RequestCounter requests;
@@ -63,7 +74,20 @@ final class StrataStateStore implements StateStore {
   /** The garbage-collection round finished since the store's previous commit, if any. */
   private GcStats gcAtCommit = GcStats.NONE;
 
-  StrataStateStore(StrataStateStoreProvider provider, SyncedStore core, long version,
+  /** Who loaded this handle (see {@code AbstractStrataProvider.currentOwner()}). */
+  private volatile long owner;
+  /** Whether commit also uploads a base snapshot of the new version (Spark 4.2). */
+  private volatile boolean forceSnapshotOnCommit;
+
+  /**
+   * @param provider the provider holding the task lock for this handle
+   * @param core the loaded store, at {@code version}
+   * @param version the loaded version
+   * @param readOnly READ_ONLY (a read store) or UPDATING (a write store)
+   * @param requests the provider's S3 request counter
+   * @param atStart its counts when the load started (metrics report the batch's requests)
+   */
+  AbstractStrataStore(AbstractStrataProvider provider, SyncedStore core, long version,
       boolean readOnly, RequestCounter requests, RequestCounter.Counts atStart) {
     this.provider = provider;
     this.core = core;
@@ -78,6 +102,16 @@ final class StrataStateStore implements StateStore {
 
   Mode mode() {
     return mode;
+  }
+
+  /** Who loaded this handle: a Spark task attempt id, or a negative thread key outside tasks. */
+  long owner() {
+    return owner;
+  }
+
+  /** Records who loaded this handle. */
+  void ownedBy(long owner) {
+    this.owner = owner;
   }
 
   /** READ_ONLY -&gt; UPDATING, keeping the task lock (Spark 4.1 read-then-write in one task). */
@@ -101,14 +135,14 @@ final class StrataStateStore implements StateStore {
   // ------------------------------------------------------------------ column families
 
   /** A family resolved for one operation: its key prefix id and its codec. */
-  private record Family(int id, FamilyCodec codec) { }
+  record Family(int id, FamilyCodec codec) { }
 
   /**
    * Resolves {@code name} for {@code op} with the checks (and Spark error conditions) of Spark's
    * RocksDB provider: {@code default} always exists; any other name needs column families, a
    * valid name, and a family that exists in the version being built.
    */
-  private Family family(String op, String name) {
+  Family family(String op, String name) {
     if (name == null || ColumnFamily.DEFAULT_NAME.equals(name)) {
       return new Family(ColumnFamily.DEFAULT_ID, provider.defaultCodec());
     }
@@ -221,6 +255,118 @@ final class StrataStateStore implements StateStore {
     return scan(f.codec(), ColumnFamily.keyPrefix(f.id()));
   }
 
+  // ------------------------------------------------------------------ Spark 4.2 scans
+
+  /**
+   * Pairs with keys in {@code [start, end)} in the order of the family's key encoding (Spark
+   * 4.2's {@code rangeScan}, used by transformWithState timers and TTL; the encoding must be
+   * order-preserving, e.g. a range-scan spec). Committed state overlaid with this version's
+   * writes as they are when the iterator is created.
+   *
+   * @param start first key, inclusive; empty to start at the family's first key
+   * @param end end key, exclusive; empty to run to the family's last key
+   * @param multipleValues expand a multi-valued key into one pair per value ({@code
+   *     rangeScanWithMultiValues})
+   * @throws IllegalArgumentException if the family's key encoding does not support range scans
+   * @throws IllegalStateException if {@code multipleValues} and the family is not multi-valued
+   */
+  final StateStoreIterator<UnsafeRowPair> rangeScan(Optional<UnsafeRow> start,
+      Optional<UnsafeRow> end, String colFamilyName, boolean multipleValues) {
+    String op = multipleValues ? "rangeScanWithMultiValues" : "rangeScan";
+    checkReadable(op);
+    Family f = family(op, colFamilyName);
+    if (!f.codec().supportsRangeScan()) {
+      throw new IllegalArgumentException("requirement failed: Range scan requires an encoder "
+          + "that supports range scanning! (" + provider + ", column family " + colFamilyName
+          + ")");
+    }
+    byte[] prefix = ColumnFamily.keyPrefix(f.id());
+    byte[] from = start.map(k -> f.codec().encodeKey(f.id(), k)).orElse(null);
+    byte[] until = end.map(k -> f.codec().encodeKey(f.id(), k)).orElse(null);
+    CloseableIterator<KeyValue> it = core.scan(prefix, from, until);
+    return multipleValues ? expanded(multiValued(f), it) : pairs(f.codec(), it);
+  }
+
+  /**
+   * Every (key, value) pair of a multi-valued family, one pair per value, keys in encoding order
+   * (Spark 4.2's {@code iteratorWithMultiValues}, or its {@code prefixScanWithMultiValues} when
+   * {@code prefixKey} is present).
+   *
+   * @throws IllegalStateException if the family is not multi-valued
+   * @throws IllegalArgumentException for a prefix on a family without a prefix-scan encoding
+   */
+  final StateStoreIterator<UnsafeRowPair> multiValueScan(Optional<UnsafeRow> prefixKey,
+      String colFamilyName) {
+    String op = prefixKey.isPresent() ? "prefixScanWithMultiValues" : "iteratorWithMultiValues";
+    checkReadable(op);
+    Family f = family(op, colFamilyName);
+    FamilyCodec codec = multiValued(f);
+    byte[] prefix;
+    if (prefixKey.isPresent()) {
+      if (!codec.supportsPrefixScan()) {
+        throw new IllegalArgumentException("requirement failed: prefixScanWithMultiValues "
+            + "requires encoder supporting prefix scan! (" + provider + ", column family "
+            + colFamilyName + ")");
+      }
+      prefix = codec.encodePrefix(f.id(), prefixKey.get());
+    } else {
+      prefix = ColumnFamily.keyPrefix(f.id());
+    }
+    return expanded(codec, core.scan(prefix));
+  }
+
+  /**
+   * The names of the column families of the version being built, {@code default} included
+   * (Spark 4.2's {@code allColumnFamilyNames}).
+   */
+  final java.util.Set<String> familyNames() {
+    java.util.Set<String> names = new java.util.LinkedHashSet<>();
+    names.add(ColumnFamily.DEFAULT_NAME);
+    for (ColumnFamily cf : core.columnFamilies().families()) {
+      names.add(cf.name());
+    }
+    return names;
+  }
+
+  private static FamilyCodec multiValued(Family f) {
+    if (!f.codec().multipleValues()) {
+      throw new IllegalStateException("Multi-value iterator operation requires an encoder which "
+          + "supports multiple values for a single key");
+    }
+    return f.codec();
+  }
+
+  private static StateStoreIterator<UnsafeRowPair> expanded(FamilyCodec codec,
+      CloseableIterator<KeyValue> it) {
+    UnsafeRowPair pair = new UnsafeRowPair(null, null);
+    Iterator<UnsafeRowPair> rows = new AbstractIterator<>() {
+      private UnsafeRow key;
+      private Iterator<UnsafeRow> values = scala.collection.Iterator$.MODULE$.empty();
+
+      @Override
+      public boolean hasNext() {
+        while (!values.hasNext() && it.hasNext()) {
+          KeyValue kv = it.next();
+          key = codec.decodeKey(kv.key());
+          values = codec.decodeValues(kv.value());
+        }
+        return values.hasNext();
+      }
+
+      @Override
+      public UnsafeRowPair next() {
+        if (!hasNext()) {
+          throw new java.util.NoSuchElementException();
+        }
+        return pair.withRows(key, values.next());
+      }
+    };
+    return new StateStoreIterator<>(rows, () -> {
+      it.close();
+      return BoxedUnit.UNIT;
+    });
+  }
+
   private byte[] read(byte[] key) {
     try {
       return core.get(key);
@@ -230,7 +376,11 @@ final class StrataStateStore implements StateStore {
   }
 
   private StateStoreIterator<UnsafeRowPair> scan(FamilyCodec codec, byte[] prefix) {
-    CloseableIterator<KeyValue> it = core.scan(prefix);
+    return pairs(codec, core.scan(prefix));
+  }
+
+  private static StateStoreIterator<UnsafeRowPair> pairs(FamilyCodec codec,
+      CloseableIterator<KeyValue> it) {
     UnsafeRowPair pair = new UnsafeRowPair(null, null);
     Iterator<UnsafeRowPair> rows = new AbstractIterator<>() {
       @Override
@@ -282,7 +432,6 @@ final class StrataStateStore implements StateStore {
    * @throws IllegalArgumentException for a null or empty array or a null element
    * @throws IllegalStateException if the family is not multi-valued
    */
-  @Override
   public void putList(UnsafeRow key, UnsafeRow[] values, String colFamilyName) {
     checkUpdating("putList");
     checkKey(key);
@@ -314,7 +463,6 @@ final class StrataStateStore implements StateStore {
   }
 
   /** Appends every element of {@code values}, in order; see {@link #merge}. */
-  @Override
   public void mergeList(UnsafeRow key, UnsafeRow[] values, String colFamilyName) {
     checkUpdating("mergeList");
     Family f = family("merge", colFamilyName);
@@ -384,6 +532,9 @@ final class StrataStateStore implements StateStore {
     } catch (IOException | RuntimeException e) {
       throw SparkErrors.cannotCommit(toString(), e);
     }
+    if (forceSnapshotOnCommit) {
+      snapshotAfterCommit();
+    }
     requestsAtEnd = requests.snapshot();
     memoryAtCommit = core.memoryUsage();
     gcAtCommit = provider.takeUnreportedGc();
@@ -406,7 +557,10 @@ final class StrataStateStore implements StateStore {
     // COMMITTED, ABORTED, RELEASED: nothing to undo (Spark may abort after commit).
   }
 
-  @Override
+  /**
+   * Gives back a read store on the success path (Spark 4.1+ {@code ReadStateStore.release()});
+   * on a write store that has not committed, the same as {@link #abort()}. Idempotent.
+   */
   public void release() {
     Mode m = mode;
     if (m == Mode.READ_ONLY) {
@@ -431,20 +585,43 @@ final class StrataStateStore implements StateStore {
     return mode == Mode.COMMITTED;
   }
 
-  @Override
-  public StateStoreMetrics metrics() {
+  /**
+   * What this store reports for its batch; each adapter's {@code metrics()} turns it into Spark's
+   * {@code StateStoreMetrics}. Spark asks after commit, when the store may already serve the
+   * next task or be closed: after a commit this reports what was captured at commit and never
+   * touches the local database.
+   */
+  final StrataMetrics.Batch metricsBatch() {
     RequestCounter.Counts end = requestsAtEnd != null ? requestsAtEnd : requests.snapshot();
     if (committed != null) {
-      // Spark asks after commit, when the store may already serve the next task or be closed:
-      // report what was captured at commit, never touch the local database here.
       var m = committed.manifest();
-      return StrataMetrics.build(new StrataMetrics.Batch(m.numKeys(), memoryAtCommit,
+      return new StrataMetrics.Batch(m.numKeys(), memoryAtCommit,
           committed.stats(), restore, end.minus(requestsAtStart), committed.lostRace() ? 1 : 0,
-          m.base().map(b -> b.version()).orElse(-1L), gcAtCommit, partitionId(), storeName()));
+          m.base().map(b -> b.version()).orElse(-1L), gcAtCommit, partitionId(), storeName(),
+          forceSnapshotOnCommit ? 1 : 0);
     }
-    return StrataMetrics.build(new StrataMetrics.Batch(core.numKeys(), core.memoryUsage(),
+    return new StrataMetrics.Batch(core.numKeys(), core.memoryUsage(),
         CommitStats.NONE, restore, end.minus(requestsAtStart), 0, loadedBaseVersion,
-        GcStats.NONE, partitionId(), storeName()));
+        GcStats.NONE, partitionId(), storeName(), 0);
+  }
+
+  /** Sets whether {@link #commit()} uploads a base snapshot of the new version (Spark 4.2). */
+  final void forceSnapshotOnCommit(boolean force) {
+    this.forceSnapshotOnCommit = force;
+  }
+
+  /**
+   * The forced snapshot of Spark 4.2's {@code forceSnapshotOnCommit}, taken after the version's
+   * PUT succeeded, while the task still holds the store. The commit is durable already, so a
+   * failed snapshot upload is logged and left to maintenance (which retries when due), not
+   * thrown: failing the batch would not make its state any safer.
+   */
+  private void snapshotAfterCommit() {
+    try {
+      core.snapshotNow();
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("{}: the forced snapshot after commit failed; maintenance will retry", this, e);
+    }
   }
 
   @Override
@@ -481,7 +658,6 @@ final class StrataStateStore implements StateStore {
     return "StrataStateStore[" + provider + ", version " + version + ", " + mode + "]";
   }
 
-  /** Custom metric definitions used by this store (same as the provider's). */
   private int partitionId() {
     return provider.stateStoreId().partitionId();
   }
@@ -490,7 +666,4 @@ final class StrataStateStore implements StateStore {
     return provider.stateStoreId().storeName();
   }
 
-  static scala.collection.immutable.Seq<StateStoreCustomMetric> customMetrics() {
-    return Scala.seq(StrataMetrics.ALL);
-  }
 }

@@ -33,7 +33,6 @@ import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
-import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.types.StructType;
@@ -43,21 +42,23 @@ import org.slf4j.LoggerFactory;
 import scala.Option;
 
 /**
- * Strata's Spark state store provider: set {@code
- * spark.sql.streaming.stateStore.providerClass=io.strata.spark.StrataStateStoreProvider}.
+ * The version-neutral part of {@link StrataStateStoreProvider}: everything but the methods whose
+ * signatures differ between Spark minor versions, which each version's adapter (the concrete
+ * {@code StrataStateStoreProvider} compiled against that Spark, under {@code src/spark-<minor>/})
+ * declares and forwards here.
  *
  * <p>Each instance serves one state store (operator, partition, store name) on one executor. It
  * keeps the state in a local RocksDB and checkpoints every commit to the store's checkpoint
  * location ({@code s3://}, {@code s3a://}, {@code file:} or a plain path) with one create-only
  * PUT; see {@link SyncedStore} and docs/format.md.
  *
- * <p>Contract points (Spark 4.1, see the state store notes): the no-argument constructor does no
- * I/O (the driver instantiates the class just to read {@link #supportedCustomMetrics()}); {@link
- * #init} validates settings but touches no storage; one task at a time holds the store (a lock
- * taken by {@code getStore}/{@code getReadStore} and given back by commit, abort or release, or
- * at task completion); {@link #upgradeReadStoreToWriteStore} turns the task's read store into its
- * write store without a second load; commits are reported to the coordinator when commit
- * validation is on; {@link #close()} waits for a running task before closing.
+ * <p>Contract points (see the state store notes): the no-argument constructor does no I/O (the
+ * driver instantiates the class just to read {@link #supportedCustomMetrics()}); {@link #init}
+ * validates settings but touches no storage; one task at a time holds the store (a lock taken by
+ * {@code getStore}/{@code getReadStore} and given back by commit, abort or release, or at task
+ * completion); {@link #upgradeStore} turns the task's read store into its write store without a
+ * second load (Spark 4.1+); commits are reported to the coordinator when commit validation is
+ * on (Spark 4.1+); {@link #close()} waits for a running task before closing.
  *
  * <p>Column families (transformWithState, stream-stream join state format 3) are virtual: a
  * 2-byte id prefixes every key, the name-to-id mapping of each version is in its manifest, and
@@ -65,8 +66,8 @@ import scala.Option;
  * order of range scans (timers, TTL) is exactly that of Spark's RocksDB provider. Errors for bad
  * or missing families are Spark's ({@code STATE_STORE_*} conditions, see {@link SparkErrors}).
  */
-public final class StrataStateStoreProvider implements StateStoreProvider {
-  private static final Logger LOG = LoggerFactory.getLogger(StrataStateStoreProvider.class);
+public abstract class AbstractStrataProvider implements StateStoreProvider {
+  private static final Logger LOG = LoggerFactory.getLogger(AbstractStrataProvider.class);
   private static final String DEFAULT_CF = "default";
   private static final String COLUMN_FAMILIES_DISABLED =
       "multiple column families is disabled in StrataStateStoreProvider";
@@ -90,14 +91,14 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   private SharedMemory.Limits memoryLimits;
   private final RequestCounter requests = new RequestCounter();
   private final Semaphore taskLock = new Semaphore(1);
-  private volatile StrataStateStore holder;
+  private volatile AbstractStrataStore holder;
   private SyncedStore core;
   /** The last garbage-collection round reported in metrics ({@link #takeUnreportedGc}). */
   private long reportedGcRound;
   private volatile boolean closed;
 
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
-  public StrataStateStoreProvider() { }
+  protected AbstractStrataProvider() { }
 
   /**
    * Initialises the provider (Spark calls this once, right after construction). Validates
@@ -146,19 +147,33 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   }
 
   /**
-   * A writable store holding version {@code version} (Spark's batch id; 0 is empty).
+   * A writable store holding version {@code version} (Spark's batch id; 0 is empty); each
+   * version's {@code getStore} forwards here.
    *
+   * @param stateStoreCkptId the checkpoint id of {@code version} (checkpoint format 2), or none
+   * @param forceSnapshotOnCommit upload a base snapshot of the new version at its commit (Spark
+   *     4.2: the coordinator found this store's snapshots lagging); false before 4.2
    * @throws org.apache.spark.SparkException {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION}
    *     for a negative version, {@code ...CANNOT_READ_STREAMING_STATE_FILE} for a version never
    *     committed, {@code ...UNCATEGORIZED} for any other load failure (cause names the store,
    *     version and object key)
    */
-  @Override
-  public StateStore getStore(long version, Option<String> stateStoreCkptId) {
-    return load(version, stateStoreCkptId, false);
+  protected final StateStore openStore(long version, Option<String> stateStoreCkptId,
+      boolean forceSnapshotOnCommit) {
+    AbstractStrataStore held = holder;
+    if (held != null && held.owner() == currentOwner()
+        && held.mode() == AbstractStrataStore.Mode.READ_ONLY && held.version() == version) {
+      // This task's read store of the same version (Spark 4.0 loads a task's write store with a
+      // second getStore while its read store is still open, and aborts the read store only at
+      // task end, after the commit): the read store becomes the write store, as an upgrade.
+      return upgradeStore(held, version, stateStoreCkptId, forceSnapshotOnCommit);
+    }
+    AbstractStrataStore store = load(version, stateStoreCkptId, false);
+    store.forceSnapshotOnCommit(forceSnapshotOnCommit);
+    return store;
   }
 
-  /** A read-only store holding {@code version}; errors as {@link #getStore}. */
+  /** A read-only store holding {@code version}; errors as {@link #openStore}. */
   @Override
   public ReadStateStore getReadStore(long version, Option<String> uniqueId) {
     return load(version, uniqueId, true);
@@ -166,26 +181,36 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
 
   /**
    * Turns this task's read store into its write store without reloading (same lock, same local
-   * state). Falls back to {@link #getStore} if {@code readStore} is not this provider's live
-   * read store at {@code version}.
+   * state; Spark 4.1+ calls {@code upgradeReadStoreToWriteStore}, which forwards here). Falls
+   * back to {@link #openStore} if {@code readStore} is not this provider's live read store at
+   * {@code version}.
+   *
+   * @param forceSnapshotOnCommit as for {@link #openStore}
    */
-  @Override
-  public StateStore upgradeReadStoreToWriteStore(ReadStateStore readStore, long version,
-      Option<String> uniqueId) {
-    if (readStore instanceof StrataStateStore s && s == holder && s.version() == version
-        && s.mode() == StrataStateStore.Mode.READ_ONLY
+  protected final StateStore upgradeStore(ReadStateStore readStore, long version,
+      Option<String> uniqueId, boolean forceSnapshotOnCommit) {
+    if (readStore instanceof AbstractStrataStore s && s == holder && s.version() == version
+        && s.mode() == AbstractStrataStore.Mode.READ_ONLY
         && (uniqueId.isEmpty() || !checkpointIdsEnabled()
             || uniqueId.get().equals(core.loadedAttempt().orElse(null)))) {
       s.upgrade();
+      s.forceSnapshotOnCommit(forceSnapshotOnCommit);
       return s;
     }
-    if (readStore instanceof StrataStateStore s) {
+    if (readStore instanceof AbstractStrataStore s) {
       s.release();
     }
-    return getStore(version, uniqueId);
+    return openStore(version, uniqueId, forceSnapshotOnCommit);
   }
 
-  private StrataStateStore load(long version, Option<String> ckptId, boolean readOnly) {
+  /**
+   * Creates this Spark version's store handle (the concrete {@code StrataStateStore} of the
+   * adapter); see {@link AbstractStrataStore}'s constructor for the arguments.
+   */
+  abstract AbstractStrataStore newStore(SyncedStore core, long version, boolean readOnly,
+      RequestCounter requests, RequestCounter.Counts atStart);
+
+  private AbstractStrataStore load(long version, Option<String> ckptId, boolean readOnly) {
     if (version < 0) {
       throw SparkErrors.unexpectedVersion(version);
     }
@@ -203,10 +228,11 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
           ? Optional.of(ckptId.get()) : Optional.empty();
       RequestCounter.Counts start = requests.snapshot();
       c.load(version, attempt);
-      StrataStateStore store = new StrataStateStore(this, c, version, readOnly, requests, start);
+      AbstractStrataStore store = newStore(c, version, readOnly, requests, start);
       synchronized (this) {
         holder = store;
       }
+      store.ownedBy(currentOwner());
       TaskContext ctx = TaskContext.get();
       if (ctx != null) {
         ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
@@ -224,6 +250,15 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     }
   }
 
+  /**
+   * Who is loading: the Spark task attempt id (at least 0) inside a task, else minus one minus
+   * the thread's id (a caller outside Spark's tasks, such as a test or a tool).
+   */
+  private static long currentOwner() {
+    TaskContext ctx = TaskContext.get();
+    return ctx != null ? ctx.taskAttemptId() : -1 - Thread.currentThread().getId();
+  }
+
   private void acquireTaskLock(long version) {
     long timeoutMs = conf.lockAcquireTimeout().toMillis();
     try {
@@ -239,7 +274,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   }
 
   /** Gives the task lock back; called once by the handle when it leaves READ_ONLY/UPDATING. */
-  synchronized void releaseTaskLock(StrataStateStore store) {
+  synchronized void releaseTaskLock(AbstractStrataStore store) {
     if (holder == store) {
       holder = null;
       taskLock.release();
@@ -263,16 +298,34 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
     return last;
   }
 
-  /** After a successful commit: report to the coordinator (Spark 4.1), then unlock. */
-  void afterCommit(StrataStateStore store, long newVersion) {
+  /** After a successful commit: report it to the coordinator (Spark 4.1+), then unlock. */
+  void afterCommit(AbstractStrataStore store, long newVersion) {
     try {
-      if (storeConf.commitValidationEnabled()) {
-        StateStore.reportCommitToCoordinator(newVersion, stateStoreId, hadoopConf);
-      }
+      reportCommit(newVersion);
     } finally {
       releaseTaskLock(store);
     }
   }
+
+  /**
+   * Reports a commit to the state store coordinator when the Spark version validates commits
+   * (4.1+: {@code spark.sql.streaming.stateStore.commitValidation.enabled}, on by default, fails
+   * {@code foreachBatch} batches whose stores did not report); nothing on 4.0.
+   *
+   * @param newVersion the version just committed
+   */
+  protected abstract void reportCommit(long newVersion);
+
+  /** The store's Spark conf, as passed to {@link #init}. */
+  protected final StateStoreConf storeConf() {
+    return storeConf;
+  }
+
+  /** The Hadoop configuration passed to {@link #init}. */
+  protected final Configuration hadoopConf() {
+    return hadoopConf;
+  }
+
 
   /**
    * Background maintenance (Spark's maintenance thread): uploads a base snapshot when due, then
@@ -327,17 +380,7 @@ public final class StrataStateStoreProvider implements StateStoreProvider {
   /** Strata's custom metrics (the driver reads them from an uninitialised instance). */
   @Override
   public scala.collection.immutable.Seq<StateStoreCustomMetric> supportedCustomMetrics() {
-    return StrataStateStore.customMetrics();
-  }
-
-  /**
-   * Spark's snapshot-lag instance metric ({@code SnapshotLastUploaded}): each store reports the
-   * version of the base snapshot its newest manifest names, and query progress lists the stores
-   * whose base is oldest.
-   */
-  @Override
-  public scala.collection.immutable.Seq<StateStoreInstanceMetric> supportedInstanceMetrics() {
-    return Scala.seq(StrataMetrics.INSTANCE);
+    return Scala.seq(StrataMetrics.ALL);
   }
 
   @Override

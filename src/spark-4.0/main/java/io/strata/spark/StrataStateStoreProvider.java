@@ -1,0 +1,42 @@
+package io.strata.spark;
+
+import io.strata.metrics.RequestCounter;
+import io.strata.sync.SyncedStore;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+import scala.Option;
+
+/**
+ * Strata's Spark state store provider, the Spark 4.0 build: set {@code
+ * spark.sql.streaming.stateStore.providerClass=io.strata.spark.StrataStateStoreProvider}.
+ *
+ * <p>This class is the Spark 4.0 adapter: it declares the provider methods whose signatures
+ * differ between Spark minor versions and forwards them to {@link AbstractStrataProvider}, where
+ * the provider's behaviour lives (see there for the contract and the errors). Spark 4.0 has no
+ * read-to-write store upgrade, no instance metrics and no commit validation: a task's read store
+ * and write store are two loads of the same version (the second finds it loaded, so it costs no
+ * request), and the read store is aborted at task end, after the write store committed.
+ */
+public final class StrataStateStoreProvider extends AbstractStrataProvider {
+  /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
+  public StrataStateStoreProvider() { }
+
+  /**
+   * A writable store holding {@code version}; see {@link AbstractStrataProvider#openStore}.
+   *
+   * @throws org.apache.spark.SparkException as {@link AbstractStrataProvider#openStore}
+   */
+  @Override
+  public StateStore getStore(long version, Option<String> stateStoreCkptId) {
+    return openStore(version, stateStoreCkptId, false);
+  }
+
+  /** Nothing: Spark 4.0 does not validate commits. */
+  @Override
+  protected void reportCommit(long newVersion) { }
+
+  @Override
+  AbstractStrataStore newStore(SyncedStore core, long version, boolean readOnly,
+      RequestCounter requests, RequestCounter.Counts atStart) {
+    return new StrataStateStore(this, core, version, readOnly, requests, atStart);
+  }
+}

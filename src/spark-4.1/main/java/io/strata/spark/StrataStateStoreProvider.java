@@ -1,0 +1,58 @@
+package io.strata.spark;
+
+import io.strata.metrics.RequestCounter;
+import io.strata.sync.SyncedStore;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
+import scala.Option;
+
+/**
+ * Strata's Spark state store provider, the Spark 4.1 build: set {@code
+ * spark.sql.streaming.stateStore.providerClass=io.strata.spark.StrataStateStoreProvider}.
+ *
+ * <p>This class is the Spark 4.1 adapter: it declares the provider methods whose signatures
+ * differ between Spark minor versions and forwards them to {@link AbstractStrataProvider}, where
+ * the provider's behaviour lives (see there for the contract and the errors).
+ */
+public final class StrataStateStoreProvider extends AbstractStrataProvider {
+  /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
+  public StrataStateStoreProvider() { }
+
+  /**
+   * A writable store holding {@code version}; see {@link AbstractStrataProvider#openStore}.
+   *
+   * @throws org.apache.spark.SparkException as {@link AbstractStrataProvider#openStore}
+   */
+  @Override
+  public StateStore getStore(long version, Option<String> stateStoreCkptId) {
+    return openStore(version, stateStoreCkptId, false);
+  }
+
+  /** Turns this task's read store into its write store; see {@link #upgradeStore}. */
+  @Override
+  public StateStore upgradeReadStoreToWriteStore(ReadStateStore readStore, long version,
+      Option<String> uniqueId) {
+    return upgradeStore(readStore, version, uniqueId, false);
+  }
+
+  /** Spark's {@code SnapshotLastUploaded} instance metric; see {@link SparkMetrics}. */
+  @Override
+  public scala.collection.immutable.Seq<StateStoreInstanceMetric> supportedInstanceMetrics() {
+    return Scala.seq(SparkMetrics.INSTANCE);
+  }
+
+  /** Reports the commit to the coordinator when commit validation is on (Spark 4.1). */
+  @Override
+  protected void reportCommit(long newVersion) {
+    if (storeConf().commitValidationEnabled()) {
+      StateStore.reportCommitToCoordinator(newVersion, stateStoreId(), hadoopConf());
+    }
+  }
+
+  @Override
+  AbstractStrataStore newStore(SyncedStore core, long version, boolean readOnly,
+      RequestCounter requests, RequestCounter.Counts atStart) {
+    return new StrataStateStore(this, core, version, readOnly, requests, atStart);
+  }
+}
