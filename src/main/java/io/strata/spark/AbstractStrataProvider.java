@@ -160,23 +160,46 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
    */
   protected final StateStore openStore(long version, Option<String> stateStoreCkptId,
       boolean forceSnapshotOnCommit) {
-    AbstractStrataStore held = holder;
-    if (held != null && held.owner() == currentOwner()
-        && held.mode() == AbstractStrataStore.Mode.READ_ONLY && held.version() == version) {
+    AbstractStrataStore held = heldByCaller(version);
+    if (held != null && held.mode() == AbstractStrataStore.Mode.READ_ONLY) {
       // This task's read store of the same version (Spark 4.0 loads a task's write store with a
       // second getStore while its read store is still open, and aborts the read store only at
       // task end, after the commit): the read store becomes the write store, as an upgrade.
       return upgradeStore(held, version, stateStoreCkptId, forceSnapshotOnCommit);
+    }
+    if (held != null) {
+      return held; // already this caller's write store of that version
     }
     AbstractStrataStore store = load(version, stateStoreCkptId, false);
     store.forceSnapshotOnCommit(forceSnapshotOnCommit);
     return store;
   }
 
-  /** A read-only store holding {@code version}; errors as {@link #openStore}. */
+  /**
+   * A read-only store holding {@code version}; errors as {@link #openStore}. If the caller (the
+   * same task, or outside tasks the same thread) already holds a store of that version, that
+   * store: Spark 4.0's state data source opens a write store to declare a column family and then
+   * a read store of the same provider, and aborts only the read store.
+   */
   @Override
   public ReadStateStore getReadStore(long version, Option<String> uniqueId) {
-    return load(version, uniqueId, true);
+    AbstractStrataStore held = heldByCaller(version);
+    return held != null ? held : load(version, uniqueId, true);
+  }
+
+  /**
+   * The store this provider's caller (same task attempt, or outside tasks the same thread)
+   * holds at {@code version}, open for reads; null if none. Spark's RocksDB provider is
+   * re-entrant for its lock holder the same way.
+   */
+  private AbstractStrataStore heldByCaller(long version) {
+    AbstractStrataStore held = holder;
+    if (held == null || held.owner() != currentOwner() || held.version() != version) {
+      return null;
+    }
+    AbstractStrataStore.Mode m = held.mode();
+    return m == AbstractStrataStore.Mode.READ_ONLY || m == AbstractStrataStore.Mode.UPDATING
+        ? held : null;
   }
 
   /**

@@ -230,6 +230,22 @@ class RuntimeJarContentsIT {
         "no unrelocated global interceptor path");
   }
 
+  /**
+   * Web identity credentials (EKS IAM roles for service accounts): the bundled SDK loads STS's
+   * provider factory by class name, which must be the relocated name of a class in the jar.
+   */
+  @Test
+  void webIdentityCredentialsFindTheBundledSts() throws IOException {
+    String factory = "software.amazon.awssdk.services.sts.internal."
+        + "StsWebIdentityCredentialsProviderFactory";
+    List<String> names = constantPoolNames(SHADED
+        + "software/amazon/awssdk/auth/credentials/internal/WebIdentityCredentialsUtils.class");
+    String relocated = SHADED.replace('/', '.') + factory;
+    assertTrue(names.contains(relocated), "the SDK loads " + relocated + ": " + names);
+    assertTrue(names.stream().noneMatch(n -> n.equals(factory)), "no unrelocated " + factory);
+    assertTrue(entries.contains(relocated.replace('.', '/') + ".class"), relocated + " in the jar");
+  }
+
   @Test
   void theProviderTheCheckpointFileManagerAndTheDemoArePresent() {
     assertTrue(entries.contains(PROVIDER), PROVIDER);

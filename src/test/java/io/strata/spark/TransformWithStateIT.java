@@ -26,6 +26,7 @@ import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import scala.Tuple2;
@@ -138,6 +139,7 @@ class TransformWithStateIT {
    */
   @Test
   void streamStreamJoinStateFormatV3() throws Exception {
+    Assumptions.assumeTrue(SparkApi.AT_LEAST_4_1, "join state format 3 is new in Spark 4.1");
     StreamingComparison.Result res = cmp.check(new QueryDef("join-v3", OutputMode.Append(),
         (in, r, run) -> in.withWatermark("ts", "20 seconds")
             .join(r.withWatermark("rts", "20 seconds"),
