@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Set;
 import software.amazon.awssdk.awscore.exception.AwsServiceException;
+import software.amazon.awssdk.core.exception.AbortedException;
 import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
 import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
 import software.amazon.awssdk.core.exception.SdkException;
@@ -45,6 +46,12 @@ final class S3Errors {
   static ObjectStoreException classify(
       String action, String location, String endpoint, SdkException e) {
     String prefix = "Cannot " + action + " " + location + " at " + endpoint + ": ";
+    if (e instanceof AbortedException || find(e, InterruptedException.class) != null
+        || find(e, java.io.InterruptedIOException.class) != null) {
+      return new ObjectStoreInterruptedException(prefix + "interrupted: the calling thread was "
+          + "stopped (a stopped query or a killed task); the request may or may not have reached "
+          + "S3" + attempts(e), e);
+    }
     if (e instanceof SdkServiceException se) {
       int status = se.statusCode();
       String code = errorCode(se);

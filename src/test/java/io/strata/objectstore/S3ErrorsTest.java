@@ -31,6 +31,19 @@ class S3ErrorsTest {
   }
 
   @Test
+  void anInterruptedRequestIsAStopNotAFailureToRetry() {
+    for (SdkException e : new SdkException[] {
+        software.amazon.awssdk.core.exception.AbortedException.create("Thread was interrupted"),
+        SdkClientException.create("read failed", new java.io.InterruptedIOException("stop"))}) {
+      ObjectStoreException c = classify(e);
+      assertInstanceOf(ObjectStoreInterruptedException.class, c, c.getMessage());
+      assertFalse(c.retryable());
+      assertTrue(c.getMessage().startsWith("Cannot read " + LOC + " at " + EP + ": interrupted"),
+          c.getMessage());
+    }
+  }
+
+  @Test
   void transientServiceErrorsAreRetryable() {
     for (S3Exception e : new S3Exception[] {s3(503, "SlowDown"), s3(500, "InternalError"),
         s3(502, null), s3(429, "TooManyRequests"), s3(409, "ConditionalRequestConflict"),
