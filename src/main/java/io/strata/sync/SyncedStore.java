@@ -791,7 +791,9 @@ public final class SyncedStore implements AutoCloseable {
     Manifest winner = readManifestAt(newVersion, key, null);
     LOG.warn("{} version {}: attempt {} lost the race for {} to attempt {}; this attempt's "
         + "writes are dropped (checkpoint format 1: the first attempt to commit wins); the next "
-        + "load restores the winner from the object store", identity, newVersion,
+        + "load restores the winner from the object store (usual causes: a speculative or "
+        + "retried task, or a batch whose plan ran twice, such as a foreachBatch DataFrame used "
+        + "by two actions without persist())", identity, newVersion,
         mine.attempt(), objects.describe(key), winner.attempt());
     if (!spilled.isEmpty()) {
       markOrphans(); // this attempt's spill deltas: no manifest will ever name them
