@@ -610,7 +610,7 @@ public final class LocalStore implements AutoCloseable {
       this.readOptions = new ReadOptions().setFillCache(false);
       this.dbIt = db.newIterator(readOptions);
       dbIt.seek(from);
-      this.pendingIt = pending.snapshot(prefix, from).iterator();
+      this.pendingIt = pending.snapshot(prefix, from, until).iterator();
       this.pendingHead = pendingIt.hasNext() ? pendingIt.next() : null;
       advance();
     }

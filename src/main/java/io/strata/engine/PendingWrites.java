@@ -44,16 +44,20 @@ final class PendingWrites {
    * writes do not change the returned list (entries of the skip list are immutable snapshots).
    */
   List<Map.Entry<byte[], byte[]>> snapshot(byte[] prefix) {
-    return snapshot(prefix, prefix);
+    return snapshot(prefix, prefix, null);
   }
 
   /**
-   * As {@link #snapshot(byte[])}, starting at the first key at or after {@code from} (which must
-   * itself start with {@code prefix}).
+   * As {@link #snapshot(byte[])}, limited to keys in {@code [from, until)} ({@code from} must
+   * itself start with {@code prefix}; {@code until} null for no end but the prefix's).
    */
-  List<Map.Entry<byte[], byte[]>> snapshot(byte[] prefix, byte[] from) {
+  List<Map.Entry<byte[], byte[]>> snapshot(byte[] prefix, byte[] from, byte[] until) {
     List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
-    for (Map.Entry<byte[], byte[]> e : map.tailMap(from, true).entrySet()) {
+    if (until != null && Arrays.compareUnsigned(from, until) >= 0) {
+      return out;
+    }
+    var range = until == null ? map.tailMap(from, true) : map.subMap(from, true, until, false);
+    for (Map.Entry<byte[], byte[]> e : range.entrySet()) {
       byte[] k = e.getKey();
       if (k.length < prefix.length
           || !Arrays.equals(k, 0, prefix.length, prefix, 0, prefix.length)) {

@@ -46,8 +46,7 @@ final class S3Errors {
   static ObjectStoreException classify(
       String action, String location, String endpoint, SdkException e) {
     String prefix = "Cannot " + action + " " + location + " at " + endpoint + ": ";
-    if (e instanceof AbortedException || find(e, InterruptedException.class) != null
-        || find(e, java.io.InterruptedIOException.class) != null) {
+    if (interrupted(e)) {
       return new ObjectStoreInterruptedException(prefix + "interrupted: the calling thread was "
           + "stopped (a stopped query or a killed task); the request may or may not have reached "
           + "S3" + attempts(e), e);
@@ -88,6 +87,25 @@ final class S3Errors {
           + attempts(e), true, e);
     }
     return new ObjectStoreException(prefix + e.getMessage(), e.retryable(), e);
+  }
+
+  /**
+   * True if {@code e} comes from an interrupt of the calling thread: the SDK's {@code
+   * AbortedException}, or an {@link InterruptedException}, {@link
+   * java.nio.channels.ClosedByInterruptException} or plain {@link java.io.InterruptedIOException}
+   * among its causes. Not the {@code InterruptedIOException} subclasses that mean a timeout
+   * ({@link java.net.SocketTimeoutException}, HttpClient's connect and connection-request
+   * timeouts): those are S3 being slow or unreachable, and retryable.
+   */
+  static boolean interrupted(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof AbortedException || t instanceof InterruptedException
+          || t instanceof java.nio.channels.ClosedByInterruptException
+          || t.getClass() == java.io.InterruptedIOException.class) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The S3 error code ({@code AccessDenied}, {@code SlowDown}, ...), or "" if none. */

@@ -168,6 +168,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       return upgradeStore(held, version, stateStoreCkptId, forceSnapshotOnCommit);
     }
     if (held != null) {
+      held.forceSnapshotOnCommit(forceSnapshotOnCommit);
       return held; // already this caller's write store of that version
     }
     AbstractStrataStore store = load(version, stateStoreCkptId, false);
@@ -212,16 +213,24 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
    */
   protected final StateStore upgradeStore(ReadStateStore readStore, long version,
       Option<String> uniqueId, boolean forceSnapshotOnCommit) {
-    if (readStore instanceof AbstractStrataStore s && s == holder && s.version() == version
-        && s.mode() == AbstractStrataStore.Mode.READ_ONLY
-        && (uniqueId.isEmpty() || !checkpointIdsEnabled()
-            || uniqueId.get().equals(core.loadedAttempt().orElse(null)))) {
-      s.upgrade();
-      s.forceSnapshotOnCommit(forceSnapshotOnCommit);
-      return s;
-    }
-    if (readStore instanceof AbstractStrataStore s) {
-      s.release();
+    // Only this provider's own handles are touched: Spark may pass the read store of another
+    // operator in the same task (its thread-local lives until the task ends), or one this
+    // operator's previous provider instance made; those belong to their providers.
+    if (readStore instanceof AbstractStrataStore s && s.provider() == this) {
+      if (s == holder && s.version() == version
+          && (uniqueId.isEmpty() || !checkpointIdsEnabled()
+              || uniqueId.get().equals(core.loadedAttempt().orElse(null)))) {
+        if (s.mode() == AbstractStrataStore.Mode.READ_ONLY) {
+          s.upgrade();
+        }
+        if (s.mode() == AbstractStrataStore.Mode.UPDATING) {
+          s.forceSnapshotOnCommit(forceSnapshotOnCommit);
+          return s;
+        }
+      }
+      if (s.mode() == AbstractStrataStore.Mode.READ_ONLY) {
+        s.release(); // a read store of another version: give its lock back; never abort a writer
+      }
     }
     return openStore(version, uniqueId, forceSnapshotOnCommit);
   }
@@ -252,10 +261,10 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       RequestCounter.Counts start = requests.snapshot();
       c.load(version, attempt);
       AbstractStrataStore store = newStore(c, version, readOnly, requests, start);
+      store.ownedBy(currentOwner()); // before it is published as the holder
       synchronized (this) {
         holder = store;
       }
-      store.ownedBy(currentOwner());
       TaskContext ctx = TaskContext.get();
       if (ctx != null) {
         ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
@@ -339,6 +348,12 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
    */
   protected abstract void reportCommit(long newVersion);
 
+  /**
+   * Tells the state store coordinator that this store uploaded the base snapshot of {@code
+   * version} (Spark 4.1+, whose snapshot-lag detection needs it; nothing on 4.0). Never throws.
+   */
+  protected abstract void reportSnapshotUploaded(long version);
+
   /** The store's Spark conf, as passed to {@link #init}. */
   protected final StateStoreConf storeConf() {
     return storeConf;
@@ -366,7 +381,9 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       return;
     }
     try {
-      c.maintenance();
+      if (c.maintenance()) {
+        reportSnapshotUploaded(c.lastSnapshotVersion());
+      }
     } catch (Exception e) {
       LOG.warn("{}: maintenance failed; it will be retried", this, e);
     }

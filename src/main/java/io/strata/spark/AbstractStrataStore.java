@@ -76,6 +76,8 @@ abstract class AbstractStrataStore implements StateStore {
 
   /** Who loaded this handle (see {@code AbstractStrataProvider.currentOwner()}). */
   private volatile long owner;
+  /** Whether commit uploaded a base snapshot because Spark asked (reported in metrics). */
+  private volatile boolean forcedSnapshotUploaded;
   /** Whether commit also uploads a base snapshot of the new version (Spark 4.2). */
   private volatile boolean forceSnapshotOnCommit;
 
@@ -102,6 +104,11 @@ abstract class AbstractStrataStore implements StateStore {
 
   Mode mode() {
     return mode;
+  }
+
+  /** The provider that made this handle. */
+  AbstractStrataProvider provider() {
+    return provider;
   }
 
   /** Who loaded this handle: a Spark task attempt id, or a negative thread key outside tasks. */
@@ -598,7 +605,7 @@ abstract class AbstractStrataStore implements StateStore {
       return new StrataMetrics.Batch(m.numKeys(), memoryAtCommit,
           committed.stats(), restore, end.minus(requestsAtStart), committed.lostRace() ? 1 : 0,
           m.base().map(b -> b.version()).orElse(-1L), gcAtCommit, partitionId(), storeName(),
-          forceSnapshotOnCommit ? 1 : 0);
+          forcedSnapshotUploaded ? 1 : 0);
     }
     return new StrataMetrics.Batch(core.numKeys(), core.memoryUsage(),
         CommitStats.NONE, restore, end.minus(requestsAtStart), 0, loadedBaseVersion,
@@ -618,7 +625,10 @@ abstract class AbstractStrataStore implements StateStore {
    */
   private void snapshotAfterCommit() {
     try {
-      core.snapshotNow();
+      if (core.snapshotNow()) {
+        forcedSnapshotUploaded = true;
+        provider.reportSnapshotUploaded(core.lastSnapshotVersion());
+      }
     } catch (IOException | RuntimeException e) {
       LOG.warn("{}: the forced snapshot after commit failed; maintenance will retry", this, e);
     }

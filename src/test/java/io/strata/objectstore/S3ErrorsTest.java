@@ -44,6 +44,19 @@ class S3ErrorsTest {
   }
 
   @Test
+  void timeoutsAreNotInterruptsButRetryableUnavailability() {
+    for (SdkException e : new SdkException[] {
+        SdkClientException.create("read", new java.net.SocketTimeoutException("Read timed out")),
+        SdkClientException.create("connect",
+            new org.apache.hc.client5.http.ConnectTimeoutException("Connect timed out"))}) {
+      ObjectStoreException c = classify(e);
+      assertFalse(c instanceof ObjectStoreInterruptedException, c.getMessage());
+      assertTrue(c.retryable(), c.getMessage());
+      assertTrue(c.getMessage().contains("unreachable or unavailable"), c.getMessage());
+    }
+  }
+
+  @Test
   void transientServiceErrorsAreRetryable() {
     for (S3Exception e : new S3Exception[] {s3(503, "SlowDown"), s3(500, "InternalError"),
         s3(502, null), s3(429, "TooManyRequests"), s3(409, "ConditionalRequestConflict"),

@@ -39,11 +39,16 @@ class StrataStateStoreProviderTest {
   static final StructType VALUE = new StructType().add("value", DataTypes.IntegerType);
 
   private StrataStateStoreProvider provider(KeyStateEncoderSpec spec, String localName) {
+    return provider(spec, localName, 0);
+  }
+
+  private StrataStateStoreProvider provider(KeyStateEncoderSpec spec, String localName,
+      int operatorId) {
     SQLConf sql = new SQLConf();
     sql.setConfString("spark.sql.streaming.stateStore.strata.localDir",
         tmp.resolve(localName).toString());
     StrataStateStoreProvider p = new StrataStateStoreProvider();
-    p.init(new StateStoreId(tmp.resolve("ckpt").toUri().toString(), 0, 0,
+    p.init(new StateStoreId(tmp.resolve("ckpt").toUri().toString(), operatorId, 0,
         StateStoreId.DEFAULT_STORE_NAME()), KEY, VALUE, spec, false,
         new StateStoreConf(sql, Scala.map(java.util.Map.of())), new Configuration(), false,
         Option.empty());
@@ -140,6 +145,27 @@ class StrataStateStoreProviderTest {
     StateStore next = SparkApi.getStore(p, 1);
     next.abort();
     p.close();
+  }
+
+  /**
+   * Spark 4.1+ keeps a task's read store in a thread-local until the task ends, so a second
+   * stateful operator in the same task may be handed the first operator's store to upgrade: it
+   * must get its own store and leave the first operator's write store usable.
+   */
+  @Test
+  void upgradingAnotherOperatorsStoreLeavesThatStoreAlone() {
+    StrataStateStoreProvider first = provider(new NoPrefixKeyStateEncoderSpec(KEY), "a", 0);
+    StrataStateStoreProvider second = provider(new NoPrefixKeyStateEncoderSpec(KEY), "b", 1);
+    ReadStateStore r = first.getReadStore(0, Option.empty());
+    StateStore w = SparkApi.upgrade(first, r, 0);
+    StateStore other = SparkApi.upgrade(second, r, 0);
+    assertTrue(other != w, "the second operator gets a store of its own");
+    other.put(key("b", 1), value(2), "default");
+    assertEquals(1, other.commit());
+    w.put(key("a", 1), value(1), "default");
+    assertEquals(1, w.commit(), "the first operator's write store was not aborted");
+    first.close();
+    second.close();
   }
 
   @Test

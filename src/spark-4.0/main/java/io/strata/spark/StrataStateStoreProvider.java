@@ -34,6 +34,10 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
   @Override
   protected void reportCommit(long newVersion) { }
 
+  /** Nothing: Spark 4.0's coordinator does not track snapshot uploads. */
+  @Override
+  protected void reportSnapshotUploaded(long version) { }
+
   @Override
   AbstractStrataStore newStore(SyncedStore core, long version, boolean readOnly,
       RequestCounter requests, RequestCounter.Counts atStart) {

@@ -25,7 +25,10 @@ final class SparkApi {
     return p.getStore(version, Option.empty());
   }
 
-  /** What Spark 4.0 does instead: a second {@code getStore} of the same version. */
+  /**
+   * What Spark 4.0 does instead: a second {@code getStore} of the same version, which turns the
+   * caller's read store into the write store.
+   */
   static StateStore upgrade(StateStoreProvider p, ReadStateStore r, long version) {
     return p.getStore(version, Option.empty());
   }

@@ -50,6 +50,12 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
     }
   }
 
+  /** Tells the coordinator, which tracks snapshot lag; see {@link SnapshotReports}. */
+  @Override
+  protected void reportSnapshotUploaded(long version) {
+    SnapshotReports.snapshotUploaded(stateStoreId(), storeConf(), hadoopConf(), version);
+  }
+
   @Override
   AbstractStrataStore newStore(SyncedStore core, long version, boolean readOnly,
       RequestCounter requests, RequestCounter.Counts atStart) {
