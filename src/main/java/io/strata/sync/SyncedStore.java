@@ -950,9 +950,8 @@ public final class SyncedStore implements AutoCloseable {
    * found this store's snapshots lagging). As with a background snapshot, the next commit's
    * manifest names it as its base.
    *
-   * @return true if a snapshot was uploaded; false if there is nothing to snapshot (no committed
-   *     local state, a batch that spilled, or a base at the loaded version already), or a
-   *     background snapshot is running already
+   * @return true if a snapshot was uploaded; false if there is nothing to snapshot (no local
+   *     state, or a base at the loaded version already) or a background snapshot is running
    * @throws IOException if the local checkpoint or an upload fails (nothing is published)
    */
   public boolean snapshotNow() throws IOException {
