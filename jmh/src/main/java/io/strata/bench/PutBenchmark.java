@@ -1,6 +1,6 @@
 package io.strata.bench;
 
-import io.strata.demo.S3ProxyServer;
+import io.strata.testkit.S3ProxyServer;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;

@@ -1,6 +1,6 @@
 package io.strata.bench;
 
-import io.strata.demo.S3ProxyServer;
+import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,0 +1,225 @@
+package io.strata.testkit;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.BucketAlreadyOwnedByYouException;
+
+/**
+ * An S3-compatible server (S3Proxy 4.1.0, filesystem store) run as a separate JVM on a free
+ * loopback port, for the demo, tests and benchmarks. S3Proxy must not share a JVM with Spark
+ * (their Jetty/servlet versions clash), hence the child process.
+ *
+ * <p>The jar is found at the system property {@code strata.s3proxy.jar}, then {@code
+ * target/s3proxy/s3proxy.jar}, then the local Maven repository. The build fetches it from Maven
+ * Central ({@code org.gaul:s3proxy:4.1.0:jar-with-dependencies}).
+ *
+ * <p>Latency injection (S3Proxy's latency middleware) is configured by passing properties such
+ * as {@code s3proxy.latency-blobstore.put.latency=30} (milliseconds) in {@code extraProperties}.
+ */
+public final class S3ProxyServer implements AutoCloseable {
+  /** The access key id the server accepts (SigV2/SigV4 are verified). */
+  public static final String ACCESS_KEY = "strata-test";
+  /** The secret key the server accepts. Test-only credentials. */
+  public static final String SECRET_KEY = "strata-test-secret";
+
+  private static final String VERSION = "4.1.0";
+
+  private final Process process;
+  private final int port;
+  private final Path dataDir;
+  private final Path logFile;
+  /** Stops the child if this JVM exits without {@link #close()} (Ctrl-C, System.exit). */
+  private final Thread shutdownHook;
+
+  private S3ProxyServer(Process process, int port, Path dataDir, Path logFile) {
+    this.process = process;
+    this.port = port;
+    this.dataDir = dataDir;
+    this.logFile = logFile;
+    this.shutdownHook = new Thread(process::destroy, "s3proxy-shutdown-" + port);
+    Runtime.getRuntime().addShutdownHook(shutdownHook);
+  }
+
+  /**
+   * Starts a server whose objects live under {@code dataDir} and waits until it accepts
+   * connections (about 1 s).
+   *
+   * @param dataDir directory for the filesystem blob store; created if missing
+   * @param extraProperties extra S3Proxy properties (for example latency settings); may be empty
+   * @throws IOException if the jar is missing, the process cannot start, or it is not ready
+   *     within 60 s (the message includes the tail of its log)
+   */
+  public static S3ProxyServer start(Path dataDir, Map<String, String> extraProperties)
+      throws IOException {
+    Path jar = locateJar();
+    Files.createDirectories(dataDir);
+    int port = freePort();
+    Map<String, String> props = new LinkedHashMap<>();
+    props.put("s3proxy.endpoint", "http://127.0.0.1:" + port);
+    props.put("s3proxy.authorization", "aws-v2-or-v4");
+    props.put("s3proxy.identity", ACCESS_KEY);
+    props.put("s3proxy.credential", SECRET_KEY);
+    props.put("jclouds.provider", "filesystem");
+    props.put("jclouds.filesystem.basedir", dataDir.toAbsolutePath().toString());
+    props.putAll(extraProperties);
+    Path conf = dataDir.resolveSibling(dataDir.getFileName() + "-s3proxy.conf");
+    StringBuilder sb = new StringBuilder();
+    props.forEach((k, v) -> sb.append(k).append('=').append(v).append('\n'));
+    Files.writeString(conf, sb.toString(), StandardCharsets.UTF_8);
+    Path log = dataDir.resolveSibling(dataDir.getFileName() + "-s3proxy.log");
+
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-Xmx512m");
+    cmd.add("-jar");
+    cmd.add(jar.toString());
+    cmd.add("--properties");
+    cmd.add(conf.toString());
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+        .redirectOutput(log.toFile());
+    pb.environment().put("LOG_LEVEL", "warn");
+    pb.environment().put("JETTY_LOG_LEVEL", "warn");
+    Process p = pb.start();
+    S3ProxyServer server = new S3ProxyServer(p, port, dataDir, log);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() < deadline) {
+      if (!p.isAlive()) {
+        throw new IOException("Cannot start S3Proxy: process exited with " + p.exitValue()
+            + "; log " + log + ":\n" + server.logTail());
+      }
+      try (Socket s = new Socket()) {
+        s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+        return server;
+      } catch (IOException notYet) {
+        sleep(100);
+      }
+    }
+    server.close();
+    throw new IOException("Cannot start S3Proxy: not listening on port " + port
+        + " after 60 s; log " + log + ":\n" + server.logTail());
+  }
+
+  /** The endpoint, {@code http://127.0.0.1:<port>}. */
+  public URI endpoint() {
+    return URI.create("http://127.0.0.1:" + port);
+  }
+
+  /** The TCP port on loopback. */
+  public int port() {
+    return port;
+  }
+
+  /** The directory holding the stored objects ({@code <dataDir>/<bucket>/<key>}). */
+  public Path dataDir() {
+    return dataDir;
+  }
+
+  /**
+   * Creates {@code bucket} if it does not exist (S3Proxy does not create buckets on demand, nor
+   * does S3A).
+   *
+   * @throws UncheckedIOException wrapping the SDK failure if the bucket cannot be created
+   */
+  public void createBucket(String bucket) {
+    try (S3Client s3 = client()) {
+      s3.createBucket(b -> b.bucket(bucket));
+    } catch (BucketAlreadyOwnedByYouException exists) {
+      // fine
+    } catch (SdkException e) {
+      throw new UncheckedIOException(
+          new IOException("Cannot create bucket " + bucket + " on " + endpoint(), e));
+    }
+  }
+
+  /** A plain SDK client for this server (path-style, us-east-1); the caller closes it. */
+  public S3Client client() {
+    return S3Client.builder()
+        .endpointOverride(endpoint())
+        .region(Region.US_EAST_1)
+        .forcePathStyle(true)
+        .credentialsProvider(
+            StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+        .build();
+  }
+
+  /** Stops the process and waits up to 10 s for it to exit. Idempotent. */
+  @Override
+  public void close() {
+    try {
+      Runtime.getRuntime().removeShutdownHook(shutdownHook);
+    } catch (IllegalStateException shuttingDown) {
+      // the hook runs or has run
+    }
+    process.destroy();
+    try {
+      if (!process.waitFor(10, TimeUnit.SECONDS)) {
+        process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private String logTail() {
+    try (InputStream in = Files.newInputStream(logFile)) {
+      String s = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      return s.length() > 4000 ? s.substring(s.length() - 4000) : s;
+    } catch (IOException e) {
+      return "(no log: " + e.getMessage() + ")";
+    }
+  }
+
+  /** Finds the S3Proxy fat jar; see the class comment for the search order. */
+  static Path locateJar() throws IOException {
+    List<Path> candidates = new ArrayList<>();
+    String prop = System.getProperty("strata.s3proxy.jar");
+    if (prop != null && !prop.isBlank()) {
+      candidates.add(Paths.get(prop));
+    }
+    candidates.add(Paths.get("target", "s3proxy", "s3proxy.jar"));
+    candidates.add(Paths.get(System.getProperty("user.home"), ".m2", "repository", "org", "gaul",
+        "s3proxy", VERSION, "s3proxy-" + VERSION + "-jar-with-dependencies.jar"));
+    for (Path c : candidates) {
+      if (Files.isRegularFile(c)) {
+        return c.toAbsolutePath();
+      }
+    }
+    throw new IOException("Cannot find the S3Proxy jar: looked at " + candidates
+        + "; run 'mvn generate-test-resources' (it fetches org.gaul:s3proxy:" + VERSION
+        + ":jar-with-dependencies) or set -Dstrata.s3proxy.jar=<path>");
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for S3Proxy", e);
+    }
+  }
+}
