@@ -568,8 +568,8 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
 
   /** Cap used for {@code memory.max=auto} outside Spark (no SparkEnv), bytes. */
   static final long MEMORY_MAX_WITHOUT_SPARK = 512L << 20;
-  /** Lower bound of the {@code auto} cap, bytes. */
-  static final long MEMORY_AUTO_MIN = 64L << 20;
+  /** Lower bound of the {@code auto} cap, bytes ({@link StrataConf#MEMORY_AUTO_MIN_BYTES}). */
+  static final long MEMORY_AUTO_MIN = StrataConf.MEMORY_AUTO_MIN_BYTES;
 
   /**
    * The native memory limits of this JVM's local stores: {@code memory.max} when set, else

@@ -81,14 +81,19 @@ final class Parsers {
     return d;
   }
 
-  private static String text(Duration d) {
-    if (d.toSeconds() % 3600 == 0) {
-      return d.toHours() + "h";
+  /**
+   * A duration as text {@link #positiveDuration} reads back: the largest unit (h, m, s, ms) that
+   * divides it exactly, for example {@code 1h}, {@code 2m}, {@code 30s}, {@code 500ms}.
+   */
+  static String text(Duration d) {
+    long ms = d.toMillis();
+    if (ms != 0 && ms % 3_600_000 == 0) {
+      return ms / 3_600_000 + "h";
     }
-    if (d.toSeconds() % 60 == 0 && d.toMillis() % 1000 == 0) {
-      return d.toMinutes() + "m";
+    if (ms != 0 && ms % 60_000 == 0) {
+      return ms / 60_000 + "m";
     }
-    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+    return ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
   }
 
   /**

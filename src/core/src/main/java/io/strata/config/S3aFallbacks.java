@@ -1,6 +1,7 @@
 package io.strata.config;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.UnaryOperator;
 
@@ -12,9 +13,14 @@ import java.util.function.UnaryOperator;
  * settings reaches both.
  */
 public final class S3aFallbacks {
-  /** Global S3A keys read as fallbacks (not per-bucket {@code fs.s3a.bucket.*} keys). */
-  static final String[] KEYS = {"fs.s3a.endpoint.region", "fs.s3a.path.style.access",
-      "fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token"};
+  /**
+   * Global S3A keys read as fallbacks (not per-bucket {@code fs.s3a.bucket.*} keys): every
+   * option's {@link ConfigOption#fallbackKey}, in {@link StrataConf#OPTIONS} order.
+   */
+  static final List<String> KEYS = StrataConf.OPTIONS.stream()
+      .flatMap(o -> o.fallbackKey().stream()).toList();
+  /** The endpoint's fallback key, {@code fs.s3a.endpoint}, which may come without a scheme. */
+  private static final String ENDPOINT = StrataConf.S3_ENDPOINT.fallbackKey().orElseThrow();
 
   private S3aFallbacks() { }
 
@@ -33,19 +39,16 @@ public final class S3aFallbacks {
     }
     for (String k : KEYS) {
       String v = lookup.apply(k);
-      if (v != null && !v.isBlank()) {
-        m.put(k, v.trim());
+      if (v == null || v.isBlank()) {
+        continue;
       }
-    }
-    String endpoint = lookup.apply("fs.s3a.endpoint");
-    if (endpoint != null && !endpoint.isBlank()) {
-      endpoint = endpoint.trim();
-      if (!endpoint.contains("://")) {
+      v = v.trim();
+      if (k.equals(ENDPOINT) && !v.contains("://")) {
         String ssl = lookup.apply("fs.s3a.connection.ssl.enabled");
         boolean https = ssl == null || !ssl.trim().equalsIgnoreCase("false");
-        endpoint = (https ? "https://" : "http://") + endpoint;
+        v = (https ? "https://" : "http://") + v;
       }
-      m.put("fs.s3a.endpoint", endpoint);
+      m.put(k, v);
     }
     return m;
   }

@@ -5,7 +5,6 @@ import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
 import java.net.URI;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -22,6 +21,12 @@ import java.util.Optional;
  * matching Hadoop S3A keys ({@code fs.s3a.endpoint}, {@code fs.s3a.access.key}, ...) so a job
  * already configured for {@code s3a://} needs nothing more.
  *
+ * <p>Each option is defined once, below, as a {@link ConfigOption}: key, type with bounds, typed
+ * default, fallback key and description. {@link #from} parses with these definitions and
+ * README.md's configuration table is generated from {@link #OPTIONS} (by the test-side {@code
+ * io.strata.config.OptionsTable}; a test fails when the committed table is stale), so no default
+ * is written anywhere else.
+ *
  * @param localDir parent directory for local RocksDB instances; empty means a directory inside
  *     Spark's local dirs ({@code spark.local.dir}), else {@code java.io.tmpdir}
  * @param s3 how to reach S3
@@ -37,8 +42,9 @@ import java.util.Optional;
  *     memory overhead by the Spark layer, which knows the Spark configuration)
  * @param gcEnabled whether maintenance deletes versions older than the retention and
  *     unreferenced objects (docs/format.md, "Retention and garbage collection")
- * @param gcGracePeriod how old an unreferenced object must be before it is deleted (&gt;= 1
- *     minute); a base snapshot not published within half of it is not published
+ * @param gcGracePeriod how old an unreferenced object must be before it is deleted (at least
+ *     {@link #MIN_GC_GRACE_PERIOD}); a base snapshot not published within half of it is not
+ *     published
  */
 public record StrataConf(
     Optional<Path> localDir,
@@ -55,124 +61,174 @@ public record StrataConf(
   /** Prefix of every Strata key. */
   public static final String PREFIX = "spark.sql.streaming.stateStore.strata.";
 
-  public static final ConfigOption<Path> LOCAL_DIR = new ConfigOption<>("localDir",
-      Optional.empty(),
-      "Parent directory for the executors' local RocksDB instances (the fast local disk). "
-          + "Default: a directory inside Spark's local dirs.",
-      false, s -> Paths.get(Parsers.nonBlank(s)));
-  public static final ConfigOption<URI> S3_ENDPOINT = new ConfigOption<>("s3.endpoint",
-      Optional.of("AWS S3 (or fs.s3a.endpoint)"),
-      "S3 endpoint URL, e.g. http://127.0.0.1:9000 for MinIO or S3Proxy.",
-      false, Parsers::endpoint);
-  public static final ConfigOption<String> S3_REGION = new ConfigOption<>("s3.region",
-      Optional.of("us-east-1 (or fs.s3a.endpoint.region)"),
-      "Signing region of the bucket.", false, Parsers::region);
-  public static final ConfigOption<Boolean> S3_PATH_STYLE = new ConfigOption<>(
-      "s3.pathStyleAccess", Optional.of("false (or fs.s3a.path.style.access)"),
-      "Path-style addressing (endpoint/bucket/key), needed by most S3-compatible servers.",
-      false, Parsers::bool);
-  public static final ConfigOption<String> S3_ACCESS_KEY = new ConfigOption<>("s3.accessKeyId",
-      Optional.of("AWS default credential chain (or fs.s3a.access.key)"),
-      "Static access key id; set together with s3.secretAccessKey.", true, Parsers::nonBlank);
-  public static final ConfigOption<String> S3_SECRET_KEY = new ConfigOption<>(
-      "s3.secretAccessKey", Optional.of("AWS default credential chain (or fs.s3a.secret.key)"),
-      "Static secret access key; never logged.", true, Parsers::nonBlank);
-  public static final ConfigOption<String> S3_SESSION_TOKEN = new ConfigOption<>(
-      "s3.sessionToken", Optional.of("none (or fs.s3a.session.token)"),
-      "Session token for temporary static credentials; never logged.", true, Parsers::nonBlank);
-  public static final ConfigOption<Integer> S3_MAX_ATTEMPTS = new ConfigOption<>(
-      "s3.maxAttempts", Optional.of("10"),
-      "Attempts per S3 request including the first; the SDK backs off exponentially with "
-          + "jitter on throttling (503), 5xx, timeouts and resets.",
-      false, Parsers.intAtLeast(1));
-  public static final ConfigOption<Duration> S3_API_CALL_TIMEOUT = new ConfigOption<>(
-      "s3.apiCallTimeout", Optional.of("2m"),
-      "Upper bound for one S3 call including its retries (duration: ms, s, m, h).",
-      false, Parsers::positiveDuration);
-  public static final ConfigOption<Duration> S3_ATTEMPT_TIMEOUT = new ConfigOption<>(
-      "s3.apiCallAttemptTimeout", Optional.of("30s"),
-      "Upper bound for one HTTP attempt (duration: ms, s, m, h).",
-      false, Parsers::positiveDuration);
-  public static final ConfigOption<Integer> S3_MAX_CONNECTIONS = new ConfigOption<>(
-      "s3.maxConnections", Optional.of("64"),
-      "HTTP connection pool size of the executor's S3 client.", false, Parsers.intAtLeast(1));
-  public static final ConfigOption<Integer> SNAPSHOT_INTERVAL = new ConfigOption<>(
-      "snapshotInterval", Optional.of("10"),
-      "Versions committed after the last base snapshot before maintenance uploads a new one "
-          + "(bounds the delta chain a restore replays).",
-      false, Parsers.intAtLeast(1));
-  public static final ConfigOption<Integer> TRANSFER_THREADS = new ConfigOption<>(
-      "transferThreads", Optional.of("8"),
-      "Parallel S3 transfers per store for base snapshot uploads and restores.",
-      false, Parsers.intAtLeast(1));
-  public static final ConfigOption<Long> SPILL_THRESHOLD = new ConfigOption<>(
-      "spillThreshold", Optional.of("64m"),
-      "Pending writes of one batch (approximate heap bytes) above which they are written to an "
-          + "SST and uploaded while the batch runs, so memory stays bounded and commit uploads "
-          + "only the tail (size: b, k, m, g; 0 disables).",
-      false, Parsers::bytes);
-  public static final ConfigOption<Duration> LOCK_TIMEOUT = new ConfigOption<>(
-      "lockAcquireTimeout", Optional.of("60s"),
-      "How long a task waits for a store held by another task (duration).",
-      false, Parsers::positiveDuration);
-
-  public static final ConfigOption<Boolean> MEMORY_BOUNDED = new ConfigOption<>(
-      "memory.bounded", Optional.of("true"),
-      "Share one RocksDB block cache and write-buffer manager among all stores of an executor, "
-          + "capped by memory.max (index and filter blocks and memtables count against it). "
-          + "false: each store has its own 16 MB block cache and the total grows with the "
-          + "number of stores.",
-      false, Parsers::bool);
-  public static final ConfigOption<Optional<Long>> MEMORY_MAX = new ConfigOption<>(
-      "memory.max", Optional.of("auto"),
-      "Cap of the shared RocksDB memory per executor (native, off-heap; size: k, m, g, at least "
-          + "1m). auto: half of the executor's memory overhead (spark.executor.memoryOverhead, "
-          + "else max(spark.executor.minMemoryOverhead, spark.executor.memoryOverheadFactor x "
-          + "spark.executor.memory)), at least 64m; 512m outside Spark. Fixed by the first store "
-          + "an executor opens until all its stores close.",
-      false, Parsers.sizeOrAuto(1L << 20));
-  public static final ConfigOption<Boolean> GC_ENABLED = new ConfigOption<>("gc.enabled",
-      Optional.of("true"),
-      "Maintenance deletes the objects of versions older than Spark's minBatchesToRetain and "
-          + "every object no retained version's manifest names (once older than "
-          + "gc.gracePeriod); false keeps everything.",
-      false, Parsers::bool);
   /** Smallest accepted {@link #GC_GRACE_PERIOD}. */
   public static final Duration MIN_GC_GRACE_PERIOD = Duration.ofMinutes(1);
-  public static final ConfigOption<Duration> GC_GRACE_PERIOD = new ConfigOption<>(
-      "gc.gracePeriod", Optional.of("1h"),
-      "Garbage collection deletes an object no retained manifest names only once it is this "
-          + "old (by the object store's last-modified time), so in-flight commits and base "
-          + "snapshots are never robbed; must exceed twice the clock skew between executors "
-          + "and the object store and twice the time between two commits of a store, since a "
-          + "base snapshot not published within half of it is dropped (duration, at least 1m).",
-      false, s -> Parsers.durationAtLeast(s, MIN_GC_GRACE_PERIOD));
+  /** Smallest accepted {@link #MEMORY_MAX}, bytes (1 MiB). */
+  public static final long MIN_MEMORY_MAX_BYTES = 1L << 20;
+  /**
+   * Lower bound of the cap {@link #MEMORY_MAX}{@code =auto} derives from the executor's memory
+   * overhead, bytes (64 MiB); the Spark layer applies it.
+   */
+  public static final long MEMORY_AUTO_MIN_BYTES = 64L << 20;
 
-  public static final ConfigOption<String> S3_SSE = new ConfigOption<>("s3.sse",
-      Optional.of("none"),
-      "Server-side encryption requested on every PUT: none (no header; the bucket's default "
-          + "encryption applies), AES256 (SSE-S3) or aws:kms (SSE-KMS).",
-      false, S3WriteSettings::parseServerSideEncryption);
-  public static final ConfigOption<String> S3_SSE_KMS_KEY_ID = new ConfigOption<>(
-      "s3.sseKmsKeyId", Optional.of("none (the account's aws/s3 key)"),
-      "KMS key id, alias or ARN for s3.sse=aws:kms; only with aws:kms.",
-      false, Parsers::nonBlank);
-  public static final ConfigOption<String> S3_STORAGE_CLASS = new ConfigOption<>(
-      "s3.storageClass", Optional.of("none (S3's default, STANDARD)"),
-      "Storage class of every object Strata writes: STANDARD, REDUCED_REDUNDANCY, STANDARD_IA, "
-          + "ONEZONE_IA, INTELLIGENT_TIERING, GLACIER_IR, OUTPOSTS or EXPRESS_ONEZONE (GLACIER "
-          + "and DEEP_ARCHIVE are refused: their objects cannot be read without a restore).",
-      false, Parsers::storageClass);
+  /** {@code localDir}: parent directory of the local RocksDB instances; no default. */
+  public static final ConfigOption<Path> LOCAL_DIR = ConfigOption.key("localDir")
+      .type(OptionType.path())
+      .noDefaultValue("a directory inside Spark's local dirs")
+      .description("Parent directory for the executors' local RocksDB instances (the fast local "
+          + "disk).");
+  /** {@code s3.endpoint}: the S3 endpoint URL; AWS S3 when unset. */
+  public static final ConfigOption<URI> S3_ENDPOINT = ConfigOption.key("s3.endpoint")
+      .type(OptionType.endpoint())
+      .noDefaultValue("AWS S3")
+      .fallbackKey("fs.s3a.endpoint")
+      .description("S3 endpoint URL, e.g. `http://127.0.0.1:9000` for MinIO or S3Proxy.");
+  /** {@code s3.region}: the signing region. */
+  public static final ConfigOption<String> S3_REGION = ConfigOption.key("s3.region")
+      .type(OptionType.region())
+      .defaultValue("us-east-1")
+      .fallbackKey("fs.s3a.endpoint.region")
+      .description("Signing region of the bucket.");
+  /** {@code s3.pathStyleAccess}: path-style addressing. */
+  public static final ConfigOption<Boolean> S3_PATH_STYLE = ConfigOption.key("s3.pathStyleAccess")
+      .type(OptionType.bool())
+      .defaultValue(false)
+      .fallbackKey("fs.s3a.path.style.access")
+      .description("Path-style addressing (endpoint/bucket/key), needed by most S3-compatible "
+          + "servers.");
+  /** {@code s3.accessKeyId}: static access key id (secret); no default. */
+  public static final ConfigOption<String> S3_ACCESS_KEY = ConfigOption.key("s3.accessKeyId")
+      .type(OptionType.nonBlank())
+      .noDefaultValue("AWS default credential chain")
+      .fallbackKey("fs.s3a.access.key")
+      .secret()
+      .description("Static access key id; set together with `s3.secretAccessKey`.");
+  /** {@code s3.secretAccessKey}: static secret access key (secret); no default. */
+  public static final ConfigOption<String> S3_SECRET_KEY = ConfigOption.key("s3.secretAccessKey")
+      .type(OptionType.nonBlank())
+      .noDefaultValue("AWS default credential chain")
+      .fallbackKey("fs.s3a.secret.key")
+      .secret()
+      .description("Static secret access key; never logged.");
+  /** {@code s3.sessionToken}: session token of temporary credentials (secret); no default. */
+  public static final ConfigOption<String> S3_SESSION_TOKEN = ConfigOption.key("s3.sessionToken")
+      .type(OptionType.nonBlank())
+      .noDefaultValue("none")
+      .fallbackKey("fs.s3a.session.token")
+      .secret()
+      .description("Session token for temporary static credentials; never logged.");
+  /** {@code s3.maxAttempts}: attempts per S3 request. */
+  public static final ConfigOption<Integer> S3_MAX_ATTEMPTS = ConfigOption.key("s3.maxAttempts")
+      .type(OptionType.intAtLeast(1))
+      .defaultValue(10)
+      .description("Attempts per S3 request including the first; the SDK backs off "
+          + "exponentially with jitter on throttling (503), 5xx, timeouts and resets.");
+  /** {@code s3.apiCallTimeout}: upper bound of one S3 call with its retries. */
+  public static final ConfigOption<Duration> S3_API_CALL_TIMEOUT =
+      ConfigOption.key("s3.apiCallTimeout")
+          .type(OptionType.positiveDuration())
+          .defaultValue(Duration.ofMinutes(2))
+          .description("Upper bound for one S3 call including its retries.");
+  /** {@code s3.apiCallAttemptTimeout}: upper bound of one HTTP attempt. */
+  public static final ConfigOption<Duration> S3_ATTEMPT_TIMEOUT =
+      ConfigOption.key("s3.apiCallAttemptTimeout")
+          .type(OptionType.positiveDuration())
+          .defaultValue(Duration.ofSeconds(30))
+          .description("Upper bound for one HTTP attempt; at most `s3.apiCallTimeout`.");
+  /** {@code s3.maxConnections}: HTTP connection pool size. */
+  public static final ConfigOption<Integer> S3_MAX_CONNECTIONS =
+      ConfigOption.key("s3.maxConnections")
+          .type(OptionType.intAtLeast(1))
+          .defaultValue(64)
+          .description("HTTP connection pool size of the executor's S3 client.");
+  /** {@code s3.sse}: server-side encryption of every PUT. */
+  public static final ConfigOption<String> S3_SSE = ConfigOption.key("s3.sse")
+      .type(OptionType.serverSideEncryption())
+      .defaultValue(S3WriteSettings.SSE_NONE)
+      .description("Server-side encryption requested on every PUT Strata makes: `none` (no "
+          + "header; the bucket's default encryption applies), `AES256` (SSE-S3) or `aws:kms` "
+          + "(SSE-KMS).");
+  /** {@code s3.sseKmsKeyId}: the KMS key for {@code s3.sse=aws:kms}; no default. */
+  public static final ConfigOption<String> S3_SSE_KMS_KEY_ID = ConfigOption.key("s3.sseKmsKeyId")
+      .type(OptionType.nonBlank())
+      .noDefaultValue("none (the account's `aws/s3` key)")
+      .description("KMS key id, alias or ARN sent with `s3.sse=aws:kms` "
+          + "(`x-amz-server-side-encryption-aws-kms-key-id`); refused with any other `s3.sse`.");
+  /** {@code s3.storageClass}: storage class of every object written; no default. */
+  public static final ConfigOption<String> S3_STORAGE_CLASS = ConfigOption.key("s3.storageClass")
+      .type(OptionType.storageClass())
+      .noDefaultValue("none (S3's default, `STANDARD`)")
+      .description("Storage class of every object Strata writes (`x-amz-storage-class`).");
+  /** {@code s3.payloadChecksums}: a CRC32 of every PUT body. */
+  public static final ConfigOption<Boolean> S3_PAYLOAD_CHECKSUMS =
+      ConfigOption.key("s3.payloadChecksums")
+          .type(OptionType.bool())
+          .defaultValue(false)
+          .description("`true`: the AWS SDK sends a CRC32 of every PUT body (an aws-chunked "
+              + "trailer) that S3 verifies before storing the object. `false`: only the "
+              + "checksums S3 requires. Either way Strata checks every object it reads against "
+              + "the XXHash64 its manifest records. What the CRC costs per PUT: `PutBenchmark` "
+              + "in [docs/benchmarks.md](docs/benchmarks.md).");
+  /** {@code snapshotInterval}: versions between base snapshots. */
+  public static final ConfigOption<Integer> SNAPSHOT_INTERVAL = ConfigOption.key("snapshotInterval")
+      .type(OptionType.intAtLeast(1))
+      .defaultValue(10)
+      .description("Versions committed after the last base snapshot before maintenance uploads "
+          + "a new one (bounds the delta chain a restore replays).");
+  /** {@code transferThreads}: parallel S3 transfers per store. */
+  public static final ConfigOption<Integer> TRANSFER_THREADS = ConfigOption.key("transferThreads")
+      .type(OptionType.intAtLeast(1))
+      .defaultValue(8)
+      .description("Parallel S3 transfers per store for base snapshot uploads and restores.");
+  /** {@code spillThreshold}: pending bytes of a batch above which they are spilled. */
+  public static final ConfigOption<Long> SPILL_THRESHOLD = ConfigOption.key("spillThreshold")
+      .type(OptionType.bytes())
+      .defaultValue(64L << 20)
+      .description("Pending writes of one batch (approximate heap bytes) above which they are "
+          + "written to an SST and uploaded while the batch runs, so memory stays bounded and "
+          + "commit uploads only the tail; `0` disables spilling.");
+  /** {@code lockAcquireTimeout}: how long a task waits for a store another task holds. */
+  public static final ConfigOption<Duration> LOCK_TIMEOUT = ConfigOption.key("lockAcquireTimeout")
+      .type(OptionType.positiveDuration())
+      .defaultValue(Duration.ofSeconds(60))
+      .description("How long a task waits for a store held by another task.");
+  /** {@code memory.bounded}: one capped cache and write-buffer manager per executor. */
+  public static final ConfigOption<Boolean> MEMORY_BOUNDED = ConfigOption.key("memory.bounded")
+      .type(OptionType.bool())
+      .defaultValue(true)
+      .description("One RocksDB block cache and write-buffer manager shared by all stores of an "
+          + "executor, capped by `memory.max` (data, index and filter blocks and memtables all "
+          + "count against it). `false`: each store has its own 16 MB block cache and the total "
+          + "grows with the number of stores.");
+  /** {@code memory.max}: the cap of the shared memory, bytes; empty for {@code auto}. */
+  public static final ConfigOption<Optional<Long>> MEMORY_MAX = ConfigOption.key("memory.max")
+      .type(OptionType.sizeOrAuto(MIN_MEMORY_MAX_BYTES))
+      .defaultValue(Optional.empty())
+      .description("Cap of that shared native (off-heap) memory per executor. `auto`: half of "
+          + "the executor's memory overhead (`spark.executor.memoryOverhead`, else "
+          + "`max(spark.executor.minMemoryOverhead, spark.executor.memoryOverheadFactor` × "
+          + "`spark.executor.memory)`; the driver's settings in local mode), at least `"
+          + OptionType.sizeText(MEMORY_AUTO_MIN_BYTES) + "`. The first store an executor opens "
+          + "fixes it until all its stores close. See "
+          + "[docs/operations.md](docs/operations.md#memory-and-local-disk).");
+  /** {@code gc.enabled}: whether maintenance deletes old versions and garbage. */
+  public static final ConfigOption<Boolean> GC_ENABLED = ConfigOption.key("gc.enabled")
+      .type(OptionType.bool())
+      .defaultValue(true)
+      .description("Maintenance deletes the objects of versions older than Spark's "
+          + "`minBatchesToRetain` and every object no retained version's manifest names (once "
+          + "older than `gc.gracePeriod`); `false` keeps everything.");
+  /** {@code gc.gracePeriod}: how old an unreferenced object must be before it is deleted. */
+  public static final ConfigOption<Duration> GC_GRACE_PERIOD = ConfigOption.key("gc.gracePeriod")
+      .type(OptionType.durationAtLeast(MIN_GC_GRACE_PERIOD))
+      .defaultValue(Duration.ofHours(1))
+      .description("Garbage collection deletes an object no retained manifest names only once "
+          + "it is this old (by the object store's last-modified time), so in-flight commits "
+          + "and base snapshots are never robbed. Must exceed twice the clock skew between "
+          + "executors and the object store, and twice the time between two commits of a store "
+          + "(a base snapshot not published within half of it is dropped).");
 
-  public static final ConfigOption<Boolean> S3_PAYLOAD_CHECKSUMS = new ConfigOption<>(
-      "s3.payloadChecksums", Optional.of("false"),
-      "true: the AWS SDK sends a CRC32 of every PUT body (aws-chunked trailer), which S3 "
-          + "verifies before storing the object; false: only the checksums S3 requires. Strata "
-          + "verifies every object it reads against the XXHash64 in its manifest either way; "
-          + "its cost per PUT is measured in docs/benchmarks.md (PutBenchmark).",
-      false, Parsers::bool);
-
-  /** Every option, in documentation order. */
+  /** Every option, in documentation order (the order of README.md's configuration table). */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, S3_SSE, S3_SSE_KMS_KEY_ID,
@@ -202,21 +258,21 @@ public record StrataConf(
       }
     }
     Reader r = new Reader(settings, hadoop);
-    Optional<String> accessKey = r.opt(S3_ACCESS_KEY, "fs.s3a.access.key");
-    Optional<String> secretKey = r.opt(S3_SECRET_KEY, "fs.s3a.secret.key");
+    Optional<String> accessKey = r.opt(S3_ACCESS_KEY);
+    Optional<String> secretKey = r.opt(S3_SECRET_KEY);
     if (accessKey.isPresent() != secretKey.isPresent()) {
       throw new IllegalArgumentException("Invalid S3 credentials: " + S3_ACCESS_KEY.fullKey()
           + " and " + S3_SECRET_KEY.fullKey()
           + " must be set together (or neither, to use the AWS default credential chain)");
     }
-    Duration attempt = r.get(S3_ATTEMPT_TIMEOUT, null, Duration.ofSeconds(30));
-    Duration call = r.get(S3_API_CALL_TIMEOUT, null, Duration.ofMinutes(2));
+    Duration attempt = r.get(S3_ATTEMPT_TIMEOUT);
+    Duration call = r.get(S3_API_CALL_TIMEOUT);
     if (attempt.compareTo(call) > 0) {
       throw new IllegalArgumentException("Invalid " + S3_ATTEMPT_TIMEOUT.fullKey() + "=" + attempt
           + ": expected at most " + S3_API_CALL_TIMEOUT.fullKey() + " (" + call + ")");
     }
-    Optional<URI> endpoint = r.opt(S3_ENDPOINT, "fs.s3a.endpoint");
-    String region = r.get(S3_REGION, "fs.s3a.endpoint.region", "us-east-1");
+    Optional<URI> endpoint = r.opt(S3_ENDPOINT);
+    String region = r.get(S3_REGION);
     if (endpoint.isEmpty() && !S3ClientFactory.isKnownAwsRegion(region)) {
       // Without an endpoint the SDK would resolve s3.<region>.amazonaws.com and retry a host
       // that does not exist until the call times out.
@@ -227,25 +283,25 @@ public record StrataConf(
     S3Settings s3 = new S3Settings(
         endpoint,
         region,
-        r.get(S3_PATH_STYLE, "fs.s3a.path.style.access", false),
+        r.get(S3_PATH_STYLE),
         accessKey,
         secretKey,
-        r.opt(S3_SESSION_TOKEN, "fs.s3a.session.token"),
-        r.get(S3_MAX_ATTEMPTS, null, 10),
+        r.opt(S3_SESSION_TOKEN),
+        r.get(S3_MAX_ATTEMPTS),
         call,
         attempt,
-        r.get(S3_MAX_CONNECTIONS, null, 64)).withWrites(writes(r));
+        r.get(S3_MAX_CONNECTIONS)).withWrites(writes(r));
     return new StrataConf(
-        r.opt(LOCAL_DIR, null),
+        r.opt(LOCAL_DIR),
         s3,
-        r.get(SNAPSHOT_INTERVAL, null, 10),
-        r.get(TRANSFER_THREADS, null, 8),
-        r.get(SPILL_THRESHOLD, null, 64L << 20),
-        r.get(LOCK_TIMEOUT, null, Duration.ofSeconds(60)),
-        r.get(MEMORY_BOUNDED, null, true),
-        r.get(MEMORY_MAX, null, Optional.empty()),
-        r.get(GC_ENABLED, null, true),
-        r.get(GC_GRACE_PERIOD, null, Duration.ofHours(1)));
+        r.get(SNAPSHOT_INTERVAL),
+        r.get(TRANSFER_THREADS),
+        r.get(SPILL_THRESHOLD),
+        r.get(LOCK_TIMEOUT),
+        r.get(MEMORY_BOUNDED),
+        r.get(MEMORY_MAX),
+        r.get(GC_ENABLED),
+        r.get(GC_GRACE_PERIOD));
   }
 
   /**
@@ -255,35 +311,45 @@ public record StrataConf(
    * @throws IllegalArgumentException naming the keys if a KMS key id comes without aws:kms
    */
   private static S3WriteSettings writes(Reader r) {
-    String sse = r.get(S3_SSE, null, S3WriteSettings.SSE_NONE);
-    Optional<String> kmsKey = r.opt(S3_SSE_KMS_KEY_ID, null);
+    String sse = r.get(S3_SSE);
+    Optional<String> kmsKey = r.opt(S3_SSE_KMS_KEY_ID);
     if (kmsKey.isPresent() && !sse.equals(S3WriteSettings.SSE_KMS)) {
       throw new IllegalArgumentException("Invalid " + S3_SSE_KMS_KEY_ID.fullKey() + ": a KMS key "
           + "id needs " + S3_SSE.fullKey() + "=aws:kms, but " + S3_SSE.fullKey() + " is " + sse);
     }
-    return new S3WriteSettings(sse, kmsKey, r.opt(S3_STORAGE_CLASS, null),
-        r.get(S3_PAYLOAD_CHECKSUMS, null, false));
+    return new S3WriteSettings(sse, kmsKey, r.opt(S3_STORAGE_CLASS),
+        r.get(S3_PAYLOAD_CHECKSUMS));
   }
 
-  /** Reads options with an optional Hadoop fallback key. */
+  /** Reads options: the Strata key, else the option's Hadoop fallback key, else its default. */
   private record Reader(Map<String, String> settings, Map<String, String> hadoop) {
     Reader {
       settings = settings == null ? Collections.emptyMap() : settings;
       hadoop = hadoop == null ? Collections.emptyMap() : hadoop;
     }
 
-    <T> Optional<T> opt(ConfigOption<T> option, String hadoopKey) {
+    /**
+     * The value set under the option's key or (if unset there) its fallback key, else its
+     * default; empty for an unset option without a default. A blank fallback counts as unset.
+     *
+     * @throws IllegalArgumentException naming the key read, the value (unless secret or it may
+     *     embed credentials) and what is allowed
+     */
+    <T> Optional<T> opt(ConfigOption<T> option) {
       String raw = settings.get(option.fullKey());
       String key = option.fullKey();
-      if (raw == null && hadoopKey != null) {
-        raw = hadoop.get(hadoopKey);
-        key = hadoopKey;
+      if (raw == null && option.fallbackKey().isPresent()) {
+        key = option.fallbackKey().get();
+        raw = hadoop.get(key);
+        if (raw != null && raw.isBlank()) {
+          raw = null;
+        }
       }
-      if (raw == null || (raw.isBlank() && hadoopKey != null && key.equals(hadoopKey))) {
-        return Optional.empty();
+      if (raw == null) {
+        return option.defaultValue();
       }
       try {
-        return Optional.of(option.parser().apply(raw));
+        return Optional.of(option.type().parse(raw));
       } catch (IllegalArgumentException e) {
         // Never echo secrets, nor anything that may embed credentials (user:secret@host).
         String shown = option.secret() || raw.contains("@") ? "<redacted>" : "'" + raw + "'";
@@ -292,8 +358,14 @@ public record StrataConf(
       }
     }
 
-    <T> T get(ConfigOption<T> option, String hadoopKey, T dflt) {
-      return opt(option, hadoopKey).orElse(dflt);
+    /**
+     * As {@link #opt} for an option with a default.
+     *
+     * @throws IllegalStateException if the option has no default (a programming error)
+     */
+    <T> T get(ConfigOption<T> option) {
+      return opt(option).orElseThrow(() -> new IllegalStateException(option.fullKey()
+          + " has no default; read it with opt"));
     }
   }
 }

@@ -1,6 +1,7 @@
 /**
- * Strata's settings: typed options with keys, defaults and descriptions ({@link
- * io.strata.config.ConfigOption}), resolved and validated once into {@link
- * io.strata.config.StrataConf}. Imports nothing from Spark.
+ * Strata's settings: each option defined once as a {@link io.strata.config.ConfigOption} (key,
+ * {@link io.strata.config.OptionType} with bounds, typed default, S3A fallback key, description),
+ * resolved and validated once into {@link io.strata.config.StrataConf}. README.md's
+ * configuration table is generated from the same definitions. Imports nothing from Spark.
  */
 package io.strata.config;

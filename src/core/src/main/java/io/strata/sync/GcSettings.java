@@ -1,5 +1,7 @@
 package io.strata.sync;
 
+import io.strata.config.StrataConf;
+
 /**
  * Retention and garbage collection of one store (docs/format.md, "Retention and garbage
  * collection").
@@ -17,8 +19,12 @@ package io.strata.sync;
  */
 public record GcSettings(boolean enabled, int versionsToRetain, int roundInterval,
     long gracePeriodMillis) {
-  /** Spark's defaults (100 versions retained, a round every 30 versions) and a 1 h grace. */
-  public static final GcSettings DEFAULT = new GcSettings(true, 100, 30, 3_600_000L);
+  /**
+   * Spark's defaults (100 versions retained, a round every 30 versions) and the default of
+   * {@link StrataConf#GC_GRACE_PERIOD}.
+   */
+  public static final GcSettings DEFAULT = new GcSettings(true, 100, 30,
+      StrataConf.GC_GRACE_PERIOD.defaultValue().orElseThrow().toMillis());
 
   public GcSettings {
     if (versionsToRetain < 1) {

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -184,7 +183,7 @@ class StrataConfTest {
 
   @Test
   void readmeDocumentsEveryOptionWithItsDefault() throws Exception {
-    String readme = Files.readString(Path.of("README.md"));
+    String readme = Files.readString(OptionsTable.readme());
     for (ConfigOption<?> o : StrataConf.OPTIONS) {
       assertTrue(readme.contains("`" + o.fullKey() + "`"), "README.md lacks " + o.fullKey());
     }
