@@ -1,5 +1,6 @@
 package io.strata.config;
 
+import io.strata.testkit.RepoRoot;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -21,13 +22,13 @@ public final class OptionsTable {
   /** System property that makes {@link OptionsTableTest} rewrite README.md instead of failing. */
   public static final String REGENERATE_PROPERTY = "strata.regenerate";
   /** The documented command that regenerates the table, run from the project root. */
-  public static final String COMMAND = "mvn -B -ntp -Dtest=OptionsTableTest -D"
+  public static final String COMMAND = "mvn -B -ntp -pl src/core -am -Dtest=OptionsTableTest -D"
       + REGENERATE_PROPERTY + "=true -Dsurefire.failIfNoSpecifiedTests=false test";
 
   private OptionsTable() { }
 
   /**
-   * Rewrites the table in the project's README.md (found by {@link #projectRoot}).
+   * Rewrites the table in the project's README.md (found by {@link RepoRoot#path()}).
    *
    * @param args ignored
    * @throws IOException if README.md cannot be read or written
@@ -61,31 +62,11 @@ public final class OptionsTable {
   /**
    * The project's README.md.
    *
-   * @return its path, under {@link #projectRoot} of the working directory
+   * @return its path, in {@link RepoRoot#path()}
    * @throws IllegalStateException if no project root is found
    */
   public static Path readme() {
-    return projectRoot(Path.of("").toAbsolutePath()).resolve("README.md");
-  }
-
-  /**
-   * The project root: the first of {@code start} and its parents that holds README.md, pom.xml
-   * and a {@code .ci} directory. Walking up keeps this working when the build runs in a module
-   * directory below the root (for example {@code src/core}).
-   *
-   * @param start an absolute directory, usually the working directory
-   * @return the root directory
-   * @throws IllegalStateException if neither {@code start} nor any parent qualifies
-   */
-  public static Path projectRoot(Path start) {
-    for (Path d = start.toAbsolutePath(); d != null; d = d.getParent()) {
-      if (Files.isRegularFile(d.resolve("README.md")) && Files.isRegularFile(d.resolve("pom.xml"))
-          && Files.isDirectory(d.resolve(".ci"))) {
-        return d;
-      }
-    }
-    throw new IllegalStateException("Cannot find the Strata project root: no directory from "
-        + start + " up holds README.md, pom.xml and .ci/");
+    return RepoRoot.resolve("README.md");
   }
 
   /**

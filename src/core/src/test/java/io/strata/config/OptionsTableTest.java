@@ -1,5 +1,6 @@
 package io.strata.config;
 
+import io.strata.testkit.RepoRoot;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -55,10 +56,10 @@ class OptionsTableTest {
     Files.writeString(root.resolve("pom.xml"), "");
     Files.writeString(module.resolve("pom.xml"), "");
     Files.writeString(module.resolve("README.md"), "a module's own README");
-    assertEquals(root, OptionsTable.projectRoot(module));
-    assertEquals(root, OptionsTable.projectRoot(root));
+    assertEquals(root, RepoRoot.from(module));
+    assertEquals(root, RepoRoot.from(root));
     IllegalStateException e = assertThrows(IllegalStateException.class,
-        () -> OptionsTable.projectRoot(dir));
+        () -> RepoRoot.from(dir));
     assertTrue(e.getMessage().contains(dir.toString()), e.getMessage());
   }
 

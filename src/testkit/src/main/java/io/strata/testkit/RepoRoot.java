@@ -28,14 +28,27 @@ public final class RepoRoot {
     if (!prop.isEmpty() && isRoot(Path.of(prop))) {
       return Path.of(prop).toAbsolutePath().normalize();
     }
-    for (Path d = Path.of("").toAbsolutePath(); d != null; d = d.getParent()) {
+    return from(Path.of(""));
+  }
+
+  /**
+   * The first of {@code start} and its parents that holds {@code README.md}, {@code pom.xml} and
+   * {@code .ci/}. Walking up finds the top from a module directory such as {@code src/core},
+   * whose own {@code pom.xml} (and perhaps README) does not qualify without {@code .ci/}.
+   *
+   * @param start a directory, relative to the working directory or absolute
+   * @return that directory, absolute and normalized
+   * @throws IllegalStateException if neither {@code start} nor any parent qualifies (the message
+   *     names {@code start})
+   */
+  public static Path from(Path start) {
+    for (Path d = start.toAbsolutePath().normalize(); d != null; d = d.getParent()) {
       if (isRoot(d)) {
-        return d.normalize();
+        return d;
       }
     }
-    throw new IllegalStateException("Cannot find Strata's repository root: neither the system "
-        + "property " + PROPERTY + " (" + (prop.isEmpty() ? "unset" : prop) + ") nor a directory "
-        + "at or above " + Path.of("").toAbsolutePath() + " holds README.md, pom.xml and .ci/");
+    throw new IllegalStateException("Cannot find Strata's repository root: no directory at or "
+        + "above " + start.toAbsolutePath() + " holds README.md, pom.xml and .ci/");
   }
 
   /**
