@@ -120,14 +120,6 @@ public final class LocalStore implements AutoCloseable {
   }
 
   /**
-   * Opens the database with {@link SharedMemory.Limits#DEFAULT} limits; see {@link #open(Path,
-   * long, SharedMemory.Limits)}.
-   */
-  public static LocalStore open(Path dir, long committedKeys) throws IOException {
-    return open(dir, committedKeys, SharedMemory.Limits.DEFAULT);
-  }
-
-  /**
    * Opens (creating if empty) the RocksDB database in {@code dir}: an empty directory for an empty
    * state, or one holding a restored base snapshot. Its block cache and write-buffer manager come
    * from the JVM's {@link SharedMemory}.
@@ -282,11 +274,6 @@ public final class LocalStore implements AutoCloseable {
   /** Approximate heap bytes held by pending writes. */
   public long pendingBytes() {
     return pending.approxBytes();
-  }
-
-  /** Number of distinct keys written by the version being built. */
-  public int pendingEntries() {
-    return pending.size();
   }
 
   /**
