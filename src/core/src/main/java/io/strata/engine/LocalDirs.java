@@ -9,7 +9,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -180,13 +179,8 @@ public final class LocalDirs {
   }
 
   private static boolean deleteTree(Path p) {
-    if (!Files.exists(p)) {
-      return true;
-    }
-    try (Stream<Path> s = Files.walk(p)) {
-      for (Path x : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(x);
-      }
+    try {
+      LocalFiles.deleteRecursively(p);
       return true;
     } catch (IOException | RuntimeException e) {
       LOG.warn("Cannot delete local directory {}: {}", p, e.toString());

@@ -1,8 +1,11 @@
 package io.strata.engine;
 
 import java.io.IOException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.HashMap;
 import java.util.Map;
@@ -118,5 +121,42 @@ public final class LocalFiles {
     } catch (RocksDBException e) {
       throw new IOException("local SST " + sst + " is corrupt: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * Deletes a file or a directory tree, children first; a missing path is fine, and so is an
+   * entry that disappears while the tree is walked. The one recursive delete of the code base.
+   *
+   * @throws IOException if an entry cannot be deleted or a directory cannot be read (what was
+   *     deleted before stays deleted)
+   */
+  public static void deleteRecursively(Path root) throws IOException {
+    if (!Files.exists(root)) {
+      return;
+    }
+    Files.walkFileTree(root, new SimpleFileVisitor<>() {
+      @Override
+      public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+        Files.deleteIfExists(file);
+        return FileVisitResult.CONTINUE;
+      }
+
+      @Override
+      public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
+        if (e instanceof NoSuchFileException) {
+          return FileVisitResult.CONTINUE;
+        }
+        throw e;
+      }
+
+      @Override
+      public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
+        if (e != null && !(e instanceof NoSuchFileException)) {
+          throw e;
+        }
+        Files.deleteIfExists(dir);
+        return FileVisitResult.CONTINUE;
+      }
+    });
   }
 }

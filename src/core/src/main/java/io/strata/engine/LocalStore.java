@@ -5,11 +5,8 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,10 +21,8 @@ import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.MemoryUsageType;
 import org.rocksdb.MemoryUtil;
 import org.rocksdb.Options;
-import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
-import org.rocksdb.RocksIterator;
 import org.rocksdb.SstFileWriter;
 
 /**
@@ -117,14 +112,6 @@ public final class LocalStore implements AutoCloseable {
     this.bloom = bloom;
     this.db = db;
     this.committedKeys = committedKeys;
-  }
-
-  /**
-   * Opens the database with {@link SharedMemory.Limits#DEFAULT} limits; see {@link #open(Path,
-   * long, SharedMemory.Limits)}.
-   */
-  public static LocalStore open(Path dir, long committedKeys) throws IOException {
-    return open(dir, committedKeys, SharedMemory.Limits.DEFAULT);
   }
 
   /**
@@ -284,11 +271,6 @@ public final class LocalStore implements AutoCloseable {
     return pending.approxBytes();
   }
 
-  /** Number of distinct keys written by the version being built. */
-  public int pendingEntries() {
-    return pending.size();
-  }
-
   /**
    * Drops every pending write (abort, or the start of a new version). The database is untouched.
    * Scans still open (a caller that neither drained nor closed them) are closed: a scan belongs
@@ -328,14 +310,15 @@ public final class LocalStore implements AutoCloseable {
    * @throws IllegalArgumentException if {@code from} does not start with {@code prefix}
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix, byte[] from, byte[] until) {
-    if (from != null && !startsWith(from, prefix)) {
+    if (from != null && !MergingIterator.startsWith(from, prefix)) {
       throw new IllegalArgumentException("range scan start key does not start with the scan's "
           + "prefix (" + prefix.length + " bytes)");
     }
     Lock l = enter();
     try {
-      MergingIterator it = new MergingIterator(prefix, from == null ? prefix : from, until);
-      if (!it.done) {
+      MergingIterator it = new MergingIterator(this, db, pending, guard, openIterators, prefix,
+          from == null ? prefix : from, until);
+      if (!it.done()) {
         openIterators.add(it);
       }
       return it;
@@ -548,8 +531,7 @@ public final class LocalStore implements AutoCloseable {
       }
       state = State.CLOSED;
       for (MergingIterator it : new ArrayList<>(openIterators)) {
-        it.closedByStore = true;
-        it.close();
+        it.closeByStore();
       }
       try {
         db.close();
@@ -587,137 +569,5 @@ public final class LocalStore implements AutoCloseable {
       throw new IllegalStateException("local RocksDB at " + dir + " is closed");
     }
     return l;
-  }
-
-  /** Merges pending writes over a RocksDB iterator; pending wins, tombstones hide keys. */
-  private final class MergingIterator implements CloseableIterator<KeyValue> {
-    private final byte[] prefix;
-    /** Exclusive end key, or null. */
-    private final byte[] until;
-    private final ReadOptions readOptions;
-    private final RocksIterator dbIt;
-    private final Iterator<Map.Entry<byte[], byte[]>> pendingIt;
-    private Map.Entry<byte[], byte[]> pendingHead;
-    /** Volatile: the store clears it when it closes this scan from another thread. */
-    private volatile KeyValue next;
-    private volatile boolean done;
-    /** Set when the store closed this scan under its user: reading on must fail, not stop. */
-    private volatile boolean closedByStore;
-
-    MergingIterator(byte[] prefix, byte[] from, byte[] until) {
-      this.prefix = prefix;
-      this.until = until;
-      this.readOptions = new ReadOptions().setFillCache(false);
-      this.dbIt = db.newIterator(readOptions);
-      dbIt.seek(from);
-      this.pendingIt = pending.snapshot(prefix, from, until).iterator();
-      this.pendingHead = pendingIt.hasNext() ? pendingIt.next() : null;
-      advance();
-    }
-
-    private boolean dbValid() {
-      return dbIt.isValid() && inRange(dbIt.key());
-    }
-
-    private boolean pendingValid() {
-      return pendingHead != null && inRange(pendingHead.getKey());
-    }
-
-    private boolean inRange(byte[] key) {
-      return startsWith(key, prefix) && (until == null || Arrays.compareUnsigned(key, until) < 0);
-    }
-
-    private void advance() {
-      next = null;
-      while (!done) {
-        boolean d = dbValid();
-        boolean p = pendingValid();
-        if (!d && !p) {
-          close();
-          return;
-        }
-        int cmp = !d ? 1 : !p ? -1 : Arrays.compareUnsigned(dbIt.key(), pendingHead.getKey());
-        if (cmp < 0) {
-          next = new KeyValue(dbIt.key(), dbIt.value());
-          dbIt.next();
-          return;
-        }
-        if (cmp == 0) {
-          dbIt.next();
-        }
-        Map.Entry<byte[], byte[]> e = pendingHead;
-        pendingHead = pendingIt.hasNext() ? pendingIt.next() : null;
-        if (!PendingWrites.isTombstone(e.getValue())) {
-          next = new KeyValue(e.getKey(), e.getValue());
-          return;
-        }
-      }
-    }
-
-    @Override
-    public boolean hasNext() {
-      if (closedByStore) {
-        throw new IllegalStateException("local RocksDB at " + dir + " was closed during a scan");
-      }
-      return next != null;
-    }
-
-    @Override
-    public KeyValue next() {
-      if (closedByStore) {
-        throw new IllegalStateException("local RocksDB at " + dir + " was closed during a scan");
-      }
-      KeyValue r = next;
-      if (r == null) {
-        // The store may have closed this scan after hasNext() saw an element: say so.
-        if (closedByStore) {
-          throw new IllegalStateException("local RocksDB at " + dir
-              + " was closed during a scan");
-        }
-        throw new NoSuchElementException();
-      }
-      Lock l = guard.readLock();
-      l.lock();
-      try {
-        if (state == State.CLOSED && !done) {
-          throw new IllegalStateException("local RocksDB at " + dir
-              + " was closed during a scan");
-        }
-        advance();
-      } finally {
-        l.unlock();
-      }
-      return r;
-    }
-
-    @Override
-    public void close() {
-      // The read lock keeps LocalStore.close() (write lock) from closing the database while this
-      // releases its native iterator; LocalStore.close() itself may call this (it may take the
-      // read lock while holding the write lock).
-      Lock l = guard.readLock();
-      l.lock();
-      try {
-        synchronized (this) {
-          if (done) {
-            return;
-          }
-          done = true;
-          next = null;
-        }
-        dbIt.close();
-        readOptions.close();
-        openIterators.remove(this);
-      } finally {
-        l.unlock();
-      }
-    }
-  }
-
-  private static boolean startsWith(byte[] a, byte[] prefix) {
-    if (a.length < prefix.length) {
-      return false;
-    }
-    return Arrays.equals(a, 0, prefix.length, prefix, 0, prefix.length);
   }
 }

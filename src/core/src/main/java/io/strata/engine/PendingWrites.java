@@ -40,16 +40,13 @@ final class PendingWrites {
   }
 
   /**
-   * The pending writes whose keys start with {@code prefix}, in key order, as they are now: later
-   * writes do not change the returned list (entries of the skip list are immutable snapshots).
-   */
-  List<Map.Entry<byte[], byte[]>> snapshot(byte[] prefix) {
-    return snapshot(prefix, prefix, null);
-  }
-
-  /**
-   * As {@link #snapshot(byte[])}, limited to keys in {@code [from, until)} ({@code from} must
-   * itself start with {@code prefix}; {@code until} null for no end but the prefix's).
+   * The pending writes whose keys start with {@code prefix} and lie in {@code [from, until)}, in
+   * key order, as they are now: later writes do not change the returned list (entries of the
+   * skip list are immutable snapshots).
+   *
+   * @param prefix every key returned starts with it
+   * @param from first key, inclusive; must itself start with {@code prefix}
+   * @param until end key, exclusive; null for no end but the prefix's
    */
   List<Map.Entry<byte[], byte[]>> snapshot(byte[] prefix, byte[] from, byte[] until) {
     List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();

@@ -7,12 +7,10 @@ import io.strata.metrics.GcStats;
 import io.strata.objectstore.ObjectInfo;
 import io.strata.objectstore.ObjectStore;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -27,39 +25,32 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Nothing is deleted unless every root's manifest was read: a round that cannot read one
  * fails without deleting. A round with no candidate at all (nothing old enough, nothing below
- * the retention) reads no manifest. Knows nothing of Spark; {@link SyncedStore} decides when a
- * round is due and which keys it protects.
+ * the retention) reads no manifest. Knows nothing of Spark; {@link GcTrigger} decides when a
+ * round is due, and the store which keys it protects.
  */
 final class GarbageCollector {
   private static final Logger LOG = LoggerFactory.getLogger(GarbageCollector.class);
   /** Keys per LIST page and per DeleteObjects request on S3. */
   static final int S3_BATCH = 1000;
 
-  /** Reads and verifies the manifest in a version object. */
-  @FunctionalInterface
-  interface ManifestReader {
-    /**
-     * @param version the version the key encodes
-     * @param key the version object's key
-     * @param expectedAttempt the attempt the key encodes, or null for a format-1 key
-     * @throws IOException if it cannot be read or is invalid
-     */
-    Manifest read(long version, String key, String expectedAttempt) throws IOException;
-  }
-
   private final StoreIdentity identity;
   private final ObjectStore objects;
-  private final ManifestReader reader;
+  private final VersionObjectReader reader;
   private final ManifestCache cache;
   private final ExecutorService readers;
   private final GcSettings settings;
 
-  GarbageCollector(StoreIdentity identity, ObjectStore objects, ManifestReader reader,
-      ManifestCache cache, ExecutorService readers, GcSettings settings) {
+  /**
+   * @param objects the store's object store (for the listing and the deletes)
+   * @param reader reads the manifests of the roots (and owns the cache of what they name)
+   * @param readers the pool the manifest reads run on (borrowed, not shut down here)
+   */
+  GarbageCollector(StoreIdentity identity, ObjectStore objects, VersionObjectReader reader,
+      ExecutorService readers, GcSettings settings) {
     this.identity = identity;
     this.objects = objects;
     this.reader = reader;
-    this.cache = cache;
+    this.cache = reader.cache();
     this.readers = readers;
     this.settings = settings;
   }
@@ -158,25 +149,16 @@ final class GarbageCollector {
       long version = StoreLayout.versionOf(root.key());
       String attempt = StoreLayout.attemptOf(root.key());
       reading.add(root);
-      futures.add(readers.submit(() -> reader.read(version, root.key(), attempt)));
+      futures.add(readers.submit(() -> reader.readAt(version, root.key(), attempt)));
     }
-    try {
-      for (int i = 0; i < futures.size(); i++) {
-        Manifest m = futures.get(i).get();
-        Reachability.Listed root = reading.get(i);
-        cache.put(root.key(), root.size(), m);
-        named.addAll(Reachability.namedKeys(m));
-      }
-    } catch (InterruptedException e) {
-      futures.forEach(f -> f.cancel(true));
-      Thread.currentThread().interrupt();
-      throw new InterruptedIOException("Interrupted while reading the retained manifests of "
-          + identity + " for garbage collection");
-    } catch (ExecutionException e) {
-      futures.forEach(f -> f.cancel(true));
-      Throwable c = e.getCause();
-      throw new IOException("Cannot collect garbage of " + identity + ": a retained manifest "
-          + "cannot be read, so nothing is deleted this round: " + c.getMessage(), c);
+    List<Manifest> read = Futures.awaitAll(futures, "Interrupted while reading the retained "
+        + "manifests of " + identity + " for garbage collection",
+        c -> new IOException("Cannot collect garbage of " + identity + ": a retained manifest "
+            + "cannot be read, so nothing is deleted this round: " + c.getMessage(), c));
+    for (int i = 0; i < read.size(); i++) {
+      Manifest m = read.get(i);
+      cache.put(reading.get(i).key(), reading.get(i).size(), m);
+      named.addAll(Reachability.namedKeys(m));
     }
     return futures.size();
   }

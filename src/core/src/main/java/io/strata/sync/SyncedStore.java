@@ -1,21 +1,17 @@
 package io.strata.sync;
 
-import io.strata.config.StrataConf;
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.DeltaFile;
 import io.strata.engine.KeyValue;
-import io.strata.engine.LocalFiles;
 import io.strata.engine.LocalStore;
 import io.strata.engine.SharedMemory;
 import io.strata.format.BaseSnapshot;
-import io.strata.format.Checksums;
 import io.strata.format.ColumnFamilies;
 import io.strata.format.ColumnFamily;
 import io.strata.format.Delta;
 import io.strata.format.FileRef;
 import io.strata.format.Manifest;
 import io.strata.format.ManifestCodec;
-import io.strata.format.ManifestFormatException;
 import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
 import io.strata.format.VersionObjectCodec;
@@ -24,41 +20,30 @@ import io.strata.metrics.GcStats;
 import io.strata.metrics.RestoreStats;
 import io.strata.objectstore.ObjectAlreadyExistsException;
 import io.strata.objectstore.ObjectBody;
-import io.strata.objectstore.ObjectInfo;
-import io.strata.objectstore.ObjectNotFoundException;
 import io.strata.objectstore.ObjectStore;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
-import net.jpountz.xxhash.StreamingXXHash64;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One state store kept in a local RocksDB and checkpointed to an object store: the commit
- * protocol, restore, and background base snapshots. Knows nothing of Spark.
+ * One state store kept in a local RocksDB and checkpointed to an object store: the version life
+ * cycle (load, the version being built, commit, abort, close) and the monitor that serialises
+ * it. The work is done by collaborators: {@link VersionObjectReader} (manifests), {@link
+ * Restorer} (download, verify, ingest), {@link BaseSnapshotUploader} (background snapshots),
+ * {@link GcTrigger} and {@link GarbageCollector} (retention), {@link LocalIntegrity} (local
+ * disk) and {@link TransferPools} (threads). Knows nothing of Spark.
  *
  * <h2>Commit (one PUT)</h2>
  * The version's writes become one sorted SST delta; the delta and the version's manifest are
@@ -71,22 +56,16 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Load</h2>
  * If the local database holds exactly the requested version (and attempt, when given), nothing
- * is downloaded, unless one of its SST files changed on disk since it was last known good (size,
- * modification time or inode differ; RocksDB never rewrites an SST) or a snapshot upload found
- * one corrupt: then the database is dropped and the version restored as below. Otherwise the
- * manifest is read (with the attempt id known: one GET; else one LIST of the version's prefix to
- * find its attempts, the newest of which wins) and the version is rebuilt in a fresh directory:
- * base files and deltas downloaded in parallel, each verified against the manifest's size and
- * XXHash64, then the deltas ingested in order, in one ingestion. A version that is not found
- * but whose location holds the same version in the layout of one of Spark's own providers
- * fails with an error saying the checkpoint was written by another provider.
+ * is downloaded, unless {@link LocalIntegrity} finds it damaged: then it is dropped and the
+ * version restored. Otherwise the manifest is read (with the attempt id known: one GET; else one
+ * LIST of the version's prefix, the newest attempt wins) and {@link Restorer} rebuilds the
+ * version in a fresh directory. A version not found whose location holds another provider's
+ * files fails with an error saying so.
  *
  * <h2>Snapshots</h2>
  * {@link #maintenance()} takes a RocksDB checkpoint of the committed version when {@code
- * snapshotInterval} versions passed since the last base, uploads only the SSTs the object store
- * lacks (an ingested delta is already there, byte for byte) plus one pack of the small RocksDB
- * metadata files, and hands the result to the next commit, whose manifest then names it as its
- * base.
+ * snapshotInterval} versions passed since the last base and uploads it ({@link
+ * BaseSnapshotUploader}); the next commit's manifest names it as its base.
  *
  * <h2>Column families</h2>
  * Virtual: every key starts with its family's 2-byte id ({@link ColumnFamily#keyPrefix()}).
@@ -95,24 +74,16 @@ import org.slf4j.LoggerFactory;
  * family writes a tombstone for each of its keys into the version's delta.
  *
  * <h2>Local disk</h2>
- * The store's directory holds the live database ({@code db-N}), at most one local checkpoint
- * ({@code checkpoint-N}, hard links made by maintenance, deleted when its upload ends) and
- * {@code tmp/} (the SST of the commit or spill in progress, the deltas of a restore). So it is
- * bounded by the live database plus one checkpoint: a restore drops the old database before it
- * downloads the new one, and every load and maintenance round deletes whatever a failed delete
- * left behind (older {@code db-*}, idle {@code checkpoint-*}, files in {@code tmp/}). A
- * directory left by a crashed JVM is the caller's to sweep (see {@code LocalDirs} in the
- * engine).
+ * Bounded by the live database plus one checkpoint: a restore drops the old database before it
+ * downloads the new one, and every load and maintenance round sweeps what a failed delete left
+ * behind ({@link LocalIntegrity}). A directory left by a crashed JVM is the caller's to sweep
+ * (see {@code LocalDirs} in the engine).
  *
  * <h2>Retention and garbage collection</h2>
- * {@link #maintenance()} also runs a garbage-collection round ({@link GarbageCollector}) when
- * one is due: after this instance committed {@link GcSettings#roundInterval()} versions since the
- * last round (the first round follows its first commit), or once an object this instance left
- * unreferenced (an aborted batch's spills, a dropped base snapshot, a lost race) is older than
- * the grace period. Only instances that commit collect. A round keeps every object the manifests
- * of the retained versions name, plus this instance's pending base snapshot, in-flight spills
- * and loaded version; see {@link Reachability}. A base snapshot not published within half the
- * grace period is dropped rather than published, since its fresh files may be collected.
+ * {@link #maintenance()} also runs a garbage-collection round when {@link GcTrigger} says one is
+ * due. A round keeps every object the manifests of the retained versions name, plus this
+ * instance's pending base snapshot, in-flight spills and loaded version; see {@link
+ * Reachability}.
  *
  * <h2>Threading</h2>
  * One task thread at a time calls {@link #load}, the reads and writes, and {@link #commit} or
@@ -124,17 +95,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class SyncedStore implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SyncedStore.class);
-  /**
-   * Runs the local ingestion of each commit while its PUT is in flight (one short task per
-   * commit; daemon threads, created on demand, gone after a minute idle). Separate from the
-   * stores' transfer pools so that a commit never queues behind a snapshot upload.
-   */
-  private static final ExecutorService INGEST = java.util.concurrent.Executors.newCachedThreadPool(
-      r -> {
-        Thread t = new Thread(r, "strata-commit-ingest");
-        t.setDaemon(true);
-        return t;
-      });
   /** How long {@link #close()} waits for a snapshot upload to stop, ms. */
   static final long CLOSE_WAIT_MS = 30_000;
 
@@ -153,28 +113,10 @@ public final class SyncedStore implements AutoCloseable {
    */
   public record Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
       boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc) {
+    /** @throws NullPointerException if {@code memory} or {@code gc} is null */
     public Settings {
-      java.util.Objects.requireNonNull(memory, "memory");
-      java.util.Objects.requireNonNull(gc, "gc");
-    }
-
-    /** Format-1 settings with default memory limits and {@link GcSettings#DEFAULT}. */
-    public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes) {
-      this(snapshotInterval, transferThreads, spillThresholdBytes, false);
-    }
-
-    /** Settings with default memory limits and {@link GcSettings#DEFAULT}. */
-    public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
-        boolean attemptKeys) {
-      this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
-          SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT);
-    }
-
-    /** Settings with default memory limits. */
-    public Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
-        boolean attemptKeys, GcSettings gc) {
-      this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
-          SharedMemory.Limits.DEFAULT, gc);
+      Objects.requireNonNull(memory, "memory");
+      Objects.requireNonNull(gc, "gc");
     }
   }
 
@@ -201,24 +143,22 @@ public final class SyncedStore implements AutoCloseable {
   private final Settings settings;
   private final String keySchema;
   private final String valueSchema;
-  private final ExecutorService transfers;
   private final Clock clock;
-  private final ManifestCache manifests;
-  private final GarbageCollector collector;
-  /**
-   * (length, checksum) of local SST files already hashed, keyed by {@code <generation>/<file
-   * name>}: RocksDB reuses file names across databases, so a name is only an identity within one
-   * local database (one generation).
-   */
-  private final Map<String, FileRef.ContentId> localFileIds = new ConcurrentHashMap<>();
+  private final TransferPools pools;
+  private final VersionObjectReader reader;
+  private final Restorer restorer;
+  private final GcTrigger gc;
+  private final BaseSnapshotUploader snapshots;
+  private final LocalIntegrity integrity;
   private final AtomicInteger dirCounter = new AtomicInteger();
 
+  // The version life cycle, guarded by this (volatile ones are also read without it).
   /** Volatile: metrics read it from other threads; changed only under the monitor. */
   private volatile LocalStore local;
   private long loadedVersion = -1;
   private Manifest loaded;
+  /** Counts local databases: a snapshot taken from an older one is never published. */
   private int generation;
-  private PendingBase pendingBase;
   /** The checkpoint a snapshot upload is reading (outside the monitor), or null. */
   private Path runningCheckpoint;
   private boolean closed;
@@ -229,44 +169,12 @@ public final class SyncedStore implements AutoCloseable {
   /** True while the local database holds spilled writes of a version not yet committed. */
   private boolean localDirty;
   /**
-   * Stamps of the live database's SST files when it was last known good (after a restore or
-   * commit, or at a load that reused it): a reused database whose SST changed since is dropped.
-   */
-  private Map<String, LocalFiles.Stamp> localStamps = Map.of();
-  /** Why the live database must not be reused (a failed SST verification), or null. */
-  private String localDamaged;
-  /**
    * Column families of the version being built: the loaded manifest's, plus this version's
    * creations and removals (dropped by an abort or a load). Immutable value, replaced on change.
    */
   private volatile ColumnFamilies families = ColumnFamilies.NONE;
   private volatile RestoreStats lastRestore = RestoreStats.NONE;
   private volatile long lastSnapshotVersion = -1;
-
-  // Garbage-collection trigger state, guarded by this.
-  /** Newest version this instance committed (or adopted), -1 if none: only committers collect. */
-  private long committedVersion = -1;
-  /** {@link #committedVersion} when the last round started, -1 before the first round. */
-  private long lastRoundVersion = -1;
-  /** Wall time of the oldest (and newest) orphan this instance left that no round covered yet. */
-  private long orphansSinceMillis = -1;
-  private long orphansUntilMillis = -1;
-  /** Wall time the last failed round started, or -1. */
-  private long lastFailedRoundMillis = -1;
-  /** Wall time incomplete uploads were last checked, or -1. */
-  private long lastUploadsCheckMillis = -1;
-  private long gcRounds;
-  private boolean gcRunning;
-  private volatile GcStats lastGc = GcStats.NONE;
-
-  /**
-   * A base snapshot uploaded for the next commit to publish.
-   *
-   * @param startedMillis wall time (the store's clock) before its first upload started
-   * @param startedNanos {@link System#nanoTime()} at the same moment
-   */
-  private record PendingBase(BaseSnapshot snapshot, int generation, long startedMillis,
-      long startedNanos) { }
 
   /**
    * Creates the store; no I/O happens until {@link #load}.
@@ -297,23 +205,19 @@ public final class SyncedStore implements AutoCloseable {
     this.settings = settings;
     this.keySchema = keySchema;
     this.valueSchema = valueSchema;
-    AtomicInteger threadNo = new AtomicInteger();
-    ThreadPoolExecutor pool = new ThreadPoolExecutor(settings.transferThreads(),
-        settings.transferThreads(), 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-          Thread t = new Thread(r, "strata-transfer-" + identity.id() + "-"
-              + threadNo.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
-    pool.allowCoreThreadTimeOut(true);
-    this.transfers = pool;
     this.clock = clock;
-    GcSettings gc = settings.gc();
-    this.manifests = new ManifestCache((int) Math.min(10_000L,
-        gc.versionsToRetain() + 2L * Math.max(gc.roundInterval(), settings.snapshotInterval())
-            + 16));
-    this.collector = new GarbageCollector(identity, objects, this::readManifestAt, manifests,
-        transfers, gc);
+    this.pools = new TransferPools(identity, settings.transferThreads());
+    GcSettings gcSettings = settings.gc();
+    ManifestCache manifests = new ManifestCache((int) Math.min(10_000L,
+        gcSettings.versionsToRetain()
+            + 2L * Math.max(gcSettings.roundInterval(), settings.snapshotInterval()) + 16));
+    this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(), manifests);
+    this.restorer = new Restorer(identity, objects, pools.transfers(), settings.memory());
+    this.gc = new GcTrigger(gcSettings, clock,
+        new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings), this);
+    this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, clock,
+        gcSettings.gracePeriodMillis());
+    this.integrity = new LocalIntegrity(identity, localDir);
   }
 
   /** Which store this is. */
@@ -358,6 +262,8 @@ public final class SyncedStore implements AutoCloseable {
    *     corrupt, or storage fails; the message names the store, version and object key; the
    *     local database is then unchanged or invalidated, never left holding another state
    * @throws IOException if the local disk fails
+   * @throws IllegalArgumentException if {@code version} is negative
+   * @throws IllegalStateException if the store is closed
    */
   public synchronized void load(long version, Optional<String> attempt) throws IOException {
     ensureOpen();
@@ -373,7 +279,7 @@ public final class SyncedStore implements AutoCloseable {
     sweepLocalDir();
     if (local != null && version == loadedVersion
         && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
-      Optional<String> changed = changedLocalFile();
+      Optional<String> changed = integrity.changedFile(local);
       if (changed.isEmpty()) {
         local.discardPending();
         families = committedFamilies();
@@ -392,19 +298,13 @@ public final class SyncedStore implements AutoCloseable {
       return;
     }
     long start = System.nanoTime();
-    Manifest m;
-    try {
-      m = readManifest(version, attempt);
-    } catch (StateLoadException e) {
-      if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
-        throw foreignCheckpoint(version, e).orElse(e);
-      }
-      throw e;
-    }
+    Manifest m = reader.readForLoad(version, attempt);
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
-    restore(m, start);
+    Restorer.Restored r = restorer.restore(m, newDbDir(), tmpDir(), start);
+    replaceLocal(r.store(), m, m.version());
+    lastRestore = r.stats();
   }
 
   /** The value of {@code key} in the version being built, or null. */
@@ -457,22 +357,21 @@ public final class SyncedStore implements AutoCloseable {
       buildingAttempt = StoreLayout.newAttemptId();
     }
     String key = StoreLayout.spill(version, buildingAttempt, spilled.size());
-    Path tmp = Files.createDirectories(localDir.resolve("tmp"));
-    Path sst = tmp.resolve("spill-" + version + "-" + buildingAttempt + "-" + spilled.size()
-        + ".sst");
+    Path sst = tmpDir().resolve("spill-" + version + "-" + buildingAttempt + "-"
+        + spilled.size() + ".sst");
     try {
       DeltaFile d = l.writeDelta(sst).orElseThrow();
       try {
         objects.putIfAbsent(key,
             FaultPoints.during(FaultPoints.SPILL_UPLOAD, ObjectBody.of(sst)));
       } catch (IOException | RuntimeException e) {
-        markOrphans(); // a failed PUT may still have been applied
+        gc.orphansLeft(); // a failed PUT may still have been applied
         throw e;
       }
       localDirty = true;
       l.spillPending(d);
-      FileRef ref = new FileRef(key, 0, d.size(), d.checksum());
-      spilled.add(new Delta(version, buildingAttempt, ref));
+      spilled.add(new Delta(version, buildingAttempt, new FileRef(key, 0, d.size(),
+          d.checksum())));
       LOG.debug("{} version {}: spilled {} bytes of pending writes to {}", identity, version,
           d.size(), key);
     } finally {
@@ -499,14 +398,12 @@ public final class SyncedStore implements AutoCloseable {
    */
   public synchronized ColumnFamily createColumnFamily(String name, boolean internal) {
     requireLocal();
-    ColumnFamilies current = families;
-    Optional<ColumnFamily> existing = current.byName(name);
+    Optional<ColumnFamily> existing = families.byName(name);
     if (existing.isPresent()) {
       return existing.get();
     }
-    ColumnFamilies next = current.with(name, internal);
-    families = next;
-    ColumnFamily created = next.byName(name).orElseThrow();
+    families = families.with(name, internal);
+    ColumnFamily created = families.byName(name).orElseThrow();
     LOG.debug("{} version {}: created column family '{}' with id {}", identity,
         loadedVersion + 1, name, created.id());
     return created;
@@ -582,7 +479,7 @@ public final class SyncedStore implements AutoCloseable {
    */
   public synchronized void abort() {
     if (!spilled.isEmpty()) {
-      markOrphans();
+      gc.orphansLeft();
     }
     if (localDirty) {
       invalidateLocal();
@@ -603,45 +500,21 @@ public final class SyncedStore implements AutoCloseable {
    *     (the version is then not committed; the local database, which may hold its writes, is
    *     discarded and the next {@link #load} restores the requested version from the object
    *     store)
-   * @throws IllegalStateException if nothing is loaded
+   * @throws IllegalStateException if nothing is loaded, or the store is closed
    */
   public synchronized Committed commit() throws IOException {
     ensureOpen();
     LocalStore l = requireLocal();
     long newVersion = loadedVersion + 1;
     String attempt = buildingAttempt != null ? buildingAttempt : StoreLayout.newAttemptId();
-    String key = settings.attemptKeys() ? StoreLayout.versionObject(newVersion, attempt)
-        : StoreLayout.versionObject(newVersion);
-    Path tmp = Files.createDirectories(localDir.resolve("tmp"));
+    String key = reader.key(newVersion, attempt);
+    Path tmp = tmpDir();
     Path sst = tmp.resolve("delta-" + newVersion + "-" + attempt + ".sst");
     try {
       long t0 = System.nanoTime();
       Optional<DeltaFile> delta = l.writeDelta(sst);
       long t1 = System.nanoTime();
-
-      Optional<BaseSnapshot> base = loaded == null ? Optional.empty() : loaded.base();
-      List<Delta> deltas = new ArrayList<>(loaded == null ? List.of() : loaded.deltas());
-      if (pendingBase != null && pendingBase.generation() == generation
-          && pendingBaseExpired(pendingBase)) {
-        dropExpiredPendingBase(newVersion);
-      }
-      if (pendingBase != null && pendingBase.generation() == generation) {
-        BaseSnapshot nb = pendingBase.snapshot();
-        long currentBase = base.map(BaseSnapshot::version).orElse(0L);
-        if (nb.version() > currentBase && nb.version() <= loadedVersion) {
-          base = Optional.of(nb);
-          deltas.removeIf(d -> d.version() <= nb.version());
-        }
-      }
-      deltas.addAll(spilled);
-      if (delta.isPresent()) {
-        DeltaFile d = delta.get();
-        deltas.add(new Delta(newVersion, attempt, new FileRef(key, 0, d.size(), d.checksum())));
-      }
-      ColumnFamilies cfs = families;
-      Manifest m = new Manifest(ManifestCodec.formatVersionFor(cfs), identity.id(), newVersion,
-          attempt, loadedVersion, loadedAttempt(), base, deltas, keySchema, valueSchema,
-          l.numKeys(), System.currentTimeMillis(), cfs);
+      Manifest m = nextManifest(newVersion, attempt, key, delta, l.numKeys());
       byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(m),
           delta.map(DeltaFile::size).orElse(0L));
       ObjectBody body = delta.isPresent()
@@ -650,14 +523,12 @@ public final class SyncedStore implements AutoCloseable {
       long t2 = System.nanoTime();
       FaultPoints.pass(FaultPoints.COMMIT_BEFORE_PUT);
       // The delta is ingested while its PUT is in flight: commit time is then about one PUT
-      // round trip, not a round trip plus RocksDB's ingestion (its fsyncs). Ingestion moves
-      // the file it is given into the database, so it gets a hard link of the delta and the
-      // PUT (whose SDK retries re-open the body) keeps reading the original. Until the PUT
+      // round trip, not a round trip plus RocksDB's ingestion (its fsyncs). Until the PUT
       // succeeds the database holds writes of a version not committed (localDirty): a failed
       // or lost PUT discards the local database and the next load restores from the object
       // store.
       localDirty = true;
-      Future<Long> ingest = INGEST.submit(ingestTask(l, delta, tmp));
+      Future<Long> ingest = LocalIngestion.start(pools.ingest(), l, delta, tmp);
       try {
         objects.putIfAbsent(key, FaultPoints.during(FaultPoints.COMMIT_DURING_PUT, body));
       } catch (ObjectAlreadyExistsException e) {
@@ -677,33 +548,26 @@ public final class SyncedStore implements AutoCloseable {
       }
       long t3 = System.nanoTime();
       FaultPoints.pass(FaultPoints.COMMIT_AFTER_PUT);
+      reader.cache().put(key, body.length(), m);
+      gc.committed(newVersion);
       long ingestNanos;
       try {
-        ingestNanos = awaitIngest(ingest);
+        ingestNanos = LocalIngestion.await(ingest);
       } catch (IOException | RuntimeException e) {
         // The version is durable in the object store; only the local copy is in doubt. The next
         // load rebuilds it from the object store.
         LOG.warn("{} version {}: committed to {} but local ingestion failed; the next load "
             + "restores from the object store", identity, newVersion, objects.describe(key), e);
-        manifests.put(key, body.length(), m);
-        committedVersion = Math.max(committedVersion, newVersion);
         invalidateLocal();
-        spilled.clear();
-        buildingAttempt = null;
         return new Committed(m, key, stats(t0, t1, t2, t3, 0, delta, body, m));
       }
       spilled.clear();
       buildingAttempt = null;
       localDirty = false;
-      if (base.isPresent() && pendingBase != null
-          && base.get().equals(pendingBase.snapshot())) {
-        pendingBase = null;
-      }
+      m.base().ifPresent(snapshots::published);
       loaded = m;
       loadedVersion = newVersion;
-      manifests.put(key, body.length(), m);
-      committedVersion = Math.max(committedVersion, newVersion);
-      recordLocalStamps();
+      integrity.recordStamps(l, newVersion);
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
       return new Committed(m, key, stats(t0, t1, t2, t3, ingestNanos, delta, body, m));
@@ -713,66 +577,36 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   /**
-   * The local half of a commit, run on {@link #INGEST} while the version object's PUT is in
-   * flight: ingests a hard link of {@code delta} (a copy where the file system has no hard
-   * links) and clears the pending writes. Returns the time it took, ns.
+   * The manifest of the version being committed: the loaded version's base (or the pending base
+   * snapshot, if it is newer and of a version already committed), the deltas since that base,
+   * this version's spills and its own delta (in the version object {@code key}).
    */
-  private static Callable<Long> ingestTask(LocalStore l, Optional<DeltaFile> version,
-      Path tmp) {
-    return () -> {
-      long start = System.nanoTime();
-      if (version.isEmpty()) {
-        l.commitPending(Optional.empty());
-        return System.nanoTime() - start;
-      }
-      DeltaFile delta = version.get();
-      Path link = tmp.resolve(delta.path().getFileName() + ".ingest");
-      try {
-        try {
-          Files.createLink(link, delta.path());
-        } catch (UnsupportedOperationException | IOException e) {
-          Files.copy(delta.path(), link, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        }
-        l.commitPending(Optional.of(new DeltaFile(link, delta.size(), delta.checksum(),
-            delta.entries())));
-      } finally {
-        Files.deleteIfExists(link); // gone already if ingestion moved it
-      }
-      return System.nanoTime() - start;
-    };
-  }
-
-  /** Waits for a commit's local ingestion; returns its time, ns; rethrows its failure. */
-  private static long awaitIngest(Future<Long> ingest) throws IOException {
-    boolean interrupted = false;
-    try {
-      while (true) {
-        try {
-          return ingest.get();
-        } catch (InterruptedException e) {
-          interrupted = true; // the database must not be closed under a running ingestion
-        } catch (ExecutionException e) {
-          Throwable c = e.getCause();
-          if (c instanceof IOException io) {
-            throw io;
-          }
-          if (c instanceof RuntimeException re) {
-            throw re;
-          }
-          throw new IOException("Local ingestion failed: " + c, c);
-        }
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
+  private Manifest nextManifest(long newVersion, String attempt, String key,
+      Optional<DeltaFile> delta, long numKeys) {
+    Optional<BaseSnapshot> base = loaded == null ? Optional.empty() : loaded.base();
+    List<Delta> deltas = new ArrayList<>(loaded == null ? List.of() : loaded.deltas());
+    Optional<BaseSnapshot> pending = snapshots.pending(generation, newVersion);
+    if (pending.isPresent()) {
+      BaseSnapshot nb = pending.get();
+      long currentBase = base.map(BaseSnapshot::version).orElse(0L);
+      if (nb.version() > currentBase && nb.version() <= loadedVersion) {
+        base = pending;
+        deltas.removeIf(d -> d.version() <= nb.version());
       }
     }
+    deltas.addAll(spilled);
+    delta.ifPresent(d -> deltas.add(new Delta(newVersion, attempt,
+        new FileRef(key, 0, d.size(), d.checksum()))));
+    ColumnFamilies cfs = families;
+    return new Manifest(ManifestCodec.formatVersionFor(cfs), identity.id(), newVersion, attempt,
+        loadedVersion, loadedAttempt(), base, deltas, keySchema, valueSchema, numKeys,
+        System.currentTimeMillis(), cfs);
   }
 
-  /** As {@link #awaitIngest}, for a commit that failed anyway: a failure is only logged. */
+  /** As {@link LocalIngestion#await}, for a commit that failed anyway: a failure is logged. */
   private void awaitIngestQuietly(Future<Long> ingest, long version) {
     try {
-      awaitIngest(ingest);
+      LocalIngestion.await(ingest);
     } catch (IOException | RuntimeException e) {
       LOG.debug("{} version {}: local ingestion of the failed commit also failed", identity,
           version, e);
@@ -788,7 +622,7 @@ public final class SyncedStore implements AutoCloseable {
    */
   private Committed adoptWinner(long newVersion, String key, Manifest mine, CommitStats stats)
       throws IOException {
-    Manifest winner = readManifestAt(newVersion, key, null);
+    Manifest winner = reader.readAt(newVersion, key, null);
     LOG.warn("{} version {}: attempt {} lost the race for {} to attempt {}; this attempt's "
         + "writes are dropped (checkpoint format 1: the first attempt to commit wins); the next "
         + "load restores the winner from the object store (usual causes: a speculative or "
@@ -796,9 +630,9 @@ public final class SyncedStore implements AutoCloseable {
         + "by two actions without persist())", identity, newVersion,
         mine.attempt(), objects.describe(key), winner.attempt());
     if (!spilled.isEmpty()) {
-      markOrphans(); // this attempt's spill deltas: no manifest will ever name them
+      gc.orphansLeft(); // this attempt's spill deltas: no manifest will ever name them
     }
-    committedVersion = Math.max(committedVersion, newVersion);
+    gc.committed(newVersion);
     invalidateLocal();
     return new Committed(winner, key, stats, true);
   }
@@ -846,23 +680,14 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   /**
-   * True if a garbage-collection round is due: GC is enabled, this instance committed at least
-   * one version, no round is running, and either no round ran yet, or this instance committed
-   * {@link GcSettings#roundInterval()} versions since the last round started, or an orphan it
-   * left is now older than the grace period (then at most one failed try per grace period).
-   * Nothing new can have become garbage otherwise, so no request is made.
+   * True if a garbage-collection round is due: GC is enabled, the store is open, this instance
+   * committed at least one version, no round is running, and either no round ran yet, or this
+   * instance committed {@link GcSettings#roundInterval()} versions since the last round started,
+   * or an orphan it left is now older than the grace period (then at most one failed try per
+   * grace period). Nothing new can have become garbage otherwise, so no request is made.
    */
   public synchronized boolean gcDue() {
-    GcSettings gc = settings.gc();
-    if (!gc.enabled() || closed || gcRunning || committedVersion < 1) {
-      return false;
-    }
-    if (lastRoundVersion < 0 || committedVersion - lastRoundVersion >= gc.roundInterval()) {
-      return true;
-    }
-    long now = clock.millis();
-    return orphansSinceMillis >= 0 && now - orphansSinceMillis >= gc.gracePeriodMillis()
-        && (lastFailedRoundMillis < 0 || now - lastFailedRoundMillis >= gc.gracePeriodMillis());
+    return !closed && gc.due();
   }
 
   /**
@@ -879,64 +704,23 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IllegalStateException if the store is closed
    */
   public GcStats collectGarbage() throws IOException {
-    long round;
-    long knownNewest;
-    Set<String> protectedKeys;
-    long now;
-    boolean checkUploads;
+    GcTrigger.Round round;
     synchronized (this) {
       ensureOpen();
-      if (!settings.gc().enabled() || gcRunning) {
-        return GcStats.NONE;
-      }
-      gcRunning = true;
-      round = ++gcRounds;
-      knownNewest = Math.max(loadedVersion, committedVersion);
-      protectedKeys = protectedKeys();
-      now = clock.millis();
-      checkUploads = lastUploadsCheckMillis < 0
-          || now - lastUploadsCheckMillis >= settings.gc().gracePeriodMillis();
-      lastRoundVersion = committedVersion;
+      round = gc.start(loadedVersion, this::protectedKeys);
     }
-    boolean ok = false;
-    try {
-      GcStats stats = collector.collect(round, knownNewest, protectedKeys, now, checkUploads);
-      lastGc = stats;
-      ok = true;
-      return stats;
-    } finally {
-      synchronized (this) {
-        gcRunning = false;
-        long grace = settings.gc().gracePeriodMillis();
-        if (ok) {
-          lastFailedRoundMillis = -1;
-          if (checkUploads) {
-            lastUploadsCheckMillis = now;
-          }
-          if (orphansUntilMillis >= 0 && orphansUntilMillis <= now - grace) {
-            orphansSinceMillis = -1; // every orphan recorded so far was old enough for this round
-            orphansUntilMillis = -1;
-          } else if (orphansSinceMillis >= 0 && orphansSinceMillis <= now - grace) {
-            orphansSinceMillis = orphansUntilMillis; // the older ones were collected
-          }
-        } else {
-          lastFailedRoundMillis = now;
-        }
-      }
-    }
+    return round == null ? GcStats.NONE : gc.run(round);
   }
 
   /** What the last completed garbage-collection round did, or {@link GcStats#NONE}. */
   public GcStats lastGc() {
-    return lastGc;
+    return gc.last();
   }
 
   /** Keys this instance needs that no retained manifest may name yet. Caller holds the monitor. */
   private Set<String> protectedKeys() {
     Set<String> keys = new HashSet<>();
-    if (pendingBase != null) {
-      pendingBase.snapshot().files().forEach(f -> keys.add(f.file().key()));
-    }
+    snapshots.addPendingKeys(keys);
     spilled.forEach(d -> keys.add(d.file().key()));
     if (loaded != null) {
       keys.addAll(Reachability.namedKeys(loaded));
@@ -969,13 +753,10 @@ public final class SyncedStore implements AutoCloseable {
         return false;
       }
       sweepLocalDir();
-      if (pendingBase != null && pendingBase.generation() == generation
-          && pendingBaseExpired(pendingBase)) {
-        dropExpiredPendingBase(loadedVersion);
-      }
       long baseVersion = loaded.base().map(BaseSnapshot::version).orElse(0L);
-      if (pendingBase != null && pendingBase.generation() == generation) {
-        baseVersion = Math.max(baseVersion, pendingBase.snapshot().version());
+      Optional<BaseSnapshot> pending = snapshots.pending(generation, loadedVersion);
+      if (pending.isPresent()) {
+        baseVersion = Math.max(baseVersion, pending.get().version());
       }
       long sinceBase = loadedVersion - baseVersion;
       if (sinceBase <= 0 || (!force && sinceBase < settings.snapshotInterval())) {
@@ -998,18 +779,22 @@ public final class SyncedStore implements AutoCloseable {
       long t0 = System.nanoTime();
       BaseSnapshot snapshot;
       try {
-        snapshot = uploadSnapshot(cpDir, m, gen);
+        snapshot = snapshots.upload(cpDir, m, gen);
       } catch (IOException | RuntimeException e) {
         synchronized (this) {
-          markOrphans(); // the files uploaded before the failure
+          if (e instanceof BaseSnapshotUploader.CorruptLocalSstException c && gen == generation
+              && !closed) {
+            integrity.markDamaged(c.reason()); // the next load restores from the object store
+          }
+          gc.orphansLeft(); // the files uploaded before the failure
         }
         throw e;
       }
       synchronized (this) {
         if (gen == generation && !closed) {
-          pendingBase = new PendingBase(snapshot, gen, startedMillis, startedNanos);
+          snapshots.offer(snapshot, gen, startedMillis, startedNanos);
         } else {
-          markOrphans();
+          gc.orphansLeft();
         }
       }
       lastSnapshotVersion = m.version();
@@ -1026,106 +811,10 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   /**
-   * Uploads the checkpoint in {@code cpDir} of the version {@code m} describes. An SST whose
-   * content (length, XXHash64) a file {@code m} names already holds is not uploaded again; only
-   * files {@code m} names are reused, never older ones: a retained manifest names them, so no
-   * garbage-collection round can delete them while this snapshot waits to be published.
-   */
-  private BaseSnapshot uploadSnapshot(Path cpDir, Manifest m, int gen) throws IOException {
-    long version = m.version();
-    String attempt = m.attempt();
-    Map<FileRef.ContentId, FileRef> reusable = new HashMap<>();
-    for (Delta d : m.deltas()) {
-      reusable.putIfAbsent(d.file().contentId(), d.file());
-    }
-    m.base().ifPresent(b -> b.files().forEach(
-        f -> reusable.putIfAbsent(f.file().contentId(), f.file())));
-    List<Path> files;
-    try (Stream<Path> s = Files.list(cpDir)) {
-      files = s.filter(Files::isRegularFile)
-          .filter(p -> !p.getFileName().toString().equals("LOCK"))
-          .filter(p -> !p.getFileName().toString().startsWith("LOG"))
-          .sorted(Comparator.comparing(p -> p.getFileName().toString()))
-          .toList();
-    }
-    List<BaseSnapshot.BaseFile> result = new ArrayList<>();
-    List<Future<BaseSnapshot.BaseFile>> uploads = new ArrayList<>();
-    ByteArrayOutputStream pack = new ByteArrayOutputStream();
-    List<String> packNames = new ArrayList<>();
-    List<long[]> packRanges = new ArrayList<>();
-    // A unique suffix: another instance may snapshot the same (version, attempt) again.
-    String packKey = StoreLayout.snapshotPack(version, attempt, StoreLayout.newUniqueName());
-    for (Path f : files) {
-      String name = f.getFileName().toString();
-      if (name.endsWith(".sst")) {
-        String cacheKey = gen + "/" + name;
-        long size = Files.size(f);
-        FileRef.ContentId id = localFileIds.get(cacheKey);
-        if (id == null || id.length() != size) {
-          id = new FileRef.ContentId(size, Checksums.xxhash64(f));
-          localFileIds.put(cacheKey, id);
-        }
-        FileRef known = reusable.get(id);
-        if (known != null) {
-          result.add(new BaseSnapshot.BaseFile(name, known));
-        } else {
-          // New bytes (compaction output): never upload a damaged file with a checksum that
-          // vouches for it. RocksDB's block checksums say whether the local copy is intact.
-          try {
-            LocalFiles.verifySst(f);
-          } catch (IOException e) {
-            synchronized (this) {
-              if (gen == generation && !closed) {
-                localDamaged = e.getMessage(); // the next load restores from the object store
-              }
-            }
-            throw new IOException("Cannot upload base snapshot of " + identity + " version "
-                + version + ": " + e.getMessage() + "; the local database is dropped at the "
-                + "next load and restored from the object store", e);
-          }
-          FileRef.ContentId cid = id;
-          uploads.add(transfers.submit(() -> {
-            String key = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
-            objects.putIfAbsent(key,
-                FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD, ObjectBody.of(f)));
-            return new BaseSnapshot.BaseFile(name,
-                new FileRef(key, 0, cid.length(), cid.checksum()));
-          }));
-        }
-      } else {
-        byte[] bytes = Files.readAllBytes(f);
-        packRanges.add(new long[] {pack.size(), bytes.length, Checksums.xxhash64(bytes)});
-        packNames.add(name);
-        pack.write(bytes);
-      }
-    }
-    result.addAll(awaitAll(uploads, "upload base snapshot of version " + version));
-    synchronized (this) {
-      if (closed) {
-        throw new IllegalStateException(identity + " closed during the upload of the base "
-            + "snapshot of version " + version);
-      }
-    }
-    // On the transfer pool too, so that close() can interrupt it.
-    byte[] packBytes = pack.toByteArray();
-    awaitAll(List.of(transfers.submit(() -> {
-      objects.putIfAbsent(packKey,
-          FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD, ObjectBody.of(packBytes)));
-      return packKey;
-    })), "upload base snapshot of version " + version);
-    for (int i = 0; i < packNames.size(); i++) {
-      long[] r = packRanges.get(i);
-      result.add(new BaseSnapshot.BaseFile(packNames.get(i), new FileRef(packKey, r[0], r[1], r[2])));
-    }
-    result.sort(Comparator.comparing(BaseSnapshot.BaseFile::name));
-    return new BaseSnapshot(version, attempt, result);
-  }
-
-  /**
    * Closes the store: waits for a running commit, spill or load (the monitor), cancels the
    * transfers of a snapshot upload and waits up to {@value #CLOSE_WAIT_MS} ms for it to stop,
-   * then closes the local database, the object store, and deletes the local directory.
-   * Idempotent.
+   * then closes the local database, the object store, and deletes the local directory; the
+   * store's thread pools are shut down. Idempotent.
    */
   @Override
   public synchronized void close() {
@@ -1133,11 +822,7 @@ public final class SyncedStore implements AutoCloseable {
       return;
     }
     closed = true;
-    for (Runnable queued : transfers.shutdownNow()) {
-      if (queued instanceof Future<?> f) {
-        f.cancel(true); // so a maintenance thread waiting on it wakes up instead of hanging
-      }
-    }
+    pools.close();
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_WAIT_MS);
     boolean interrupted = false;
     while (runningCheckpoint != null) {
@@ -1162,7 +847,7 @@ public final class SyncedStore implements AutoCloseable {
       }
       objects.close();
       try {
-        deleteRecursively(localDir);
+        io.strata.engine.LocalFiles.deleteRecursively(localDir);
       } catch (IOException e) {
         LOG.warn("{}: cannot delete local directory {}", identity, localDir, e);
       }
@@ -1173,331 +858,44 @@ public final class SyncedStore implements AutoCloseable {
     }
   }
 
-  // ---------------------------------------------------------------- manifest and restore
-
   /**
-   * Reads and verifies the manifest of {@code version}.
+   * Reads and verifies the manifest of {@code version}, as a load would find it.
    *
+   * @param attempt the attempt id, or empty for the newest attempt
    * @throws StateLoadException if there is none, or it is corrupt
+   * @throws IOException if storage fails
    */
   public Manifest readManifest(long version, Optional<String> attempt) throws IOException {
-    if (attempt.isPresent()) {
-      if (!StoreLayout.isAttemptId(attempt.get())) {
-        throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
-            "Cannot load " + identity + " version " + version + ": checkpoint id '"
-                + attempt.get() + "' was not written by Strata", null);
-      }
-      String key = settings.attemptKeys() ? StoreLayout.versionObject(version, attempt.get())
-          : StoreLayout.versionObject(version);
-      return readManifestAt(version, key, attempt.get());
-    }
-    if (!settings.attemptKeys()) {
-      // Format 1: the one version object, one GET; format-2 objects only as a fallback.
-      try {
-        return readManifestAt(version, StoreLayout.versionObject(version), null);
-      } catch (StateLoadException e) {
-        if (e.reason() != StateLoadException.Reason.VERSION_NOT_FOUND) {
-          throw e;
-        }
-      }
-    }
-    String key = newestAttempt(version);
-    return readManifestAt(version, key, StoreLayout.attemptOf(key));
+    return reader.read(version, attempt);
   }
 
-  /**
-   * Reads and verifies the manifest in the version object {@code key}.
-   *
-   * @param expectedAttempt the attempt the manifest must name, or null for any (format-1 key)
-   * @throws StateLoadException if the object does not exist, is corrupt or describes another
-   *     store, version or attempt
-   */
-  private Manifest readManifestAt(long version, String key, String expectedAttempt)
-      throws IOException {
-    byte[] tail;
-    try {
-      tail = objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
-    } catch (ObjectNotFoundException e) {
-      throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
-          "Cannot load " + identity + " version " + version + ": " + objects.describe(key)
-              + " does not exist", e);
-    } catch (IOException e) {
-      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
-          + " version " + version + ": reading " + objects.describe(key) + " failed: "
-          + e.getMessage(), e);
-    }
-    try {
-      long size = tail.length < VersionObjectCodec.TAIL_READ_BYTES ? tail.length : -1;
-      VersionObjectCodec.Footer footer = VersionObjectCodec.footer(tail, size);
-      byte[] mbytes = VersionObjectCodec.manifestFromTail(tail, footer);
-      if (mbytes == null) {
-        try (InputStream in = objects.getRange(key, footer.manifestOffset(),
-            footer.manifestLength())) {
-          mbytes = in.readAllBytes();
-        }
-        VersionObjectCodec.verifyManifest(mbytes, footer);
-      }
-      Manifest m = ManifestCodec.decode(mbytes);
-      if (m.version() != version
-          || (expectedAttempt != null && !m.attempt().equals(expectedAttempt))
-          || !m.storeId().equals(identity.id())) {
-        throw new ManifestFormatException("manifest describes store " + m.storeId()
-            + " version " + m.version() + " attempt " + m.attempt() + ", expected "
-            + identity.id() + " version " + version
-            + (expectedAttempt == null ? "" : " attempt " + expectedAttempt), null);
-      }
-      manifests.put(key, footer.manifestOffset() + footer.manifestLength()
-          + VersionObjectCodec.FOOTER_BYTES, m);
-      return m;
-    } catch (ManifestFormatException e) {
-      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
-          + " version " + version + ": version object " + objects.describe(key)
-          + " is invalid: " + e.getMessage(), e);
-    }
-  }
-
-  /**
-   * After {@code version} was not found: if the store's location holds that version in the
-   * layout of one of Spark's own providers ({@code <version>.delta} / {@code .snapshot} of the
-   * HDFS-backed provider, {@code <version>.changelog} / {@code .zip} or {@code
-   * <version>_<id>.*} of the RocksDB provider), an error saying the checkpoint was written by
-   * another provider. Two LISTs, on this failure path only; nothing is written.
-   */
-  private Optional<StateLoadException> foreignCheckpoint(long version, StateLoadException cause) {
-    List<ObjectInfo> found = new ArrayList<>();
-    try {
-      found.addAll(objects.list(version + "."));
-      found.addAll(objects.list(version + "_"));
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("{} version {}: cannot list for another provider's files", identity, version, e);
-      return Optional.empty();
-    }
-    for (ObjectInfo o : found) {
-      String k = o.key();
-      String provider = k.endsWith(".delta") || k.endsWith(".snapshot")
-          ? "Spark's HDFS-backed state store provider (HDFSBackedStateStoreProvider)"
-          : k.endsWith(".changelog") || k.endsWith(".zip")
-              ? "Spark's RocksDB state store provider (RocksDBStateStoreProvider)" : null;
-      if (provider != null) {
-        return Optional.of(new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
-            "Cannot load " + identity + " version " + version + ": the checkpoint was written by "
-                + "another state store provider: " + objects.describe(k) + " is a file of "
-                + provider + ", and there is no Strata version object "
-                + objects.describe(StoreLayout.versionObject(version)) + ". Strata reads only "
-                + "its own format and changed nothing; run the query with the provider that "
-                + "wrote the checkpoint, or start from a new checkpoint location", cause));
-      }
-    }
-    return Optional.empty();
-  }
-
-  /**
-   * Finds the version object of the newest attempt of {@code version} with one LIST: the
-   * latest server-side last-modified time wins, ties broken by the attempt id (creation time,
-   * then random bits). Only cold loads without a checkpoint id call this.
-   */
-  private String newestAttempt(long version) throws IOException {
-    List<ObjectInfo> found;
-    try {
-      found = objects.list(StoreLayout.versionPrefix(version));
-    } catch (IOException e) {
-      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
-          + " version " + version + ": listing "
-          + objects.describe(StoreLayout.versionPrefix(version)) + " failed: "
-          + e.getMessage(), e);
-    }
-    ObjectInfo best = null;
-    for (ObjectInfo o : found) {
-      String a = StoreLayout.attemptOf(o.key());
-      if (a == null) {
-        continue;
-      }
-      if (best == null || o.lastModifiedMillis() > best.lastModifiedMillis()
-          || (o.lastModifiedMillis() == best.lastModifiedMillis()
-              && a.compareTo(StoreLayout.attemptOf(best.key())) > 0)) {
-        best = o;
-      }
-    }
-    if (best == null) {
-      throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
-          "Cannot load " + identity + " version " + version + ": no version object under "
-              + objects.describe(StoreLayout.versionPrefix(version))
-              + " (the version was never committed, or its version object was deleted)", null);
-    }
-    return best.key();
-  }
-
-  private void restore(Manifest m, long startNanos) throws IOException {
-    Path dbDir = Files.createDirectories(newDbDir());
-    Path tmp = Files.createDirectories(localDir.resolve("tmp"));
-    List<Future<Long>> downloads = new ArrayList<>();
-    List<Path> deltaFiles = new ArrayList<>();
-    long files = 0;
-    if (m.base().isPresent()) {
-      for (BaseSnapshot.BaseFile f : m.base().get().files()) {
-        Path target = dbDir.resolve(f.name());
-        downloads.add(transfers.submit(() -> download(m, f.file(), target)));
-        files++;
-      }
-    }
-    for (Delta d : m.deltas()) {
-      Path target = tmp.resolve("restore-" + deltaFiles.size() + ".sst");
-      deltaFiles.add(target);
-      downloads.add(transfers.submit(() -> download(m, d.file(), target)));
-      files++;
-    }
-    LocalStore fresh = null;
-    try {
-      long bytes = 0;
-      for (long b : awaitAll(downloads, "restore version " + m.version())) {
-        bytes += b;
-      }
-      if (m.base().isPresent() && m.base().get().files().stream()
-          .noneMatch(f -> f.name().equals("CURRENT"))) {
-        throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
-            + " version " + m.version() + ": its base snapshot lists no CURRENT file", null);
-      }
-      fresh = LocalStore.open(dbDir, m.numKeys(), settings.memory());
-      fresh.ingestAll(deltaFiles); // one ingestion for the whole chain, later deltas win
-      fresh.setCommittedKeys(m.numKeys());
-      replaceLocal(fresh, m, m.version());
-      lastRestore = new RestoreStats(ms(System.nanoTime() - startNanos), bytes, files);
-      LOG.info("{} restored version {} from the object store: {} files, {} bytes, {} ms",
-          identity, m.version(), files, bytes, lastRestore.restoreMs());
-    } catch (IOException | RuntimeException e) {
-      for (Future<Long> f : downloads) {
-        f.cancel(true);
-      }
-      if (fresh != null && fresh != local) {
-        fresh.close();
-      }
-      deleteQuietly(dbDir);
-      throw e;
-    } finally {
-      for (Path p : deltaFiles) {
-        deleteQuietly(p);
-      }
-    }
-  }
-
-  /** Downloads one file range to {@code target}, verifying size and checksum; returns bytes. */
-  private long download(Manifest m, FileRef ref, Path target) throws IOException {
-    // The target's directory exists (made by restore); a download cancelled after a failed
-    // restore then fails instead of re-creating a directory the restore already deleted.
-    if (ref.length() == 0) {
-      Files.write(target, new byte[0]);
-      return 0;
-    }
-    long n = 0;
-    long sum;
-    try (InputStream in = objects.getRange(ref.key(), ref.offset(), ref.length());
-        OutputStream out = Files.newOutputStream(target);
-        StreamingXXHash64 h = Checksums.newStreaming()) {
-      byte[] buf = new byte[1 << 16];
-      int r;
-      while ((r = in.read(buf)) > 0) {
-        out.write(buf, 0, r);
-        h.update(buf, 0, r);
-        n += r;
-      }
-      sum = h.getValue();
-    } catch (ObjectNotFoundException e) {
-      throw new StateLoadException(StateLoadException.Reason.MISSING_FILE, "Cannot load "
-          + identity + " version " + m.version() + ": " + objects.describe(ref.key())
-          + ", named by its manifest, does not exist", e);
-    } catch (StateLoadException e) {
-      throw e;
-    } catch (IOException e) {
-      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
-          + " version " + m.version() + ": downloading " + objects.describe(ref.key())
-          + " failed: " + e.getMessage(), e);
-    }
-    if (n != ref.length() || sum != ref.checksum()) {
-      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
-          + " version " + m.version() + ": " + objects.describe(ref.key()) + " bytes "
-          + ref.offset() + ".." + (ref.offset() + ref.length()) + " do not match the manifest "
-          + "(expected " + ref.length() + " bytes with xxhash64 " + Checksums.hex(ref.checksum())
-          + ", got " + n + " bytes with xxhash64 " + Checksums.hex(sum) + ")", null);
-    }
-    return n;
-  }
-
-  // ---------------------------------------------------------------- helpers
+  // ---------------------------------------------------------------- local database life cycle
 
   private Path newDbDir() throws IOException {
     Files.createDirectories(localDir);
     return localDir.resolve("db-" + dirCounter.incrementAndGet());
   }
 
-  private void replaceLocal(LocalStore fresh, Manifest m, long version) throws IOException {
+  private Path tmpDir() throws IOException {
+    return Files.createDirectories(localDir.resolve("tmp"));
+  }
+
+  /** Publishes {@code fresh}, holding {@code version} ({@code m}, null for 0), as the live one. */
+  private void replaceLocal(LocalStore fresh, Manifest m, long version) {
     LocalStore old = local;
     local = fresh;
     loaded = m;
     families = committedFamilies();
     loadedVersion = version;
-    generation++;
-    dropPendingBase();
-    localFileIds.clear();
-    localDamaged = null;
+    newGeneration();
     if (old != null) {
       old.close();
       deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
     }
-    recordLocalStamps();
+    integrity.recordStamps(fresh, version);
   }
 
-  /** Remembers the live database's SST stamps as known good. */
-  private void recordLocalStamps() {
-    try {
-      localStamps = local == null ? Map.of()
-          : LocalFiles.stamps(local.dir(), local.liveSstFiles());
-    } catch (IOException e) {
-      LOG.warn("{} version {}: cannot list local database {}; it will not be reused", identity,
-          loadedVersion, local.dir(), e);
-      localStamps = null;
-    }
-  }
-
-  /**
-   * The live database's SST that changed on disk since it was last known good, if any. Files
-   * that appeared since (compaction output) are verified against their RocksDB block checksums
-   * once, then become known. An unreadable directory counts as changed.
-   */
-  private Optional<String> changedLocalFile() {
-    if (localDamaged != null) {
-      return Optional.of("(" + localDamaged + ")");
-    }
-    if (localStamps == null) {
-      return Optional.of("(the local directory could not be listed)");
-    }
-    Map<String, LocalFiles.Stamp> now;
-    try {
-      now = LocalFiles.stamps(local.dir(), local.liveSstFiles());
-    } catch (IOException e) {
-      return Optional.of("(the local directory cannot be listed: " + e.getMessage() + ")");
-    }
-    Optional<String> changed = LocalFiles.changed(localStamps, now);
-    if (changed.isPresent()) {
-      return changed;
-    }
-    // Files RocksDB wrote since (compaction output) were never known good: read them once.
-    for (String name : now.keySet()) {
-      if (!localStamps.containsKey(name)) {
-        try {
-          LocalFiles.verifySst(local.dir().resolve(name));
-        } catch (java.nio.file.NoSuchFileException | java.io.FileNotFoundException gone) {
-          continue; // deleted by a compaction since the listing
-        } catch (IOException e) {
-          if (Files.exists(local.dir().resolve(name))) {
-            return Optional.of(name + " (" + e.getMessage() + ")");
-          }
-        }
-      }
-    }
-    localStamps = now;
-    return Optional.empty();
-  }
-
+  /** Drops the live database and whatever was built on it; the next load restores. */
   private void invalidateLocal() {
     spilled.clear();
     buildingAttempt = null;
@@ -1506,95 +904,28 @@ public final class SyncedStore implements AutoCloseable {
     loaded = null;
     families = ColumnFamilies.NONE;
     loadedVersion = -1;
-    generation++;
-    dropPendingBase();
+    newGeneration();
     localDirty = false;
-    localFileIds.clear();
-    localStamps = Map.of();
-    localDamaged = null;
     if (old != null) {
       old.close();
       deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
     }
   }
 
-  /**
-   * Deletes what the store's directory holds besides the live database and the checkpoint an
-   * upload is reading: older {@code db-*} and idle {@code checkpoint-*} directories and every
-   * file in {@code tmp/} (only commit, spill and restore use it, all under the monitor, which
-   * the caller holds). Failures are logged; the next sweep retries.
-   */
+  /** A new local database (or none): snapshots and stamps of the old one no longer apply. */
+  private void newGeneration() {
+    generation++;
+    snapshots.localDatabaseReplaced();
+    integrity.forget();
+  }
+
   private void sweepLocalDir() {
-    if (!Files.isDirectory(localDir)) {
-      return;
-    }
     LocalStore l = local;
-    Path live = l == null ? null : l.dir();
-    List<Path> entries;
-    try (Stream<Path> s = Files.list(localDir)) {
-      entries = s.toList();
-    } catch (IOException e) {
-      LOG.warn("{}: cannot list local directory {}", identity, localDir, e);
-      return;
-    }
-    for (Path p : entries) {
-      String name = p.getFileName().toString();
-      if (p.equals(live) || p.equals(runningCheckpoint)) {
-        continue;
-      }
-      if (name.equals("tmp")) {
-        try (Stream<Path> s = Files.list(p)) {
-          s.forEach(this::deleteQuietly);
-        } catch (IOException e) {
-          LOG.warn("{}: cannot list {}", identity, p, e);
-        }
-      } else if (name.startsWith("db-") || name.startsWith("checkpoint-")) {
-        LOG.info("{}: deleting leftover local directory {}", identity, p);
-        deleteQuietly(p);
-      }
-    }
+    integrity.sweep(l == null ? null : l.dir(), runningCheckpoint, loadedVersion);
   }
 
-  /** Forgets the pending base snapshot; its uploaded files become orphans. */
-  private void dropPendingBase() {
-    if (pendingBase != null) {
-      pendingBase = null;
-      markOrphans();
-    }
-  }
-
-  /**
-   * True if {@code pb} was uploaded too long ago to be published: half the grace period has
-   * passed since its upload started, by the store's wall clock or by the monotonic clock,
-   * whichever says more (a wall clock set back never makes it look younger).
-   */
-  private boolean pendingBaseExpired(PendingBase pb) {
-    long halfGrace = settings.gc().gracePeriodMillis() / 2;
-    long wall = clock.millis() - pb.startedMillis();
-    long mono = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pb.startedNanos());
-    return Math.max(wall, mono) >= halfGrace;
-  }
-
-  private void dropExpiredPendingBase(long atVersion) {
-    LOG.warn("{} version {}: the base snapshot of version {} was uploaded more than half the "
-        + "garbage-collection grace period ago ({} ms) and is not published: a garbage-collection "
-        + "round may already treat its files as unreferenced. Maintenance takes a new one; if "
-        + "this repeats, commits come further apart than half of {}", identity, atVersion,
-        pendingBase.snapshot().version(), settings.gc().gracePeriodMillis() / 2,
-        StrataConf.GC_GRACE_PERIOD.fullKey());
-    dropPendingBase();
-  }
-
-  /**
-   * Records that this instance just left objects no manifest will name (they become garbage
-   * once older than the grace period). Caller holds the monitor.
-   */
-  private void markOrphans() {
-    long now = clock.millis();
-    if (orphansSinceMillis < 0) {
-      orphansSinceMillis = now;
-    }
-    orphansUntilMillis = Math.max(orphansUntilMillis, now);
+  private void deleteQuietly(Path p) {
+    LocalIntegrity.deleteQuietly(identity, loadedVersion, p);
   }
 
   private LocalStore requireLocal() {
@@ -1608,51 +939,6 @@ public final class SyncedStore implements AutoCloseable {
   private void ensureOpen() {
     if (closed) {
       throw new IllegalStateException(identity + " is closed");
-    }
-  }
-
-  private <T> List<T> awaitAll(List<Future<T>> futures, String what) throws IOException {
-    List<T> out = new ArrayList<>(futures.size());
-    try {
-      for (Future<T> f : futures) {
-        out.add(f.get());
-      }
-      return out;
-    } catch (InterruptedException e) {
-      futures.forEach(f -> f.cancel(true));
-      Thread.currentThread().interrupt();
-      throw new java.io.InterruptedIOException("Interrupted during " + what + " of " + identity);
-    } catch (ExecutionException e) {
-      futures.forEach(f -> f.cancel(true));
-      Throwable c = e.getCause();
-      if (c instanceof IOException io) {
-        throw io;
-      }
-      if (c instanceof RuntimeException re) {
-        throw re;
-      }
-      throw new IOException("Cannot " + what + " of " + identity + ": " + c, c);
-    }
-  }
-
-  /** Deletes a file or directory tree, logging (not throwing) a failure. */
-  private void deleteQuietly(Path p) {
-    try {
-      deleteRecursively(p);
-    } catch (IOException | RuntimeException e) {
-      LOG.warn("{} version {}: cannot delete local {}; the next sweep retries: {}", identity,
-          loadedVersion, p, e.toString());
-    }
-  }
-
-  static void deleteRecursively(Path p) throws IOException {
-    if (!Files.exists(p)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(p)) {
-      for (Path x : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(x);
-      }
     }
   }
 

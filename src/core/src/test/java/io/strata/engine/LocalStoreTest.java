@@ -34,7 +34,7 @@ class LocalStoreTest {
 
   @Test
   void pendingWritesAreVisibleBeforeCommitAndGoneAfterAbort() throws Exception {
-    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       s.put(b("a"), b("1"));
       assertArrayEquals(b("1"), s.get(b("a")));
       assertEquals(1, s.numKeys());
@@ -46,7 +46,7 @@ class LocalStoreTest {
 
   @Test
   void deltaIsIngestedByteForByteAndTombstonesHideCommittedKeys() throws Exception {
-    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       s.put(b("a"), b("1"));
       s.put(b("b"), b("2"));
       s.put(b("c"), b("3"));
@@ -87,7 +87,7 @@ class LocalStoreTest {
   @Test
   void overlappingDeltasIngestedInOneCallLetTheLaterFileWin() throws Exception {
     List<Path> deltas = new ArrayList<>();
-    try (LocalStore w = LocalStore.open(tmp.resolve("writer"), 0)) {
+    try (LocalStore w = LocalStore.open(tmp.resolve("writer"), 0, SharedMemory.Limits.DEFAULT)) {
       for (int v = 1; v <= 3; v++) {
         for (int i = 0; i < 100; i++) {
           w.put(b("k" + (i * v % 100)), b("v" + v + "-" + i));
@@ -100,7 +100,7 @@ class LocalStoreTest {
         deltas.add(copy);
         w.commitPending(d);
       }
-      try (LocalStore r = LocalStore.open(tmp.resolve("reader"), 0)) {
+      try (LocalStore r = LocalStore.open(tmp.resolve("reader"), 0, SharedMemory.Limits.DEFAULT)) {
         r.ingestAll(deltas);
         try (CloseableIterator<KeyValue> a = w.scan(new byte[0]);
             CloseableIterator<KeyValue> c = r.scan(new byte[0])) {
@@ -122,7 +122,7 @@ class LocalStoreTest {
 
   @Test
   void emptyVersionWritesNoDelta() throws Exception {
-    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       assertFalse(s.writeDelta(tmp.resolve("x.sst")).isPresent());
       assertFalse(Files.exists(tmp.resolve("x.sst")));
     }
@@ -130,7 +130,7 @@ class LocalStoreTest {
 
   @Test
   void prefixScanReturnsOnlyMatchingKeysInOrder() throws Exception {
-    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       s.put(b("p1/b"), b("x"));
       s.put(b("p2/a"), b("x"));
       s.commitPending(s.writeDelta(tmp.resolve("d.sst")));
@@ -143,7 +143,7 @@ class LocalStoreTest {
 
   @Test
   void rangeScanReturnsKeysFromStartUntilEndExclusiveWithinThePrefix() throws Exception {
-    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       for (String k : List.of("p1/a", "p1/c", "p1/e", "p2/b")) {
         s.put(b(k), b("x"));
       }
@@ -160,7 +160,7 @@ class LocalStoreTest {
 
   @Test
   void writesWhileIteratingAreAllowed() throws Exception {
-    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       for (int i = 0; i < 100; i++) {
         s.put(b(String.format("k%03d", i)), b("v"));
       }
@@ -186,7 +186,7 @@ class LocalStoreTest {
    */
   @Test
   void aScanSeesPendingWritesAsOfItsStart() throws Exception {
-    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       s.put(b("a1"), b("c"));
       s.commitPending(s.writeDelta(tmp.resolve("d.sst")));
       s.put(b("a2"), b("p"));
@@ -213,7 +213,7 @@ class LocalStoreTest {
 
   @Test
   void aSpilledDatabaseIsNeverCheckpointedUntilItsVersionCommits() throws Exception {
-    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0)) {
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       assertEquals(LocalStore.State.CLEAN, s.state());
       s.put(b("a"), b("1"));
       s.spillPending(s.writeDelta(tmp.resolve("spill.sst")).orElseThrow());
@@ -254,7 +254,7 @@ class LocalStoreTest {
 
   @Test
   void useAfterCloseIsAClearError() throws Exception {
-    LocalStore s = LocalStore.open(tmp.resolve("db"), 0);
+    LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT);
     CloseableIterator<KeyValue> it = s.scan(new byte[0]);
     s.close();
     s.close();

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.engine.SharedMemory;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectStore;
 import java.nio.charset.StandardCharsets;
@@ -33,7 +34,7 @@ abstract class AttemptsContract {
 
   private SyncedStore open(String root, String executor, boolean format2, long spillBytes) {
     return new SyncedStore(new StoreIdentity(0, 3, "default", root), objects(root),
-        tmp.resolve(executor), new SyncedStore.Settings(1000, 4, spillBytes, format2), "{}", "{}");
+        tmp.resolve(executor), new SyncedStore.Settings(1000, 4, spillBytes, format2, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
   }
 
   private static byte[] b(String s) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.S3ProxyServer;
+import io.strata.engine.SharedMemory;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
@@ -56,7 +57,7 @@ class CommitRequestsIT {
         Optional.empty(), 3, Duration.ofSeconds(30), Duration.ofSeconds(10), 8);
     ObjectStore objects = ObjectStores.open(location, s3, REQUESTS::add);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location), objects,
-        work.resolve(local), new SyncedStore.Settings(10, 4, 0), "{}", "{}");
+        work.resolve(local), new SyncedStore.Settings(10, 4, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
   }
 
   private static Map<String, Long> kinds(List<RequestListener.Request> rs) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.S3ProxyServer;
+import io.strata.engine.SharedMemory;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
@@ -64,7 +65,7 @@ class CorruptionIT {
         Optional.empty(), 3, Duration.ofSeconds(30), Duration.ofSeconds(10), 8);
     ObjectStore objects = ObjectStores.open(location(name), s3, RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location(name)), objects,
-        work.resolve(local), new SyncedStore.Settings(3, 2, 0), "{}", "{}");
+        work.resolve(local), new SyncedStore.Settings(3, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
   }
 
   private static byte[] b(String s) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.S3ProxyServer;
+import io.strata.engine.SharedMemory;
 import io.strata.format.StoreLayout;
 import io.strata.metrics.GcStats;
 import io.strata.objectstore.ObjectInfo;
@@ -79,7 +80,7 @@ class GarbageCollectionIT {
       OffsetClock clock) {
     ObjectStore objects = ObjectStores.open(location(partition), s3, REQUESTS::add);
     return new SyncedStore(new StoreIdentity(0, partition, "default", location(partition)),
-        objects, work.resolve(local), new SyncedStore.Settings(10, 4, 2048, attemptKeys, GC),
+        objects, work.resolve(local), new SyncedStore.Settings(10, 4, 2048, attemptKeys, SharedMemory.Limits.DEFAULT, GC),
         "{}", "{}", clock);
   }
 

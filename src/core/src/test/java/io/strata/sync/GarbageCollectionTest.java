@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.engine.SharedMemory;
 import io.strata.format.Manifest;
 import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
@@ -63,7 +64,7 @@ class GarbageCollectionTest {
     ObjectStore o = ObjectStores.open(remote.toUri().toString(), SyncedStoreTest.UNUSED_S3,
         RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), o,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(3, 2, spillBytes, attemptKeys, gc),
+        tmp.resolve("local-" + name), new SyncedStore.Settings(3, 2, spillBytes, attemptKeys, SharedMemory.Limits.DEFAULT, gc),
         "{}", "{}", clock);
   }
 

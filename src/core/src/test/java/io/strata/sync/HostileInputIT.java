@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.config.StrataConf;
 import io.strata.testkit.S3ProxyServer;
+import io.strata.engine.SharedMemory;
 import io.strata.format.StoreLayout;
 import io.strata.format.VersionObjectCodec;
 import io.strata.objectstore.ObjectAlreadyExistsException;
@@ -84,7 +85,7 @@ class HostileInputIT {
       List<RequestListener.Request> requests) {
     ObjectStore objects = ObjectStores.open(location, s3, requests::add);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location), objects,
-        work.resolve(local + "-" + System.nanoTime()), new SyncedStore.Settings(2, 2, 0), "{}",
+        work.resolve(local + "-" + System.nanoTime()), new SyncedStore.Settings(2, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
         "{}");
   }
 

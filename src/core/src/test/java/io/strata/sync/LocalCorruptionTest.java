@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.engine.LocalFiles;
+import io.strata.engine.SharedMemory;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
@@ -34,7 +35,7 @@ class LocalCorruptionTest {
     ObjectStore objects = ObjectStores.open(remote.toUri().toString(), SyncedStoreTest.UNUSED_S3,
         RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 2, 0), "{}",
+        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
         "{}");
   }
 

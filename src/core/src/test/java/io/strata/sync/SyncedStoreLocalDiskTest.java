@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.engine.SharedMemory;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectInfo;
 import io.strata.objectstore.ObjectStore;
@@ -149,7 +150,7 @@ class SyncedStoreLocalDiskTest {
         remote.toUri().toString(), SyncedStoreTest.UNUSED_S3, RequestListener.NONE));
     stores.add(objects);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 2, 0), "{}",
+        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
         "{}");
   }
 

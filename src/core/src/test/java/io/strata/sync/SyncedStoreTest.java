@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.engine.SharedMemory;
 import io.strata.format.ColumnFamilies;
 import io.strata.format.ColumnFamily;
 import io.strata.format.Manifest;
@@ -49,7 +50,7 @@ class SyncedStoreTest {
     ObjectStore objects = ObjectStores.open(remote.toUri().toString(), UNUSED_S3,
         RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 4, spillBytes, attemptKeys), "{}", "{}");
+        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 4, spillBytes, attemptKeys, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
   }
 
   private static byte[] b(String s) {

@@ -3,7 +3,6 @@ package io.strata.demo;
 import java.io.IOException;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -19,36 +18,7 @@ final class DemoFiles {
 
   /** Deletes a file or directory tree; a missing path is fine. */
   static void deleteRecursively(Path root) throws IOException {
-    if (!Files.exists(root)) {
-      return;
-    }
-    Files.walkFileTree(
-        root,
-        new SimpleFileVisitor<>() {
-          @Override
-          public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
-              throws IOException {
-            Files.deleteIfExists(file);
-            return FileVisitResult.CONTINUE;
-          }
-
-          @Override
-          public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
-            if (e instanceof NoSuchFileException) {
-              return FileVisitResult.CONTINUE;
-            }
-            throw e;
-          }
-
-          @Override
-          public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
-            if (e != null && !(e instanceof NoSuchFileException)) {
-              throw e;
-            }
-            Files.deleteIfExists(dir);
-            return FileVisitResult.CONTINUE;
-          }
-        });
+    io.strata.engine.LocalFiles.deleteRecursively(root);
   }
 
   /** The entries of a directory, sorted by name. */

@@ -1,0 +1,285 @@
+package io.strata.sync;
+
+import io.strata.config.StrataConf;
+import io.strata.engine.LocalFiles;
+import io.strata.format.BaseSnapshot;
+import io.strata.format.Checksums;
+import io.strata.format.Delta;
+import io.strata.format.FileRef;
+import io.strata.format.Manifest;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectBody;
+import io.strata.objectstore.ObjectStore;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Uploads base snapshots of one store and holds the one waiting to be published.
+ *
+ * <p>{@link #upload} reads a local RocksDB checkpoint of a committed version and uploads only the
+ * SSTs the object store lacks (an SST whose content a file of that version's manifest already
+ * holds, such as an ingested delta, is named again, byte for byte), plus one pack of the small
+ * RocksDB metadata files. It remembers the content id (length, XXHash64) of every local SST it
+ * hashed, so each file is hashed once per local database.
+ *
+ * <p>The uploaded snapshot then waits ({@link #offer}) for the next commit, whose manifest names
+ * it as its base ({@link #pending}, {@link #published}). One not published within half the
+ * garbage-collection grace period is dropped rather than published, since a round may already
+ * treat its fresh files as unreferenced; a dropped one's files are orphans ({@link
+ * GcTrigger#orphansLeft()}).
+ *
+ * <p>Threading: {@link #upload} runs outside the store's monitor (one at a time); the methods
+ * about the pending snapshot are called with the monitor held, which guards it.
+ */
+final class BaseSnapshotUploader {
+  private static final Logger LOG = LoggerFactory.getLogger(BaseSnapshotUploader.class);
+
+  /**
+   * An upload found an SST of the live database corrupt (it is never uploaded): the database
+   * must be dropped and restored from the object store.
+   */
+  static final class CorruptLocalSstException extends IOException {
+    private static final long serialVersionUID = 1L;
+    private final String reason;
+
+    CorruptLocalSstException(String message, IOException cause) {
+      super(message, cause);
+      this.reason = cause.getMessage();
+    }
+
+    /** What the verification found, naming the file. */
+    String reason() {
+      return reason;
+    }
+  }
+
+  /**
+   * A base snapshot uploaded for the next commit to publish.
+   *
+   * @param generation the local database it was taken from
+   * @param startedMillis wall time (the store's clock) before its first upload started
+   * @param startedNanos {@link System#nanoTime()} at the same moment
+   */
+  private record Pending(BaseSnapshot snapshot, int generation, long startedMillis,
+      long startedNanos) { }
+
+  private final StoreIdentity identity;
+  private final ObjectStore objects;
+  private final TransferPools pools;
+  private final GcTrigger gc;
+  private final Clock clock;
+  private final long gracePeriodMillis;
+  /**
+   * (length, checksum) of local SST files already hashed, keyed by {@code <generation>/<file
+   * name>}: RocksDB reuses file names across databases, so a name is only an identity within one
+   * local database (one generation).
+   */
+  private final Map<String, FileRef.ContentId> localFileIds = new ConcurrentHashMap<>();
+  private Pending pending;
+
+  /**
+   * @param pools the store's pools (the uploads run on its transfer pool; once it is closed, an
+   *     upload stops)
+   * @param gc told of the files of a snapshot dropped unpublished
+   * @param clock the wall clock of the grace period
+   * @param gracePeriodMillis the garbage-collection grace period, ms
+   */
+  BaseSnapshotUploader(StoreIdentity identity, ObjectStore objects, TransferPools pools,
+      GcTrigger gc, Clock clock, long gracePeriodMillis) {
+    this.identity = identity;
+    this.objects = objects;
+    this.pools = pools;
+    this.gc = gc;
+    this.clock = clock;
+    this.gracePeriodMillis = gracePeriodMillis;
+  }
+
+  /**
+   * Uploads the checkpoint in {@code cpDir} of the version {@code m} describes. An SST whose
+   * content (length, XXHash64) a file {@code m} names already holds is not uploaded again; only
+   * files {@code m} names are reused, never older ones: a retained manifest names them, so no
+   * garbage-collection round can delete them while this snapshot waits to be published.
+   *
+   * @param generation the local database the checkpoint was taken from
+   * @return the snapshot, not yet published
+   * @throws CorruptLocalSstException if a new SST fails its RocksDB block checksums
+   * @throws IOException if reading the checkpoint or an upload fails (uploaded files are left
+   *     unreferenced)
+   * @throws IllegalStateException if the store closed during the upload
+   */
+  BaseSnapshot upload(Path cpDir, Manifest m, int generation) throws IOException {
+    long version = m.version();
+    String attempt = m.attempt();
+    Map<FileRef.ContentId, FileRef> reusable = new HashMap<>();
+    for (Delta d : m.deltas()) {
+      reusable.putIfAbsent(d.file().contentId(), d.file());
+    }
+    m.base().ifPresent(b -> b.files().forEach(
+        f -> reusable.putIfAbsent(f.file().contentId(), f.file())));
+    List<Path> files;
+    try (Stream<Path> s = Files.list(cpDir)) {
+      files = s.filter(Files::isRegularFile)
+          .filter(p -> !p.getFileName().toString().equals("LOCK"))
+          .filter(p -> !p.getFileName().toString().startsWith("LOG"))
+          .sorted(Comparator.comparing(p -> p.getFileName().toString()))
+          .toList();
+    }
+    List<BaseSnapshot.BaseFile> result = new ArrayList<>();
+    List<Future<BaseSnapshot.BaseFile>> uploads = new ArrayList<>();
+    ByteArrayOutputStream pack = new ByteArrayOutputStream();
+    List<String> packNames = new ArrayList<>();
+    List<long[]> packRanges = new ArrayList<>();
+    // A unique suffix: another instance may snapshot the same (version, attempt) again.
+    String packKey = StoreLayout.snapshotPack(version, attempt, StoreLayout.newUniqueName());
+    for (Path f : files) {
+      String name = f.getFileName().toString();
+      if (!name.endsWith(".sst")) {
+        byte[] bytes = Files.readAllBytes(f);
+        packRanges.add(new long[] {pack.size(), bytes.length, Checksums.xxhash64(bytes)});
+        packNames.add(name);
+        pack.write(bytes);
+        continue;
+      }
+      FileRef.ContentId id = contentId(generation, f);
+      FileRef known = reusable.get(id);
+      if (known != null) {
+        result.add(new BaseSnapshot.BaseFile(name, known));
+        continue;
+      }
+      // New bytes (compaction output): never upload a damaged file with a checksum that
+      // vouches for it. RocksDB's block checksums say whether the local copy is intact.
+      try {
+        LocalFiles.verifySst(f);
+      } catch (IOException e) {
+        throw new CorruptLocalSstException("Cannot upload base snapshot of " + identity
+            + " version " + version + ": " + e.getMessage() + "; the local database is dropped "
+            + "at the next load and restored from the object store", e);
+      }
+      uploads.add(pools.transfers().submit(() -> {
+        String key = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
+        objects.putIfAbsent(key,
+            FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD, ObjectBody.of(f)));
+        return new BaseSnapshot.BaseFile(name, new FileRef(key, 0, id.length(), id.checksum()));
+      }));
+    }
+    String what = "upload base snapshot of version " + version;
+    result.addAll(await(uploads, what));
+    if (pools.closed()) {
+      throw new IllegalStateException(identity + " closed during the upload of the base "
+          + "snapshot of version " + version);
+    }
+    // On the transfer pool too, so that close() can interrupt it.
+    byte[] packBytes = pack.toByteArray();
+    await(List.of(pools.transfers().submit(() -> {
+      objects.putIfAbsent(packKey,
+          FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD, ObjectBody.of(packBytes)));
+      return packKey;
+    })), what);
+    for (int i = 0; i < packNames.size(); i++) {
+      long[] r = packRanges.get(i);
+      result.add(new BaseSnapshot.BaseFile(packNames.get(i),
+          new FileRef(packKey, r[0], r[1], r[2])));
+    }
+    result.sort(Comparator.comparing(BaseSnapshot.BaseFile::name));
+    return new BaseSnapshot(version, attempt, result);
+  }
+
+  private FileRef.ContentId contentId(int generation, Path sst) throws IOException {
+    String cacheKey = generation + "/" + sst.getFileName();
+    long size = Files.size(sst);
+    FileRef.ContentId id = localFileIds.get(cacheKey);
+    if (id == null || id.length() != size) {
+      id = new FileRef.ContentId(size, Checksums.xxhash64(sst));
+      localFileIds.put(cacheKey, id);
+    }
+    return id;
+  }
+
+  private <T> List<T> await(List<Future<T>> futures, String what) throws IOException {
+    return Futures.awaitAll(futures, "Interrupted during " + what + " of " + identity,
+        Futures.rethrow("Cannot " + what + " of " + identity + ": "));
+  }
+
+  /** Forgets the local files hashed so far and the pending snapshot: the database changed. */
+  void localDatabaseReplaced() {
+    localFileIds.clear();
+    drop();
+  }
+
+  /** Hands an uploaded snapshot to the next commit. Monitor held. */
+  void offer(BaseSnapshot snapshot, int generation, long startedMillis, long startedNanos) {
+    pending = new Pending(snapshot, generation, startedMillis, startedNanos);
+  }
+
+  /**
+   * The snapshot waiting to be published, if it was taken from the database of {@code
+   * generation}; one that waited too long is dropped first. Monitor held.
+   *
+   * @param atVersion the version being committed or snapshotted (for the log)
+   */
+  Optional<BaseSnapshot> pending(int generation, long atVersion) {
+    if (pending == null || pending.generation() != generation) {
+      return Optional.empty();
+    }
+    if (expired(pending)) {
+      LOG.warn("{} version {}: the base snapshot of version {} was uploaded more than half the "
+          + "garbage-collection grace period ago ({} ms) and is not published: a "
+          + "garbage-collection round may already treat its files as unreferenced. Maintenance "
+          + "takes a new one; if this repeats, commits come further apart than half of {}",
+          identity, atVersion, pending.snapshot().version(), gracePeriodMillis / 2,
+          StrataConf.GC_GRACE_PERIOD.fullKey());
+      drop();
+      return Optional.empty();
+    }
+    return Optional.of(pending.snapshot());
+  }
+
+  /** Records that a committed manifest names {@code base}: if it was pending, it no longer is. */
+  void published(BaseSnapshot base) {
+    if (pending != null && base.equals(pending.snapshot())) {
+      pending = null;
+    }
+  }
+
+  /** Adds the keys of the pending snapshot's files to {@code keys}. Monitor held. */
+  void addPendingKeys(Set<String> keys) {
+    if (pending != null) {
+      pending.snapshot().files().forEach(f -> keys.add(f.file().key()));
+    }
+  }
+
+  /** Forgets the pending snapshot; its uploaded files become orphans. Monitor held. */
+  void drop() {
+    if (pending != null) {
+      pending = null;
+      gc.orphansLeft();
+    }
+  }
+
+  /**
+   * True if {@code p} was uploaded too long ago to be published: half the grace period has
+   * passed since its upload started, by the store's wall clock or by the monotonic clock,
+   * whichever says more (a wall clock set back never makes it look younger).
+   */
+  private boolean expired(Pending p) {
+    long wall = clock.millis() - p.startedMillis();
+    long mono = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - p.startedNanos());
+    return Math.max(wall, mono) >= gracePeriodMillis / 2;
+  }
+}

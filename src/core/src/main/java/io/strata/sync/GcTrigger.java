@@ -1,0 +1,170 @@
+package io.strata.sync;
+
+import io.strata.metrics.GcStats;
+import java.io.IOException;
+import java.time.Clock;
+import java.util.Set;
+import java.util.function.Supplier;
+
+/**
+ * When one store runs a garbage-collection round, and what came of the rounds: owns the
+ * schedule and the clock, while the {@link GarbageCollector} does a round for a "now" it is
+ * given.
+ *
+ * <p>A round is due after this instance committed {@link GcSettings#roundInterval()} versions
+ * since the last round started (the first round follows its first commit), or once an object
+ * this instance left unreferenced (an aborted batch's spills, a dropped base snapshot, a lost
+ * race: an <em>orphan</em>) is older than the grace period, then at most one failed try per grace
+ * period. Only instances that commit collect: nothing new can have become garbage otherwise.
+ *
+ * <p>Threading: every method but {@link #run} and {@link #last()} is called with the store's
+ * monitor held, which guards this object's state; {@link #run} runs the round outside it and
+ * takes it (the same monitor, handed to the constructor) to record the outcome.
+ */
+final class GcTrigger {
+  /**
+   * A round started by {@link #start}: its inputs, fixed under the store's monitor.
+   *
+   * @param number the round's sequence number in this instance, from 1
+   * @param knownNewest the newest version this instance loaded or committed, or -1
+   * @param protectedKeys keys the round must not delete (see {@link GarbageCollector#collect})
+   * @param nowMillis the wall time the round started, ms
+   * @param checkUploads whether the round also aborts old incomplete multipart uploads
+   */
+  record Round(long number, long knownNewest, Set<String> protectedKeys, long nowMillis,
+      boolean checkUploads) { }
+
+  private final GcSettings settings;
+  private final Clock clock;
+  private final GarbageCollector collector;
+  private final Object monitor;
+
+  /** Newest version this instance committed (or adopted), -1 if none: only committers collect. */
+  private long committedVersion = -1;
+  /** {@link #committedVersion} when the last round started, -1 before the first round. */
+  private long lastRoundVersion = -1;
+  /** Wall time of the oldest (and newest) orphan this instance left that no round covered yet. */
+  private long orphansSinceMillis = -1;
+  private long orphansUntilMillis = -1;
+  /** Wall time the last failed round started, or -1. */
+  private long lastFailedRoundMillis = -1;
+  /** Wall time incomplete uploads were last checked, or -1. */
+  private long lastUploadsCheckMillis = -1;
+  private long rounds;
+  private boolean running;
+  private volatile GcStats last = GcStats.NONE;
+
+  /**
+   * @param clock the wall clock of the grace period (tests move it forward)
+   * @param monitor the store's monitor, which guards this object's state
+   */
+  GcTrigger(GcSettings settings, Clock clock, GarbageCollector collector, Object monitor) {
+    this.settings = settings;
+    this.clock = clock;
+    this.collector = collector;
+    this.monitor = monitor;
+  }
+
+  /** Records that this instance committed (or adopted) {@code version}. Monitor held. */
+  void committed(long version) {
+    committedVersion = Math.max(committedVersion, version);
+  }
+
+  /** The newest version this instance committed or adopted, or -1. Monitor held. */
+  long committedVersion() {
+    return committedVersion;
+  }
+
+  /**
+   * Records that this instance just left objects no manifest will name (they become garbage
+   * once older than the grace period). Monitor held.
+   */
+  void orphansLeft() {
+    long now = clock.millis();
+    if (orphansSinceMillis < 0) {
+      orphansSinceMillis = now;
+    }
+    orphansUntilMillis = Math.max(orphansUntilMillis, now);
+  }
+
+  /** True if a round is due (see the class comment) and none is running. Monitor held. */
+  boolean due() {
+    if (!settings.enabled() || running || committedVersion < 1) {
+      return false;
+    }
+    if (lastRoundVersion < 0 || committedVersion - lastRoundVersion >= settings.roundInterval()) {
+      return true;
+    }
+    long now = clock.millis();
+    long grace = settings.gracePeriodMillis();
+    return orphansSinceMillis >= 0 && now - orphansSinceMillis >= grace
+        && (lastFailedRoundMillis < 0 || now - lastFailedRoundMillis >= grace);
+  }
+
+  /**
+   * Starts a round, whether due or not. Monitor held.
+   *
+   * @param loadedVersion the version the store holds, or -1
+   * @param protectedKeys the keys the store needs that no retained manifest may name yet (asked
+   *     only if a round starts)
+   * @return the round to {@link #run}, or null if GC is disabled or a round is running
+   */
+  Round start(long loadedVersion, Supplier<Set<String>> protectedKeys) {
+    if (!settings.enabled() || running) {
+      return null;
+    }
+    running = true;
+    long now = clock.millis();
+    Round r = new Round(++rounds, Math.max(loadedVersion, committedVersion), protectedKeys.get(),
+        now, lastUploadsCheckMillis < 0
+            || now - lastUploadsCheckMillis >= settings.gracePeriodMillis());
+    lastRoundVersion = committedVersion;
+    return r;
+  }
+
+  /**
+   * Runs a started round (outside the store's monitor), then records its outcome under it.
+   *
+   * @return what the round did
+   * @throws IOException as {@link GarbageCollector#collect}; the round counts as failed
+   */
+  GcStats run(Round r) throws IOException {
+    boolean ok = false;
+    try {
+      GcStats stats = collector.collect(r.number(), r.knownNewest(), r.protectedKeys(),
+          r.nowMillis(), r.checkUploads());
+      last = stats;
+      ok = true;
+      return stats;
+    } finally {
+      synchronized (monitor) {
+        finished(r, ok);
+      }
+    }
+  }
+
+  private void finished(Round r, boolean ok) {
+    running = false;
+    long now = r.nowMillis();
+    if (!ok) {
+      lastFailedRoundMillis = now;
+      return;
+    }
+    long grace = settings.gracePeriodMillis();
+    lastFailedRoundMillis = -1;
+    if (r.checkUploads()) {
+      lastUploadsCheckMillis = now;
+    }
+    if (orphansUntilMillis >= 0 && orphansUntilMillis <= now - grace) {
+      orphansSinceMillis = -1; // every orphan recorded so far was old enough for this round
+      orphansUntilMillis = -1;
+    } else if (orphansSinceMillis >= 0 && orphansSinceMillis <= now - grace) {
+      orphansSinceMillis = orphansUntilMillis; // the older ones were collected
+    }
+  }
+
+  /** What the last completed round did, or {@link GcStats#NONE}. Any thread. */
+  GcStats last() {
+    return last;
+  }
+}

@@ -1,0 +1,231 @@
+package io.strata.sync;
+
+import io.strata.format.Manifest;
+import io.strata.format.ManifestCodec;
+import io.strata.format.ManifestFormatException;
+import io.strata.format.StoreLayout;
+import io.strata.format.VersionObjectCodec;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectNotFoundException;
+import io.strata.objectstore.ObjectStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one reader of a store's manifests: finds a version's version object (by attempt id, or the
+ * newest attempt with one LIST), reads and verifies the manifest in its tail, records it in the
+ * {@link ManifestCache}, and explains a version that is missing because another state store
+ * provider wrote the location. The {@link GarbageCollector} is handed this reader. Thread-safe
+ * (holds no mutable state besides the thread-safe cache).
+ */
+final class VersionObjectReader {
+  private static final Logger LOG = LoggerFactory.getLogger(VersionObjectReader.class);
+
+  private final StoreIdentity identity;
+  private final ObjectStore objects;
+  private final boolean attemptKeys;
+  private final ManifestCache cache;
+
+  /**
+   * @param attemptKeys true under Spark's checkpoint format 2 (see {@link
+   *     SyncedStore.Settings#attemptKeys()})
+   * @param cache where every manifest read is recorded
+   */
+  VersionObjectReader(StoreIdentity identity, ObjectStore objects, boolean attemptKeys,
+      ManifestCache cache) {
+    this.identity = identity;
+    this.objects = objects;
+    this.attemptKeys = attemptKeys;
+    this.cache = cache;
+  }
+
+  /** The cache of what recent manifests name. */
+  ManifestCache cache() {
+    return cache;
+  }
+
+  /**
+   * The key of the version object of {@code version} written by {@code attempt}: {@code
+   * v/<version>/<attempt>.svo} under checkpoint format 2, {@code v/<version>.svo} under format 1.
+   */
+  String key(long version, String attempt) {
+    return attemptKeys ? StoreLayout.versionObject(version, attempt)
+        : StoreLayout.versionObject(version);
+  }
+
+  /**
+   * As {@link #read}, for a load: if the version is not found and the store's location holds that
+   * version in the layout of one of Spark's own providers, the error says the checkpoint was
+   * written by another provider.
+   *
+   * @throws StateLoadException as {@link #read}
+   */
+  Manifest readForLoad(long version, Optional<String> attempt) throws IOException {
+    try {
+      return read(version, attempt);
+    } catch (StateLoadException e) {
+      if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
+        throw foreignCheckpoint(version, e).orElse(e);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Reads and verifies the manifest of {@code version}: with {@code attempt} given, one tail GET
+   * of its version object; else (format 1) the one version object, falling back to (and under
+   * format 2 directly) the newest attempt under the version's prefix, found with one LIST.
+   *
+   * @throws StateLoadException if there is none, it is corrupt, or storage fails
+   */
+  Manifest read(long version, Optional<String> attempt) throws IOException {
+    if (attempt.isPresent()) {
+      if (!StoreLayout.isAttemptId(attempt.get())) {
+        throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+            "Cannot load " + identity + " version " + version + ": checkpoint id '"
+                + attempt.get() + "' was not written by Strata", null);
+      }
+      return readAt(version, key(version, attempt.get()), attempt.get());
+    }
+    if (!attemptKeys) {
+      // Format 1: the one version object, one GET; format-2 objects only as a fallback.
+      try {
+        return readAt(version, StoreLayout.versionObject(version), null);
+      } catch (StateLoadException e) {
+        if (e.reason() != StateLoadException.Reason.VERSION_NOT_FOUND) {
+          throw e;
+        }
+      }
+    }
+    String key = newestAttempt(version);
+    return readAt(version, key, StoreLayout.attemptOf(key));
+  }
+
+  /**
+   * Reads and verifies the manifest in the version object {@code key} (one tail GET, plus one
+   * ranged GET if the manifest is longer than the tail read) and records it in the cache.
+   *
+   * @param version the version {@code key} encodes
+   * @param expectedAttempt the attempt the manifest must name, or null for any (format-1 key)
+   * @throws StateLoadException if the object does not exist, is corrupt or describes another
+   *     store, version or attempt, or storage fails
+   */
+  Manifest readAt(long version, String key, String expectedAttempt) throws IOException {
+    byte[] tail;
+    try {
+      tail = objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
+    } catch (ObjectNotFoundException e) {
+      throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+          "Cannot load " + identity + " version " + version + ": " + objects.describe(key)
+              + " does not exist", e);
+    } catch (IOException e) {
+      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
+          + " version " + version + ": reading " + objects.describe(key) + " failed: "
+          + e.getMessage(), e);
+    }
+    try {
+      long size = tail.length < VersionObjectCodec.TAIL_READ_BYTES ? tail.length : -1;
+      VersionObjectCodec.Footer footer = VersionObjectCodec.footer(tail, size);
+      byte[] mbytes = VersionObjectCodec.manifestFromTail(tail, footer);
+      if (mbytes == null) {
+        try (InputStream in = objects.getRange(key, footer.manifestOffset(),
+            footer.manifestLength())) {
+          mbytes = in.readAllBytes();
+        }
+        VersionObjectCodec.verifyManifest(mbytes, footer);
+      }
+      Manifest m = ManifestCodec.decode(mbytes);
+      if (m.version() != version
+          || (expectedAttempt != null && !m.attempt().equals(expectedAttempt))
+          || !m.storeId().equals(identity.id())) {
+        throw new ManifestFormatException("manifest describes store " + m.storeId()
+            + " version " + m.version() + " attempt " + m.attempt() + ", expected "
+            + identity.id() + " version " + version
+            + (expectedAttempt == null ? "" : " attempt " + expectedAttempt), null);
+      }
+      cache.put(key, footer.manifestOffset() + footer.manifestLength()
+          + VersionObjectCodec.FOOTER_BYTES, m);
+      return m;
+    } catch (ManifestFormatException e) {
+      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
+          + " version " + version + ": version object " + objects.describe(key)
+          + " is invalid: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * After {@code version} was not found: if the store's location holds that version in the
+   * layout of one of Spark's own providers ({@code <version>.delta} / {@code .snapshot} of the
+   * HDFS-backed provider, {@code <version>.changelog} / {@code .zip} or {@code
+   * <version>_<id>.*} of the RocksDB provider), an error saying the checkpoint was written by
+   * another provider. Two LISTs, on this failure path only; nothing is written.
+   */
+  private Optional<StateLoadException> foreignCheckpoint(long version, StateLoadException cause) {
+    List<ObjectInfo> found = new ArrayList<>();
+    try {
+      found.addAll(objects.list(version + "."));
+      found.addAll(objects.list(version + "_"));
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("{} version {}: cannot list for another provider's files", identity, version, e);
+      return Optional.empty();
+    }
+    for (ObjectInfo o : found) {
+      String k = o.key();
+      String provider = k.endsWith(".delta") || k.endsWith(".snapshot")
+          ? "Spark's HDFS-backed state store provider (HDFSBackedStateStoreProvider)"
+          : k.endsWith(".changelog") || k.endsWith(".zip")
+              ? "Spark's RocksDB state store provider (RocksDBStateStoreProvider)" : null;
+      if (provider != null) {
+        return Optional.of(new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+            "Cannot load " + identity + " version " + version + ": the checkpoint was written by "
+                + "another state store provider: " + objects.describe(k) + " is a file of "
+                + provider + ", and there is no Strata version object "
+                + objects.describe(StoreLayout.versionObject(version)) + ". Strata reads only "
+                + "its own format and changed nothing; run the query with the provider that "
+                + "wrote the checkpoint, or start from a new checkpoint location", cause));
+      }
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * Finds the version object of the newest attempt of {@code version} with one LIST: the
+   * latest server-side last-modified time wins, ties broken by the attempt id (creation time,
+   * then random bits). Only cold loads without a checkpoint id call this.
+   */
+  private String newestAttempt(long version) throws IOException {
+    List<ObjectInfo> found;
+    try {
+      found = objects.list(StoreLayout.versionPrefix(version));
+    } catch (IOException e) {
+      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
+          + " version " + version + ": listing "
+          + objects.describe(StoreLayout.versionPrefix(version)) + " failed: "
+          + e.getMessage(), e);
+    }
+    ObjectInfo best = null;
+    for (ObjectInfo o : found) {
+      String a = StoreLayout.attemptOf(o.key());
+      if (a == null) {
+        continue;
+      }
+      if (best == null || o.lastModifiedMillis() > best.lastModifiedMillis()
+          || (o.lastModifiedMillis() == best.lastModifiedMillis()
+              && a.compareTo(StoreLayout.attemptOf(best.key())) > 0)) {
+        best = o;
+      }
+    }
+    if (best == null) {
+      throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+          "Cannot load " + identity + " version " + version + ": no version object under "
+              + objects.describe(StoreLayout.versionPrefix(version))
+              + " (the version was never committed, or its version object was deleted)", null);
+    }
+    return best.key();
+  }
+}
