@@ -11,6 +11,7 @@ import io.strata.objectstore.ObjectStores;
 import io.strata.sync.GcSettings;
 import io.strata.sync.StateLoadException;
 import io.strata.sync.StoreIdentity;
+import io.strata.sync.StoreSettings;
 import io.strata.sync.SyncedStore;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -529,7 +530,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
           stateStoreId.partitionId(), stateStoreId.storeName(), location());
       ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
       core = new SyncedStore(identity, objects, localDir(),
-          new SyncedStore.Settings(conf.snapshotInterval(), conf.transferThreads(),
+          new StoreSettings(conf.snapshotInterval(), conf.transferThreads(),
               conf.spillThresholdBytes(), checkpointIdsEnabled(), memoryLimits,
               gcSettings()),
           keySchema.json(), valueSchema.json());

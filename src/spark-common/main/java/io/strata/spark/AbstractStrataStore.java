@@ -8,6 +8,7 @@ import io.strata.metrics.CommitStats;
 import io.strata.metrics.GcStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
+import io.strata.sync.CommitResult;
 import io.strata.sync.SyncedStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -67,7 +68,7 @@ abstract class AbstractStrataStore implements StateStore {
   /** Version of the base snapshot named by the loaded manifest, -1 if none. */
   private final long loadedBaseVersion;
   private volatile Mode mode;
-  private SyncedStore.Committed committed;
+  private CommitResult committed;
   private RequestCounter.Counts requestsAtEnd;
   /** Memory use captured at commit, before the lock is given back (metrics() comes later). */
   private LocalStore.MemoryUsage memoryAtCommit = LocalStore.MemoryUsage.NONE;

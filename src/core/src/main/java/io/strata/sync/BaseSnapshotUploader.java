@@ -25,6 +25,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntPredicate;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -79,10 +80,23 @@ final class BaseSnapshotUploader {
   private record Pending(BaseSnapshot snapshot, int generation, long startedMillis,
       long startedNanos) { }
 
+  /**
+   * A local checkpoint of a committed version, taken under the store's monitor, to upload.
+   *
+   * @param checkpoint the checkpoint's directory (deleted by {@link #run})
+   * @param manifest the manifest of the version it holds
+   * @param generation the local database it was taken from
+   * @param startedMillis wall time (the store's clock) when it was taken
+   * @param startedNanos {@link System#nanoTime()} at the same moment
+   */
+  record Job(Path checkpoint, Manifest manifest, int generation, long startedMillis,
+      long startedNanos) { }
+
   private final StoreIdentity identity;
   private final ObjectStore objects;
   private final TransferPools pools;
   private final GcTrigger gc;
+  private final LocalIntegrity integrity;
   private final Clock clock;
   private final long gracePeriodMillis;
   /**
@@ -92,22 +106,104 @@ final class BaseSnapshotUploader {
    */
   private final Map<String, FileRef.ContentId> localFileIds = new ConcurrentHashMap<>();
   private Pending pending;
+  /** The checkpoint a running upload reads, or null. Guarded by the store's monitor. */
+  private Path running;
 
   /**
    * @param pools the store's pools (the uploads run on its transfer pool; once it is closed, an
    *     upload stops)
    * @param gc told of the files of a snapshot dropped unpublished
+   * @param integrity told when an upload finds a local SST corrupt
    * @param clock the wall clock of the grace period
    * @param gracePeriodMillis the garbage-collection grace period, ms
    */
   BaseSnapshotUploader(StoreIdentity identity, ObjectStore objects, TransferPools pools,
-      GcTrigger gc, Clock clock, long gracePeriodMillis) {
+      GcTrigger gc, LocalIntegrity integrity, Clock clock, long gracePeriodMillis) {
     this.identity = identity;
     this.objects = objects;
     this.pools = pools;
     this.gc = gc;
+    this.integrity = integrity;
     this.clock = clock;
     this.gracePeriodMillis = gracePeriodMillis;
+  }
+
+  /** The checkpoint a running upload reads, or null. Monitor held. */
+  Path running() {
+    return running;
+  }
+
+  /**
+   * Waits, on the store's monitor (held by the caller), up to {@code timeoutMs} for a running
+   * upload to stop (the store's close cancelled its transfers); warns if it does not.
+   *
+   * @return true if the wait was interrupted (the caller restores the interrupt flag)
+   */
+  boolean awaitStopped(Object monitor, long timeoutMs) {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    while (running != null) {
+      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+      if (left <= 0) {
+        LOG.warn("{}: closing while the upload of a base snapshot still runs after {} ms",
+            identity, timeoutMs);
+        return false;
+      }
+      try {
+        monitor.wait(left);
+      } catch (InterruptedException e) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Records that {@code job}'s upload is about to run ({@link #run}). Monitor held. */
+  void started(Job job) {
+    running = job.checkpoint();
+  }
+
+  /**
+   * Runs {@code job} outside the store's monitor: uploads its checkpoint ({@link #upload}),
+   * then, under the monitor, hands the snapshot to the next commit ({@link #offer}) if the local
+   * database is still the one it was taken from ({@code current}), else leaves its files as
+   * orphans. An upload that finds a local SST corrupt marks that database damaged (the next load
+   * restores from the object store). Always deletes the checkpoint and, under the monitor,
+   * clears {@link #running()} and wakes the monitor's waiters (the store's close).
+   *
+   * @param monitor the store's monitor
+   * @param current tests, under the monitor, whether a generation is still the live, open one
+   * @return the uploaded snapshot (offered, or orphaned if the database changed meanwhile)
+   * @throws IOException as {@link #upload} (nothing is offered then)
+   */
+  BaseSnapshot run(Job job, Object monitor, IntPredicate current) throws IOException {
+    try {
+      BaseSnapshot snapshot;
+      try {
+        snapshot = upload(job.checkpoint(), job.manifest(), job.generation());
+      } catch (IOException | RuntimeException e) {
+        synchronized (monitor) {
+          if (e instanceof CorruptLocalSstException c && current.test(job.generation())) {
+            integrity.markDamaged(c.reason());
+          }
+          gc.orphansLeft(); // the files uploaded before the failure
+        }
+        throw e;
+      }
+      synchronized (monitor) {
+        if (current.test(job.generation())) {
+          offer(snapshot, job.generation(), job.startedMillis(), job.startedNanos());
+        } else {
+          gc.orphansLeft();
+        }
+      }
+      return snapshot;
+    } finally {
+      LocalIntegrity.deleteQuietly(identity, job.manifest().version(), job.checkpoint());
+      synchronized (monitor) {
+        running = null;
+        monitor.notifyAll();
+      }
+    }
   }
 
   /**
@@ -223,7 +319,7 @@ final class BaseSnapshotUploader {
   }
 
   /** Hands an uploaded snapshot to the next commit. Monitor held. */
-  void offer(BaseSnapshot snapshot, int generation, long startedMillis, long startedNanos) {
+  private void offer(BaseSnapshot snapshot, int generation, long startedMillis, long startedNanos) {
     pending = new Pending(snapshot, generation, startedMillis, startedNanos);
   }
 

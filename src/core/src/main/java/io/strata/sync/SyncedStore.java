@@ -4,12 +4,9 @@ import io.strata.engine.CloseableIterator;
 import io.strata.engine.DeltaFile;
 import io.strata.engine.KeyValue;
 import io.strata.engine.LocalStore;
-import io.strata.engine.SharedMemory;
 import io.strata.format.BaseSnapshot;
 import io.strata.format.ColumnFamilies;
 import io.strata.format.ColumnFamily;
-import io.strata.format.Delta;
-import io.strata.format.FileRef;
 import io.strata.format.Manifest;
 import io.strata.format.ManifestCodec;
 import io.strata.format.Reachability;
@@ -22,18 +19,13 @@ import io.strata.objectstore.ObjectAlreadyExistsException;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectStore;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
-import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.List;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,28 +54,19 @@ import org.slf4j.LoggerFactory;
  * version in a fresh directory. A version not found whose location holds another provider's
  * files fails with an error saying so.
  *
- * <h2>Snapshots</h2>
+ * <h2>Background work</h2>
  * {@link #maintenance()} takes a RocksDB checkpoint of the committed version when {@code
  * snapshotInterval} versions passed since the last base and uploads it ({@link
- * BaseSnapshotUploader}); the next commit's manifest names it as its base.
+ * BaseSnapshotUploader}; the next commit's manifest names it as its base), then runs a
+ * garbage-collection round when {@link GcTrigger} says one is due (it keeps every object the
+ * retained manifests name, plus this instance's pending snapshot, spills and loaded version;
+ * see {@link Reachability}).
  *
- * <h2>Column families</h2>
- * Virtual: every key starts with its family's 2-byte id ({@link ColumnFamily#keyPrefix()}).
- * The name-to-id mapping of the version being built ({@link #columnFamilies()}) is committed in
- * that version's manifest and restored with it, so ids never change across restores; removing a
- * family writes a tombstone for each of its keys into the version's delta.
- *
- * <h2>Local disk</h2>
- * Bounded by the live database plus one checkpoint: a restore drops the old database before it
- * downloads the new one, and every load and maintenance round sweeps what a failed delete left
- * behind ({@link LocalIntegrity}). A directory left by a crashed JVM is the caller's to sweep
- * (see {@code LocalDirs} in the engine).
- *
- * <h2>Retention and garbage collection</h2>
- * {@link #maintenance()} also runs a garbage-collection round when {@link GcTrigger} says one is
- * due. A round keeps every object the manifests of the retained versions name, plus this
- * instance's pending base snapshot, in-flight spills and loaded version; see {@link
- * Reachability}.
+ * <h2>Column families and local disk</h2>
+ * Column families are virtual: every key starts with its family's 2-byte id ({@link
+ * ColumnFamily#keyPrefix()}); the name-to-id mapping is committed in each manifest ({@link
+ * VersionBuilder}). The local disk holds the live database plus at most one checkpoint ({@link
+ * LocalDatabase}, {@link LocalIntegrity}).
  *
  * <h2>Threading</h2>
  * One task thread at a time calls {@link #load}, the reads and writes, and {@link #commit} or
@@ -98,49 +81,9 @@ public final class SyncedStore implements AutoCloseable {
   /** How long {@link #close()} waits for a snapshot upload to stop, ms. */
   static final long CLOSE_WAIT_MS = 30_000;
 
-  /**
-   * Tuning of one store.
-   *
-   * @param snapshotInterval versions between base snapshots (&gt;= 1)
-   * @param transferThreads parallel transfers for restore and snapshot upload (&gt;= 1)
-   * @param spillThresholdBytes pending writes (approximate heap bytes) above which a batch
-   *     spills them to a spill delta uploaded before commit; 0 disables spilling
-   * @param attemptKeys true under Spark's checkpoint format 2: every attempt writes its own
-   *     {@code v/<version>/<attempt>.svo} and the driver names the one to load; false under
-   *     format 1: all attempts of a version race for {@code v/<version>.svo}, first writer wins
-   * @param memory native memory limits of the local database (see {@link SharedMemory})
-   * @param gc retention and garbage collection
-   */
-  public record Settings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
-      boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc) {
-    /** @throws NullPointerException if {@code memory} or {@code gc} is null */
-    public Settings {
-      Objects.requireNonNull(memory, "memory");
-      Objects.requireNonNull(gc, "gc");
-    }
-  }
-
-  /**
-   * Result of a commit.
-   *
-   * @param manifest the committed version's manifest
-   * @param key the version object's key
-   * @param stats what it cost
-   * @param lostRace true if (checkpoint format 1) another attempt of the same version had already
-   *     committed: the returned manifest is that attempt's, this attempt's writes were dropped
-   *     and the local database holds (or will restore) the winner's state
-   */
-  public record Committed(Manifest manifest, String key, CommitStats stats, boolean lostRace) {
-    /** A commit that won (or, under format 2, did not race). */
-    public Committed(Manifest manifest, String key, CommitStats stats) {
-      this(manifest, key, stats, false);
-    }
-  }
-
   private final StoreIdentity identity;
   private final ObjectStore objects;
-  private final Path localDir;
-  private final Settings settings;
+  private final StoreSettings settings;
   private final String keySchema;
   private final String valueSchema;
   private final Clock clock;
@@ -150,29 +93,13 @@ public final class SyncedStore implements AutoCloseable {
   private final GcTrigger gc;
   private final BaseSnapshotUploader snapshots;
   private final LocalIntegrity integrity;
-  private final AtomicInteger dirCounter = new AtomicInteger();
 
   // The version life cycle, guarded by this (volatile ones are also read without it).
-  /** Volatile: metrics read it from other threads; changed only under the monitor. */
-  private volatile LocalStore local;
-  private long loadedVersion = -1;
-  private Manifest loaded;
-  /** Counts local databases: a snapshot taken from an older one is never published. */
-  private int generation;
-  /** The checkpoint a snapshot upload is reading (outside the monitor), or null. */
-  private Path runningCheckpoint;
+  /** The live local database and the committed version it holds. */
+  private final LocalDatabase db;
   private boolean closed;
-  /** Attempt id of the version being built, fixed at its first spill (else chosen at commit). */
-  private String buildingAttempt;
-  /** Spill deltas of the version being built, already uploaded and ingested locally. */
-  private final List<Delta> spilled = new ArrayList<>();
-  /** True while the local database holds spilled writes of a version not yet committed. */
-  private boolean localDirty;
-  /**
-   * Column families of the version being built: the loaded manifest's, plus this version's
-   * creations and removals (dropped by an abort or a load). Immutable value, replaced on change.
-   */
-  private volatile ColumnFamilies families = ColumnFamilies.NONE;
+  /** The version being built on the loaded one. */
+  private final VersionBuilder building;
   private volatile RestoreStats lastRestore = RestoreStats.NONE;
   private volatile long lastSnapshotVersion = -1;
 
@@ -189,7 +116,7 @@ public final class SyncedStore implements AutoCloseable {
    * @param valueSchema value schema as JSON, recorded in manifests
    */
   public SyncedStore(StoreIdentity identity, ObjectStore objects, Path localDir,
-      Settings settings, String keySchema, String valueSchema) {
+      StoreSettings settings, String keySchema, String valueSchema) {
     this(identity, objects, localDir, settings, keySchema, valueSchema, Clock.systemUTC());
   }
 
@@ -197,11 +124,10 @@ public final class SyncedStore implements AutoCloseable {
    * As the public constructor, with the wall clock used for the grace period (tests move it
    * forward to age objects instead of waiting).
    */
-  SyncedStore(StoreIdentity identity, ObjectStore objects, Path localDir, Settings settings,
+  SyncedStore(StoreIdentity identity, ObjectStore objects, Path localDir, StoreSettings settings,
       String keySchema, String valueSchema, Clock clock) {
     this.identity = identity;
     this.objects = objects;
-    this.localDir = localDir;
     this.settings = settings;
     this.keySchema = keySchema;
     this.valueSchema = valueSchema;
@@ -215,9 +141,11 @@ public final class SyncedStore implements AutoCloseable {
     this.restorer = new Restorer(identity, objects, pools.transfers(), settings.memory());
     this.gc = new GcTrigger(gcSettings, clock,
         new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings), this);
-    this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, clock,
-        gcSettings.gracePeriodMillis());
     this.integrity = new LocalIntegrity(identity, localDir);
+    this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
+        gcSettings.gracePeriodMillis());
+    this.building = new VersionBuilder(identity, objects, gc);
+    this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
   }
 
   /** Which store this is. */
@@ -227,17 +155,17 @@ public final class SyncedStore implements AutoCloseable {
 
   /** The version the local database holds, or -1 if none is usable. */
   public synchronized long loadedVersion() {
-    return loadedVersion;
+    return db.version();
   }
 
   /** The attempt id of the loaded version; empty for version 0 or nothing loaded. */
   public synchronized Optional<String> loadedAttempt() {
-    return loaded == null ? Optional.empty() : Optional.of(loaded.attempt());
+    return db.attempt();
   }
 
   /** The manifest of the loaded version; empty for version 0 or nothing loaded. */
   public synchronized Optional<Manifest> loadedManifest() {
-    return Optional.ofNullable(loaded);
+    return Optional.ofNullable(db.manifest());
   }
 
   /** Cost of the last restore from the object store (zero if the last load reused local state). */
@@ -271,30 +199,28 @@ public final class SyncedStore implements AutoCloseable {
       throw new IllegalArgumentException("version must be >= 0, was " + version);
     }
     lastRestore = RestoreStats.NONE;
-    if (localDirty) {
+    if (building.localDirty()) {
       invalidateLocal();
     }
-    spilled.clear();
-    buildingAttempt = null;
-    sweepLocalDir();
-    if (local != null && version == loadedVersion
+    building.reset(db.committedFamilies());
+    db.sweep(snapshots.running());
+    if (db.live() != null && version == db.version()
         && (attempt.isEmpty() || version == 0 || attempt.equals(loadedAttempt()))) {
-      Optional<String> changed = integrity.changedFile(local);
+      Optional<String> changed = integrity.changedFile(db.live());
       if (changed.isEmpty()) {
-        local.discardPending();
-        families = committedFamilies();
+        db.live().discardPending();
         return;
       }
       // RocksDB never rewrites an SST: the database is damaged. Never reuse it; the object
       // store holds the verified copy of this version.
       LOG.warn("{} version {}: local SST {} in {} changed on disk since it was written; "
           + "dropping the local database and restoring the version from the object store",
-          identity, version, changed.get(), local.dir());
+          identity, version, changed.get(), db.live().dir());
       invalidateLocal();
     }
     if (version == 0) {
       invalidateLocal();
-      replaceLocal(LocalStore.open(newDbDir(), 0, settings.memory()), null, 0);
+      replaceLocal(LocalStore.open(db.newDbDir(), 0, settings.memory()), null, 0);
       return;
     }
     long start = System.nanoTime();
@@ -302,14 +228,14 @@ public final class SyncedStore implements AutoCloseable {
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
-    Restorer.Restored r = restorer.restore(m, newDbDir(), tmpDir(), start);
+    Restorer.Restored r = restorer.restore(m, db.newDbDir(), db.tmpDir(), start);
     replaceLocal(r.store(), m, m.version());
     lastRestore = r.stats();
   }
 
   /** The value of {@code key} in the version being built, or null. */
   public byte[] get(byte[] key) throws IOException {
-    return requireLocal().get(key);
+    return db.require().get(key);
   }
 
   /**
@@ -317,14 +243,14 @@ public final class SyncedStore implements AutoCloseable {
    * #spill()}).
    */
   public void put(byte[] key, byte[] value) throws IOException {
-    LocalStore l = requireLocal();
+    LocalStore l = db.require();
     l.put(key, value);
     maybeSpill(l);
   }
 
   /** Records a removal in the version being built. May spill the pending writes. */
   public void delete(byte[] key) throws IOException {
-    LocalStore l = requireLocal();
+    LocalStore l = db.require();
     l.delete(key);
     maybeSpill(l);
   }
@@ -348,34 +274,9 @@ public final class SyncedStore implements AutoCloseable {
    */
   public synchronized void spill() throws IOException {
     ensureOpen();
-    LocalStore l = requireLocal();
-    if (!l.hasPendingWrites() || l.openScans() > 0) {
-      return;
-    }
-    long version = loadedVersion + 1;
-    if (buildingAttempt == null) {
-      buildingAttempt = StoreLayout.newAttemptId();
-    }
-    String key = StoreLayout.spill(version, buildingAttempt, spilled.size());
-    Path sst = tmpDir().resolve("spill-" + version + "-" + buildingAttempt + "-"
-        + spilled.size() + ".sst");
-    try {
-      DeltaFile d = l.writeDelta(sst).orElseThrow();
-      try {
-        objects.putIfAbsent(key,
-            FaultPoints.during(FaultPoints.SPILL_UPLOAD, ObjectBody.of(sst)));
-      } catch (IOException | RuntimeException e) {
-        gc.orphansLeft(); // a failed PUT may still have been applied
-        throw e;
-      }
-      localDirty = true;
-      l.spillPending(d);
-      spilled.add(new Delta(version, buildingAttempt, new FileRef(key, 0, d.size(),
-          d.checksum())));
-      LOG.debug("{} version {}: spilled {} bytes of pending writes to {}", identity, version,
-          d.size(), key);
-    } finally {
-      deleteQuietly(sst);
+    LocalStore l = db.require();
+    if (l.hasPendingWrites() && l.openScans() == 0) {
+      building.spill(l, db.version() + 1, db.tmpDir());
     }
   }
 
@@ -384,7 +285,7 @@ public final class SyncedStore implements AutoCloseable {
    * creations and removals).
    */
   public ColumnFamilies columnFamilies() {
-    return families;
+    return building.families();
   }
 
   /**
@@ -397,16 +298,8 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IllegalStateException if nothing is loaded, or every id was used
    */
   public synchronized ColumnFamily createColumnFamily(String name, boolean internal) {
-    requireLocal();
-    Optional<ColumnFamily> existing = families.byName(name);
-    if (existing.isPresent()) {
-      return existing.get();
-    }
-    families = families.with(name, internal);
-    ColumnFamily created = families.byName(name).orElseThrow();
-    LOG.debug("{} version {}: created column family '{}' with id {}", identity,
-        loadedVersion + 1, name, created.id());
-    return created;
+    db.require();
+    return building.createColumnFamily(name, internal, db.version() + 1);
   }
 
   /**
@@ -419,34 +312,20 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IllegalStateException if nothing is loaded
    */
   public boolean removeColumnFamily(String name) throws IOException {
-    LocalStore l = requireLocal();
-    Optional<ColumnFamily> f = families.byName(name);
-    if (f.isEmpty()) {
+    LocalStore l = db.require();
+    if (!building.removeKeysOf(name, l, db.version() + 1)) {
       return false;
     }
-    long removed = 0;
-    try (CloseableIterator<KeyValue> it = l.scan(f.get().keyPrefix())) {
-      while (it.hasNext()) {
-        l.delete(it.next().key());
-        removed++;
-      }
-    }
     synchronized (this) {
-      families = families.without(name);
+      building.removeColumnFamily(name);
     }
     maybeSpill(l);
-    LOG.debug("{} version {}: removed column family '{}' (id {}, {} keys)", identity,
-        loadedVersion + 1, name, f.get().id(), removed);
     return true;
-  }
-
-  private ColumnFamilies committedFamilies() {
-    return loaded == null ? ColumnFamilies.NONE : loaded.columnFamilies();
   }
 
   /** Iterates keys with {@code prefix} in unsigned byte order; see {@link LocalStore#scan}. */
   public CloseableIterator<KeyValue> scan(byte[] prefix) {
-    return requireLocal().scan(prefix);
+    return db.require().scan(prefix);
   }
 
   /**
@@ -454,12 +333,12 @@ public final class SyncedStore implements AutoCloseable {
    * LocalStore#scan(byte[], byte[], byte[])}.
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix, byte[] from, byte[] until) {
-    return requireLocal().scan(prefix, from, until);
+    return db.require().scan(prefix, from, until);
   }
 
   /** Number of keys in the version being built. */
   public long numKeys() {
-    LocalStore l = local;
+    LocalStore l = db.live();
     return l == null ? 0 : l.numKeys();
   }
 
@@ -468,7 +347,7 @@ public final class SyncedStore implements AutoCloseable {
    * cache) and by pending writes (heap), bytes; zeros when nothing is loaded.
    */
   public LocalStore.MemoryUsage memoryUsage() {
-    LocalStore l = local;
+    LocalStore l = db.live();
     return l == null ? LocalStore.MemoryUsage.NONE : l.memoryUsage();
   }
 
@@ -478,17 +357,15 @@ public final class SyncedStore implements AutoCloseable {
    * are left unreferenced.
    */
   public synchronized void abort() {
-    if (!spilled.isEmpty()) {
+    if (building.hasSpills()) {
       gc.orphansLeft();
     }
-    if (localDirty) {
+    if (building.localDirty()) {
       invalidateLocal();
-    } else if (local != null) {
-      local.discardPending();
+    } else if (db.live() != null) {
+      db.live().discardPending();
     }
-    families = committedFamilies();
-    spilled.clear();
-    buildingAttempt = null;
+    building.reset(db.committedFamilies());
   }
 
   /**
@@ -502,19 +379,21 @@ public final class SyncedStore implements AutoCloseable {
    *     store)
    * @throws IllegalStateException if nothing is loaded, or the store is closed
    */
-  public synchronized Committed commit() throws IOException {
+  public synchronized CommitResult commit() throws IOException {
     ensureOpen();
-    LocalStore l = requireLocal();
-    long newVersion = loadedVersion + 1;
-    String attempt = buildingAttempt != null ? buildingAttempt : StoreLayout.newAttemptId();
+    LocalStore l = db.require();
+    long newVersion = db.version() + 1;
+    String attempt = building.attempt();
     String key = reader.key(newVersion, attempt);
-    Path tmp = tmpDir();
+    Path tmp = db.tmpDir();
     Path sst = tmp.resolve("delta-" + newVersion + "-" + attempt + ".sst");
     try {
       long t0 = System.nanoTime();
       Optional<DeltaFile> delta = l.writeDelta(sst);
       long t1 = System.nanoTime();
-      Manifest m = nextManifest(newVersion, attempt, key, delta, l.numKeys());
+      Manifest m = building.manifest(db.manifest(), db.version(),
+          snapshots.pending(db.generation(), newVersion), key, delta, keySchema, valueSchema,
+          l.numKeys());
       byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(m),
           delta.map(DeltaFile::size).orElse(0L));
       ObjectBody body = delta.isPresent()
@@ -527,7 +406,7 @@ public final class SyncedStore implements AutoCloseable {
       // succeeds the database holds writes of a version not committed (localDirty): a failed
       // or lost PUT discards the local database and the next load restores from the object
       // store.
-      localDirty = true;
+      building.ingestingUncommitted();
       Future<Long> ingest = LocalIngestion.start(pools.ingest(), l, delta, tmp);
       try {
         objects.putIfAbsent(key, FaultPoints.during(FaultPoints.COMMIT_DURING_PUT, body));
@@ -559,48 +438,17 @@ public final class SyncedStore implements AutoCloseable {
         LOG.warn("{} version {}: committed to {} but local ingestion failed; the next load "
             + "restores from the object store", identity, newVersion, objects.describe(key), e);
         invalidateLocal();
-        return new Committed(m, key, stats(t0, t1, t2, t3, 0, delta, body, m));
+        return new CommitResult(m, key, stats(t0, t1, t2, t3, 0, delta, body, m));
       }
-      spilled.clear();
-      buildingAttempt = null;
-      localDirty = false;
+      building.committed(m.columnFamilies());
       m.base().ifPresent(snapshots::published);
-      loaded = m;
-      loadedVersion = newVersion;
-      integrity.recordStamps(l, newVersion);
+      db.committed(m);
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
-      return new Committed(m, key, stats(t0, t1, t2, t3, ingestNanos, delta, body, m));
+      return new CommitResult(m, key, stats(t0, t1, t2, t3, ingestNanos, delta, body, m));
     } finally {
-      deleteQuietly(sst);
+      db.deleteQuietly(sst);
     }
-  }
-
-  /**
-   * The manifest of the version being committed: the loaded version's base (or the pending base
-   * snapshot, if it is newer and of a version already committed), the deltas since that base,
-   * this version's spills and its own delta (in the version object {@code key}).
-   */
-  private Manifest nextManifest(long newVersion, String attempt, String key,
-      Optional<DeltaFile> delta, long numKeys) {
-    Optional<BaseSnapshot> base = loaded == null ? Optional.empty() : loaded.base();
-    List<Delta> deltas = new ArrayList<>(loaded == null ? List.of() : loaded.deltas());
-    Optional<BaseSnapshot> pending = snapshots.pending(generation, newVersion);
-    if (pending.isPresent()) {
-      BaseSnapshot nb = pending.get();
-      long currentBase = base.map(BaseSnapshot::version).orElse(0L);
-      if (nb.version() > currentBase && nb.version() <= loadedVersion) {
-        base = pending;
-        deltas.removeIf(d -> d.version() <= nb.version());
-      }
-    }
-    deltas.addAll(spilled);
-    delta.ifPresent(d -> deltas.add(new Delta(newVersion, attempt,
-        new FileRef(key, 0, d.size(), d.checksum()))));
-    ColumnFamilies cfs = families;
-    return new Manifest(ManifestCodec.formatVersionFor(cfs), identity.id(), newVersion, attempt,
-        loadedVersion, loadedAttempt(), base, deltas, keySchema, valueSchema, numKeys,
-        System.currentTimeMillis(), cfs);
   }
 
   /** As {@link LocalIngestion#await}, for a commit that failed anyway: a failure is logged. */
@@ -620,7 +468,7 @@ public final class SyncedStore implements AutoCloseable {
    * writes. Its local database ingested this attempt's delta while the PUT was in flight, so it
    * is discarded and the next load restores the winner from the object store.
    */
-  private Committed adoptWinner(long newVersion, String key, Manifest mine, CommitStats stats)
+  private CommitResult adoptWinner(long newVersion, String key, Manifest mine, CommitStats stats)
       throws IOException {
     Manifest winner = reader.readAt(newVersion, key, null);
     LOG.warn("{} version {}: attempt {} lost the race for {} to attempt {}; this attempt's "
@@ -629,12 +477,12 @@ public final class SyncedStore implements AutoCloseable {
         + "retried task, or a batch whose plan ran twice, such as a foreachBatch DataFrame used "
         + "by two actions without persist())", identity, newVersion,
         mine.attempt(), objects.describe(key), winner.attempt());
-    if (!spilled.isEmpty()) {
+    if (building.hasSpills()) {
       gc.orphansLeft(); // this attempt's spill deltas: no manifest will ever name them
     }
     gc.committed(newVersion);
     invalidateLocal();
-    return new Committed(winner, key, stats, true);
+    return new CommitResult(winner, key, stats, true);
   }
 
   private static CommitStats stats(long t0, long t1, long t2, long t3, long ingestNanos,
@@ -707,7 +555,7 @@ public final class SyncedStore implements AutoCloseable {
     GcTrigger.Round round;
     synchronized (this) {
       ensureOpen();
-      round = gc.start(loadedVersion, this::protectedKeys);
+      round = gc.start(db.version(), this::protectedKeys);
     }
     return round == null ? GcStats.NONE : gc.run(round);
   }
@@ -721,9 +569,9 @@ public final class SyncedStore implements AutoCloseable {
   private Set<String> protectedKeys() {
     Set<String> keys = new HashSet<>();
     snapshots.addPendingKeys(keys);
-    spilled.forEach(d -> keys.add(d.file().key()));
-    if (loaded != null) {
-      keys.addAll(Reachability.namedKeys(loaded));
+    building.addSpillKeys(keys);
+    if (db.manifest() != null) {
+      keys.addAll(Reachability.namedKeys(db.manifest()));
     }
     return keys;
   }
@@ -743,71 +591,53 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   private boolean snapshotIfDue(boolean force) throws IOException {
-    Manifest m;
-    int gen;
-    Path cpDir;
-    long startedMillis;
-    long startedNanos;
+    BaseSnapshotUploader.Job job;
     synchronized (this) {
-      if (closed || local == null || loaded == null || runningCheckpoint != null || localDirty) {
-        return false;
-      }
-      sweepLocalDir();
-      long baseVersion = loaded.base().map(BaseSnapshot::version).orElse(0L);
-      Optional<BaseSnapshot> pending = snapshots.pending(generation, loadedVersion);
-      if (pending.isPresent()) {
-        baseVersion = Math.max(baseVersion, pending.get().version());
-      }
-      long sinceBase = loadedVersion - baseVersion;
-      if (sinceBase <= 0 || (!force && sinceBase < settings.snapshotInterval())) {
-        return false;
-      }
-      m = loaded;
-      gen = generation;
-      cpDir = localDir.resolve("checkpoint-" + dirCounter.incrementAndGet());
-      try {
-        local.checkpoint(cpDir);
-      } catch (IOException | RuntimeException e) {
-        deleteQuietly(cpDir);
-        throw e;
-      }
-      runningCheckpoint = cpDir;
-      startedMillis = clock.millis();
-      startedNanos = System.nanoTime();
+      job = checkpointIfDue(force);
     }
+    if (job == null) {
+      return false;
+    }
+    long t0 = System.nanoTime();
+    BaseSnapshot snapshot = snapshots.run(job, this, gen -> gen == db.generation() && !closed);
+    lastSnapshotVersion = job.manifest().version();
+    LOG.debug("{} uploaded base snapshot of version {} ({} files) in {} ms", identity,
+        job.manifest().version(), snapshot.files().size(), ms(System.nanoTime() - t0));
+    return true;
+  }
+
+  /**
+   * Takes a RocksDB checkpoint of the loaded version if a base snapshot is due (always, when
+   * {@code force}, unless the loaded version is a base already), for {@link
+   * BaseSnapshotUploader#run}; null if none is due or possible now. Caller holds the monitor.
+   */
+  private BaseSnapshotUploader.Job checkpointIfDue(boolean force) throws IOException {
+    if (closed || db.live() == null || db.manifest() == null || snapshots.running() != null
+        || building.localDirty()) {
+      return null;
+    }
+    db.sweep(snapshots.running());
+    long baseVersion = db.manifest().base().map(BaseSnapshot::version).orElse(0L);
+    Optional<BaseSnapshot> pending = snapshots.pending(db.generation(), db.version());
+    if (pending.isPresent()) {
+      baseVersion = Math.max(baseVersion, pending.get().version());
+    }
+    long sinceBase = db.version() - baseVersion;
+    if (sinceBase <= 0 || (!force && sinceBase < settings.snapshotInterval())) {
+      return null;
+    }
+    Path cpDir = db.newCheckpointDir();
     try {
-      long t0 = System.nanoTime();
-      BaseSnapshot snapshot;
-      try {
-        snapshot = snapshots.upload(cpDir, m, gen);
-      } catch (IOException | RuntimeException e) {
-        synchronized (this) {
-          if (e instanceof BaseSnapshotUploader.CorruptLocalSstException c && gen == generation
-              && !closed) {
-            integrity.markDamaged(c.reason()); // the next load restores from the object store
-          }
-          gc.orphansLeft(); // the files uploaded before the failure
-        }
-        throw e;
-      }
-      synchronized (this) {
-        if (gen == generation && !closed) {
-          snapshots.offer(snapshot, gen, startedMillis, startedNanos);
-        } else {
-          gc.orphansLeft();
-        }
-      }
-      lastSnapshotVersion = m.version();
-      LOG.debug("{} uploaded base snapshot of version {} ({} files) in {} ms", identity,
-          m.version(), snapshot.files().size(), ms(System.nanoTime() - t0));
-      return true;
-    } finally {
-      deleteQuietly(cpDir);
-      synchronized (this) {
-        runningCheckpoint = null;
-        notifyAll(); // close() may wait for this
-      }
+      db.live().checkpoint(cpDir);
+    } catch (IOException | RuntimeException e) {
+      db.deleteQuietly(cpDir);
+      throw e;
     }
+    BaseSnapshotUploader.Job job =
+        new BaseSnapshotUploader.Job(cpDir, db.manifest(), db.generation(), clock.millis(),
+            System.nanoTime());
+    snapshots.started(job);
+    return job;
   }
 
   /**
@@ -823,34 +653,10 @@ public final class SyncedStore implements AutoCloseable {
     }
     closed = true;
     pools.close();
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_WAIT_MS);
-    boolean interrupted = false;
-    while (runningCheckpoint != null) {
-      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-      if (left <= 0) {
-        LOG.warn("{}: closing while the upload of a base snapshot still runs after {} ms",
-            identity, CLOSE_WAIT_MS);
-        break;
-      }
-      try {
-        wait(left);
-      } catch (InterruptedException e) {
-        interrupted = true;
-        break;
-      }
-    }
+    boolean interrupted = snapshots.awaitStopped(this, CLOSE_WAIT_MS);
     try {
-      LocalStore l = local;
-      local = null;
-      if (l != null) {
-        l.close();
-      }
+      db.close();
       objects.close();
-      try {
-        io.strata.engine.LocalFiles.deleteRecursively(localDir);
-      } catch (IOException e) {
-        LOG.warn("{}: cannot delete local directory {}", identity, localDir, e);
-      }
     } finally {
       if (interrupted) {
         Thread.currentThread().interrupt();
@@ -871,69 +677,16 @@ public final class SyncedStore implements AutoCloseable {
 
   // ---------------------------------------------------------------- local database life cycle
 
-  private Path newDbDir() throws IOException {
-    Files.createDirectories(localDir);
-    return localDir.resolve("db-" + dirCounter.incrementAndGet());
-  }
-
-  private Path tmpDir() throws IOException {
-    return Files.createDirectories(localDir.resolve("tmp"));
-  }
-
   /** Publishes {@code fresh}, holding {@code version} ({@code m}, null for 0), as the live one. */
   private void replaceLocal(LocalStore fresh, Manifest m, long version) {
-    LocalStore old = local;
-    local = fresh;
-    loaded = m;
-    families = committedFamilies();
-    loadedVersion = version;
-    newGeneration();
-    if (old != null) {
-      old.close();
-      deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
-    }
-    integrity.recordStamps(fresh, version);
+    db.replace(fresh, m, version);
+    building.reset(db.committedFamilies());
   }
 
   /** Drops the live database and whatever was built on it; the next load restores. */
   private void invalidateLocal() {
-    spilled.clear();
-    buildingAttempt = null;
-    LocalStore old = local;
-    local = null;
-    loaded = null;
-    families = ColumnFamilies.NONE;
-    loadedVersion = -1;
-    newGeneration();
-    localDirty = false;
-    if (old != null) {
-      old.close();
-      deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
-    }
-  }
-
-  /** A new local database (or none): snapshots and stamps of the old one no longer apply. */
-  private void newGeneration() {
-    generation++;
-    snapshots.localDatabaseReplaced();
-    integrity.forget();
-  }
-
-  private void sweepLocalDir() {
-    LocalStore l = local;
-    integrity.sweep(l == null ? null : l.dir(), runningCheckpoint, loadedVersion);
-  }
-
-  private void deleteQuietly(Path p) {
-    LocalIntegrity.deleteQuietly(identity, loadedVersion, p);
-  }
-
-  private LocalStore requireLocal() {
-    LocalStore l = local;
-    if (l == null) {
-      throw new IllegalStateException(identity + ": no version is loaded");
-    }
-    return l;
+    building.dropped();
+    db.invalidate();
   }
 
   private void ensureOpen() {

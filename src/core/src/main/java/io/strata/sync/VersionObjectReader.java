@@ -33,7 +33,7 @@ final class VersionObjectReader {
 
   /**
    * @param attemptKeys true under Spark's checkpoint format 2 (see {@link
-   *     SyncedStore.Settings#attemptKeys()})
+   *     StoreSettings#attemptKeys()})
    * @param cache where every manifest read is recorded
    */
   VersionObjectReader(StoreIdentity identity, ObjectStore objects, boolean attemptKeys,

@@ -34,7 +34,7 @@ abstract class AttemptsContract {
 
   private SyncedStore open(String root, String executor, boolean format2, long spillBytes) {
     return new SyncedStore(new StoreIdentity(0, 3, "default", root), objects(root),
-        tmp.resolve(executor), new SyncedStore.Settings(1000, 4, spillBytes, format2, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
+        tmp.resolve(executor), new StoreSettings(1000, 4, spillBytes, format2, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
   }
 
   private static byte[] b(String s) {
@@ -85,7 +85,7 @@ abstract class AttemptsContract {
         attempts[(int) v] = real.commit().manifest().attempt();
       }
       // Now the zombie wakes up and commits its version 4.
-      SyncedStore.Committed late = zombie.commit();
+      CommitResult late = zombie.commit();
       if (v2) {
         assertFalse(late.lostRace(), "format 2: each attempt has its own object");
         assertEquals(StoreLayout.versionObject(4, late.manifest().attempt()), late.key());
@@ -129,7 +129,7 @@ abstract class AttemptsContract {
     try (SyncedStore retry = open(root, "exec-2", v2, 0)) {
       retry.load(0, Optional.empty());
       writeReal(retry, 1);
-      SyncedStore.Committed c = retry.commit();
+      CommitResult c = retry.commit();
       assertEquals(!v2, c.lostRace());
       if (!v2) {
         assertEquals(first, c.manifest().attempt(), "format 1 keeps the first attempt");

@@ -57,7 +57,7 @@ class CommitRequestsIT {
         Optional.empty(), 3, Duration.ofSeconds(30), Duration.ofSeconds(10), 8);
     ObjectStore objects = ObjectStores.open(location, s3, REQUESTS::add);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location), objects,
-        work.resolve(local), new SyncedStore.Settings(10, 4, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
+        work.resolve(local), new StoreSettings(10, 4, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
   }
 
   private static Map<String, Long> kinds(List<RequestListener.Request> rs) {

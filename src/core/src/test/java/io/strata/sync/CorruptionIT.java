@@ -65,7 +65,7 @@ class CorruptionIT {
         Optional.empty(), 3, Duration.ofSeconds(30), Duration.ofSeconds(10), 8);
     ObjectStore objects = ObjectStores.open(location(name), s3, RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location(name)), objects,
-        work.resolve(local), new SyncedStore.Settings(3, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
+        work.resolve(local), new StoreSettings(3, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
   }
 
   private static byte[] b(String s) {

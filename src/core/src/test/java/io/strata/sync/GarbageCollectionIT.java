@@ -80,7 +80,7 @@ class GarbageCollectionIT {
       OffsetClock clock) {
     ObjectStore objects = ObjectStores.open(location(partition), s3, REQUESTS::add);
     return new SyncedStore(new StoreIdentity(0, partition, "default", location(partition)),
-        objects, work.resolve(local), new SyncedStore.Settings(10, 4, 2048, attemptKeys, SharedMemory.Limits.DEFAULT, GC),
+        objects, work.resolve(local), new StoreSettings(10, 4, 2048, attemptKeys, SharedMemory.Limits.DEFAULT, GC),
         "{}", "{}", clock);
   }
 
@@ -258,7 +258,7 @@ class GarbageCollectionIT {
           a.load(v - 1, parent);
         }
         TreeMap<String, String> next = GcWorkload.write(a, state, v, "a");
-        SyncedStore.Committed c = a.commit();
+        CommitResult c = a.commit();
         used.put(v, c.manifest().attempt());
         byAttempt.put(c.manifest().attempt(), next);
         state = next;

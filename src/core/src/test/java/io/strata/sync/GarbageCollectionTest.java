@@ -64,7 +64,7 @@ class GarbageCollectionTest {
     ObjectStore o = ObjectStores.open(remote.toUri().toString(), SyncedStoreTest.UNUSED_S3,
         RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), o,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(3, 2, spillBytes, attemptKeys, SharedMemory.Limits.DEFAULT, gc),
+        tmp.resolve("local-" + name), new StoreSettings(3, 2, spillBytes, attemptKeys, SharedMemory.Limits.DEFAULT, gc),
         "{}", "{}", clock);
   }
 
@@ -294,7 +294,7 @@ class GarbageCollectionTest {
           a.load(v - 1, Optional.ofNullable(parent));
         }
         TreeMap<String, String> next = GcWorkload.write(a, state, v, "a");
-        SyncedStore.Committed c = a.commit();
+        CommitResult c = a.commit();
         used.put(v, c.manifest().attempt());
         byAttempt.put(c.manifest().attempt(), next);
         state = next;

@@ -85,7 +85,7 @@ class HostileInputIT {
       List<RequestListener.Request> requests) {
     ObjectStore objects = ObjectStores.open(location, s3, requests::add);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location), objects,
-        work.resolve(local + "-" + System.nanoTime()), new SyncedStore.Settings(2, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
+        work.resolve(local + "-" + System.nanoTime()), new StoreSettings(2, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
         "{}");
   }
 
@@ -334,7 +334,7 @@ class HostileInputIT {
         s.load(0, Optional.empty());
         for (int v = 1; v <= 4; v++) {
           s.put(b("key-" + v), b("v" + v));
-          SyncedStore.Committed c = s.commit();
+          CommitResult c = s.commit();
           texts.add(c.stats().toString());
           s.maintenance();
         }

@@ -35,7 +35,7 @@ class LocalCorruptionTest {
     ObjectStore objects = ObjectStores.open(remote.toUri().toString(), SyncedStoreTest.UNUSED_S3,
         RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
+        tmp.resolve("local-" + name), new StoreSettings(snapshotInterval, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
         "{}");
   }
 

@@ -150,7 +150,7 @@ class SyncedStoreLocalDiskTest {
         remote.toUri().toString(), SyncedStoreTest.UNUSED_S3, RequestListener.NONE));
     stores.add(objects);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
+        tmp.resolve("local-" + name), new StoreSettings(snapshotInterval, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}",
         "{}");
   }
 
@@ -325,9 +325,9 @@ class SyncedStoreLocalDiskTest {
     task.join(10_000);
     closer.join(10_000);
     assertFalse(closer.isAlive());
-    assertTrue(commitResult.get() instanceof SyncedStore.Committed,
+    assertTrue(commitResult.get() instanceof CommitResult,
         "the commit completed: " + commitResult.get());
-    assertEquals(2, ((SyncedStore.Committed) commitResult.get()).manifest().version());
+    assertEquals(2, ((CommitResult) commitResult.get()).manifest().version());
     assertFalse(Files.exists(tmp.resolve("local-a")));
     assertEquals(0, objects.callsAfterClose.get());
   }

@@ -50,7 +50,7 @@ class SyncedStoreTest {
     ObjectStore objects = ObjectStores.open(remote.toUri().toString(), UNUSED_S3,
         RequestListener.NONE);
     return new SyncedStore(new StoreIdentity(0, 1, "default", remote.toString()), objects,
-        tmp.resolve("local-" + name), new SyncedStore.Settings(snapshotInterval, 4, spillBytes, attemptKeys, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
+        tmp.resolve("local-" + name), new StoreSettings(snapshotInterval, 4, spillBytes, attemptKeys, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
   }
 
   private static byte[] b(String s) {
@@ -97,7 +97,7 @@ class SyncedStoreTest {
       s.load(0, Optional.empty());
       for (long v = 1; v <= 5; v++) {
         writeVersion(s, v);
-        SyncedStore.Committed c = s.commit();
+        CommitResult c = s.commit();
         assertEquals(v, c.manifest().version());
         assertEquals(StoreLayout.versionObject(v), c.key(), "format 1: one key per version");
         assertEquals(v, c.manifest().deltaChainLength());
@@ -132,7 +132,7 @@ class SyncedStoreTest {
       s.put(concat(a.keyPrefix(), b("k1")), b("1"));
       s.put(concat(a.keyPrefix(), b("k2")), b("2"));
       s.put(concat(b.keyPrefix(), b("k1")), b("3"));
-      SyncedStore.Committed c1 = s.commit();
+      CommitResult c1 = s.commit();
       assertEquals(2, c1.manifest().formatVersion());
       assertEquals(new ColumnFamilies(2, List.of(a, b)), c1.manifest().columnFamilies());
 
@@ -150,7 +150,7 @@ class SyncedStoreTest {
       assertTrue(s.removeColumnFamily("a"));
       assertEquals(3, s.createColumnFamily("c", false).id());
       s.put(concat(c.keyPrefix(), b("k1")), b("4"));
-      SyncedStore.Committed c2 = s.commit();
+      CommitResult c2 = s.commit();
       assertEquals(new ColumnFamilies(3, List.of(b, c)), c2.manifest().columnFamilies());
       assertEquals(2, c2.manifest().numKeys());
     }
@@ -182,7 +182,7 @@ class SyncedStoreTest {
       s.load(0, Optional.empty());
       writeVersion(s, 1);
       s.commit();
-      SyncedStore.Committed idle = s.commit();
+      CommitResult idle = s.commit();
       assertEquals(2, idle.manifest().version());
       assertEquals(1, idle.manifest().deltaChainLength());
       assertEquals(0, idle.stats().deltaBytes());
@@ -206,11 +206,11 @@ class SyncedStoreTest {
       // re-run of version 2 twice (task retry): the first attempt to commit wins in format 1
       s.load(1, Optional.empty());
       s.put(b("attempt"), b("one"));
-      SyncedStore.Committed c1 = s.commit();
+      CommitResult c1 = s.commit();
       assertFalse(c1.lostRace());
       s.load(1, Optional.of(first));
       s.put(b("attempt"), b("two"));
-      SyncedStore.Committed c2 = s.commit();
+      CommitResult c2 = s.commit();
       assertTrue(c2.lostRace(), "the second attempt finds version 2 committed");
       assertEquals(c1.manifest().attempt(), c2.manifest().attempt());
       s.load(2, Optional.empty());

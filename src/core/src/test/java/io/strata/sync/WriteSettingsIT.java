@@ -70,7 +70,7 @@ class WriteSettingsIT {
     try {
       ObjectStore objects = ObjectStores.open(location, s3(w), RequestListener.NONE);
       try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", location), objects,
-          work.resolve(name), new SyncedStore.Settings(2, 2, 4096, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+          work.resolve(name), new StoreSettings(2, 2, 4096, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
         s.load(0, Optional.empty());
         for (int v = 1; v <= 4; v++) {
           for (int i = 0; i < 200; i++) { // > 4 KiB: spills during the batch
@@ -86,7 +86,7 @@ class WriteSettingsIT {
       // the state reads back
       try (SyncedStore r = new SyncedStore(new StoreIdentity(0, 0, "default", location),
           ObjectStores.open(location, s3(w), RequestListener.NONE), work.resolve(name + "-r"),
-          new SyncedStore.Settings(2, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+          new StoreSettings(2, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
         r.load(4, Optional.empty());
         assertArrayEquals("value-4-7".getBytes(StandardCharsets.UTF_8),
             r.get("key-7".getBytes(StandardCharsets.UTF_8)));
@@ -166,7 +166,7 @@ class WriteSettingsIT {
     try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", location),
         ObjectStores.open(location, s3(new S3WriteSettings("AES256", Optional.empty(),
             Optional.empty())), RequestListener.NONE), work.resolve("refused"),
-        new SyncedStore.Settings(2, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+        new StoreSettings(2, 2, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
       s.load(0, Optional.empty());
       s.put(new byte[] {1}, new byte[] {2});
       long t0 = System.nanoTime();

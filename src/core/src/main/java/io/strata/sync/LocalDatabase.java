@@ -1,0 +1,175 @@
+package io.strata.sync;
+
+import io.strata.engine.LocalFiles;
+import io.strata.engine.LocalStore;
+import io.strata.format.ColumnFamilies;
+import io.strata.format.Manifest;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The live local database of one {@link SyncedStore} and the committed version it holds, with
+ * the store's local directory: where new databases, checkpoints and temporary files go, and
+ * what replacing or dropping the database entails (a new generation: snapshots and SST stamps
+ * of the old one no longer apply).
+ *
+ * <p>Threading: guarded by the store's monitor; {@link #live()} is also read without it.
+ */
+final class LocalDatabase {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalDatabase.class);
+
+  private final StoreIdentity identity;
+  private final Path localDir;
+  private final LocalIntegrity integrity;
+  private final BaseSnapshotUploader snapshots;
+  private final AtomicInteger dirCounter = new AtomicInteger();
+  /** Volatile: metrics read it from other threads; changed only under the monitor. */
+  private volatile LocalStore live;
+  private long version = -1;
+  private Manifest manifest;
+  /** Counts local databases: a snapshot taken from an older one is never published. */
+  private int generation;
+
+  /**
+   * @param localDir the store's own directory (created on first use, deleted by {@link #close})
+   * @param integrity forgets its stamps when the database changes
+   * @param snapshots forgets the pending snapshot and hashed files when the database changes
+   */
+  LocalDatabase(StoreIdentity identity, Path localDir, LocalIntegrity integrity,
+      BaseSnapshotUploader snapshots) {
+    this.identity = identity;
+    this.localDir = localDir;
+    this.integrity = integrity;
+    this.snapshots = snapshots;
+  }
+
+  /** The live database, or null if none is usable. */
+  LocalStore live() {
+    return live;
+  }
+
+  /**
+   * The live database.
+   *
+   * @throws IllegalStateException if no version is loaded
+   */
+  LocalStore require() {
+    LocalStore l = live;
+    if (l == null) {
+      throw new IllegalStateException(identity + ": no version is loaded");
+    }
+    return l;
+  }
+
+  /** The committed version the live database holds, or -1 if none is usable. */
+  long version() {
+    return version;
+  }
+
+  /** The manifest of {@link #version()}; null for version 0 or nothing loaded. */
+  Manifest manifest() {
+    return manifest;
+  }
+
+  /** The attempt id of {@link #version()}; empty for version 0 or nothing loaded. */
+  Optional<String> attempt() {
+    return manifest == null ? Optional.empty() : Optional.of(manifest.attempt());
+  }
+
+  /** The column families of {@link #version()} (none for version 0 or nothing loaded). */
+  ColumnFamilies committedFamilies() {
+    return manifest == null ? ColumnFamilies.NONE : manifest.columnFamilies();
+  }
+
+  /** Which local database is live: changes whenever it is replaced or dropped. */
+  int generation() {
+    return generation;
+  }
+
+  /** A new, not yet existing directory for a database. */
+  Path newDbDir() throws IOException {
+    Files.createDirectories(localDir);
+    return localDir.resolve("db-" + dirCounter.incrementAndGet());
+  }
+
+  /** A new, not yet existing directory for a RocksDB checkpoint. */
+  Path newCheckpointDir() {
+    return localDir.resolve("checkpoint-" + dirCounter.incrementAndGet());
+  }
+
+  /** The directory of temporary files (SSTs being written), created if missing. */
+  Path tmpDir() throws IOException {
+    return Files.createDirectories(localDir.resolve("tmp"));
+  }
+
+  /** Publishes {@code fresh}, holding {@code v} ({@code m}, null for 0), as the live one. */
+  void replace(LocalStore fresh, Manifest m, long v) {
+    LocalStore old = live;
+    live = fresh;
+    manifest = m;
+    version = v;
+    newGeneration();
+    closeAndDelete(old);
+    integrity.recordStamps(fresh, v);
+  }
+
+  /** The live database now holds the committed version {@code m} (it ingested its delta). */
+  void committed(Manifest m) {
+    manifest = m;
+    version = m.version();
+    integrity.recordStamps(live, version);
+  }
+
+  /** Drops the live database; the next load restores. */
+  void invalidate() {
+    LocalStore old = live;
+    live = null;
+    manifest = null;
+    version = -1;
+    newGeneration();
+    closeAndDelete(old);
+  }
+
+  private void newGeneration() {
+    generation++;
+    snapshots.localDatabaseReplaced();
+    integrity.forget();
+  }
+
+  private void closeAndDelete(LocalStore old) {
+    if (old != null) {
+      old.close();
+      deleteQuietly(old.dir()); // a leftover is deleted by the next sweep
+    }
+  }
+
+  /** Deletes what is neither the live database nor {@code reading} (see LocalIntegrity). */
+  void sweep(Path reading) {
+    LocalStore l = live;
+    integrity.sweep(l == null ? null : l.dir(), reading, version);
+  }
+
+  /** Deletes {@code p} (a file or tree); a failure is logged, the next sweep retries. */
+  void deleteQuietly(Path p) {
+    LocalIntegrity.deleteQuietly(identity, version, p);
+  }
+
+  /** Closes the live database and deletes the local directory (a failure is logged). */
+  void close() {
+    LocalStore l = live;
+    live = null;
+    if (l != null) {
+      l.close();
+    }
+    try {
+      LocalFiles.deleteRecursively(localDir);
+    } catch (IOException e) {
+      LOG.warn("{}: cannot delete local directory {}", identity, localDir, e);
+    }
+  }
+}
