@@ -38,7 +38,12 @@ public interface ObjectStore extends AutoCloseable {
    *
    * @param key object key relative to the store root
    * @param body the bytes to write; may be opened more than once for retries
+   * <p>On S3 the first create-only write of a JVM to a bucket is preceded by {@link
+   * ConditionalWriteProbe}'s one-time check that the server refuses a second create-only PUT.
+   *
    * @throws ObjectAlreadyExistsException if another writer created {@code key} first
+   * @throws ConditionalWritesUnsupportedException if the S3 server ignores {@code If-None-Match}
+   *     (nothing is written; never retryable)
    * @throws ObjectStoreException on any other failure
    */
   void putIfAbsent(String key, ObjectBody body) throws IOException;

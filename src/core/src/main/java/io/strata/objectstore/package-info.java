@@ -13,6 +13,10 @@
  *       JVM-wide with reference counting ({@link io.strata.objectstore.SharedS3Clients});
  *   <li>S3 semantics on top of the SDK: conditional create with {@code If-None-Match: *} and
  *       recognition of our own retried writes by a put id; pagination; batched deletes; aborting stale multipart uploads;
+ *   <li>proving, once per JVM, endpoint and bucket, that the server refuses a second create-only
+ *       PUT before the first create-only write ({@link
+ *       io.strata.objectstore.ConditionalWriteProbe}; {@link
+ *       io.strata.objectstore.ConditionalWritesUnsupportedException} where it does not);
  *   <li>classifying every storage failure where it is thrown into {@link
  *       io.strata.objectstore.ObjectAlreadyExistsException}, {@link
  *       io.strata.objectstore.ObjectNotFoundException} or {@link

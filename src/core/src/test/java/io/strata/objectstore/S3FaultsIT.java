@@ -96,15 +96,16 @@ class S3FaultsIT {
   void aConditionalPutThatTimedOutAfterTheServerAppliedItIsRecognisedAsOurOwnWrite()
       throws IOException {
     proxy.holdMillis = 3_000; // longer than the 1 s attempt timeout: the SDK times out
+    // (the bucket's one-time conditional-write probe runs first and is not faulted)
     proxy.rule(r -> r.isPut() && r.key().endsWith("v/7.svo")
-        && proxy.seen().stream().noneMatch(s -> s.request().isPut()) ? Fault.APPLY_THEN_DROP
-        : Fault.NONE);
+        && proxy.seen().stream().noneMatch(s -> s.request().isPut()
+            && s.request().key().endsWith("v/7.svo")) ? Fault.APPLY_THEN_DROP : Fault.NONE);
     store.putIfAbsent("v/7.svo", body("version seven"));
     assertEquals(1, proxy.injected(Fault.APPLY_THEN_DROP), "the first PUT was applied, answer lost");
     assertTrue(Files.exists(server.dataDir().resolve(bucket).resolve("ckpt/v/7.svo")),
         "the first attempt was applied");
-    List<String> puts = proxy.seen().stream().filter(s -> s.request().isPut())
-        .map(s -> s.fault().name()).toList();
+    List<String> puts = proxy.seen().stream().filter(s -> s.request().isPut()
+        && s.request().key().endsWith("v/7.svo")).map(s -> s.fault().name()).toList();
     assertEquals(List.of("APPLY_THEN_DROP", "NONE"), puts, "the SDK retried the PUT once");
     assertTrue(summary().contains("PUT 412"), "the retry found the object: " + summary());
     assertTrue(summary().endsWith("HEAD 200]"), "and a HEAD read its put id: " + summary());
@@ -166,7 +167,10 @@ class S3FaultsIT {
 
   @Test
   void aLostWriteLooksLikeSuccessToTheWriterAndTheObjectIsAbsent() throws IOException {
-    proxy.rule(r -> r.isPut() ? Fault.LOSE_WRITE : Fault.NONE);
+    // Lose the data write, not the one-time probe's (a lost probe write would read as a server
+    // ignoring conditional writes, and the probe would refuse the bucket).
+    proxy.rule(r -> r.isPut() && !r.key().contains(ConditionalWriteProbe.PREFIX)
+        ? Fault.LOSE_WRITE : Fault.NONE);
     store.putIfAbsent("v/3.svo", body("lost"));
     assertEquals(1, proxy.injected(Fault.LOSE_WRITE));
     proxy.heal();
@@ -177,7 +181,8 @@ class S3FaultsIT {
   @Test
   void aDelayedRequestLongerThanTheAttemptTimeoutIsRetried() throws IOException {
     proxy.delayMillis = 1_500;
-    proxy.rule(r -> r.isPut() && proxy.injected(Fault.DELAY) == 0 ? Fault.DELAY : Fault.NONE);
+    proxy.rule(r -> r.isPut() && r.key().endsWith("v/4.svo") && proxy.injected(Fault.DELAY) == 0
+        ? Fault.DELAY : Fault.NONE);
     store.putIfAbsent("v/4.svo", body("late"));
     assertEquals("late", read(store.get("v/4.svo")));
     assertEquals(1, proxy.injected(Fault.DELAY));

@@ -59,7 +59,18 @@ public final class FaultProxy implements AutoCloseable {
      */
     LOSE_WRITE,
     /** Forwarded after a delay of {@link #delayMillis} ms. */
-    DELAY
+    DELAY,
+    /**
+     * A server that ignores conditional writes: a PUT carrying {@code If-None-Match} succeeds
+     * (200) and replaces any object at its key, as if the header were absent. Done by deleting
+     * the object first (through the {@linkplain FaultProxy#FaultProxy(URI, BiConsumer)
+     * deleter}), then forwarding the request unchanged: the header itself cannot be removed,
+     * since the client signs it (SigV4) and the server would refuse the request. Other requests
+     * are forwarded unchanged.
+     */
+    IGNORE_CONDITIONAL,
+    /** Answered 403 AccessDenied without reaching the server (a missing IAM permission). */
+    ACCESS_DENIED
   }
 
   /**
@@ -192,7 +203,8 @@ public final class FaultProxy implements AutoCloseable {
         Request req = parse(head);
         Fault fault = req.key().isEmpty() && req.bucket().isEmpty() ? Fault.NONE
             : rule.apply(req);
-        if (fault == Fault.LOSE_WRITE && !req.isPut()) {
+        if ((fault == Fault.LOSE_WRITE && !req.isPut())
+            || (fault == Fault.IGNORE_CONDITIONAL && !(req.isPut() && req.conditional()))) {
           fault = Fault.NONE;
         }
         seen.add(new Seen(req, fault));
@@ -214,7 +226,16 @@ public final class FaultProxy implements AutoCloseable {
             closeGently(client);
             return;
           }
+          case ACCESS_DENIED -> {
+            if (!expectContinue) {
+              copyBody(head, cin, OutputStream.nullOutputStream());
+            }
+            errorResponse(cout, 403, "Forbidden", "AccessDenied", "Access Denied");
+            closeGently(client);
+            return;
+          }
           case DELAY -> sleep(delayMillis);
+          case IGNORE_CONDITIONAL -> deleter.accept(req.bucket(), req.key());
           default -> { }
         }
         // A fresh server connection per request: the server may close idle ones while the

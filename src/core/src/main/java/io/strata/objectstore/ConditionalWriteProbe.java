@@ -1,0 +1,135 @@
+package io.strata.objectstore;
+
+import java.io.IOException;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.ExecutionException;
+
+/**
+ * Proves, once per JVM, S3 endpoint and bucket, that the server refuses a second create-only PUT
+ * ({@code If-None-Match: *}) of one key, before Strata's first create-only write to that bucket.
+ * An S3-compatible server that ignores the header answers 200 and overwrites, which would let a
+ * zombie task replace a committed version object or two drivers both write {@code offsets/N}.
+ *
+ * <p>The probe itself ({@link S3ObjectStore}) writes a tiny object under a reserved key ending in
+ * {@link #PREFIX}{@code <uuid>} (see docs/format.md, "Reserved keys"), PUTs it create-only a
+ * second time, checks with a HEAD that the object is unchanged and deletes it (best effort). On a
+ * server that honours the header that is {@value #REQUESTS} requests: PUT 200, PUT 412, HEAD 200,
+ * DELETE 200. Writes after a verified probe cost nothing more.
+ *
+ * <p>This class keeps the verdicts: a JVM-wide map from (endpoint, bucket) to a future, so that
+ * concurrent first writers wait on one probe instead of each sending their own. A verdict
+ * (supported, or {@link ConditionalWritesUnsupportedException}) is kept until the JVM exits; a
+ * probe that could not decide (403, the bucket does not exist, S3 unavailable after the SDK's
+ * retries, an interrupt) is forgotten, so the next create-only write probes again. Thread-safe.
+ */
+public final class ConditionalWriteProbe {
+  /**
+   * The reserved key prefix of probe objects, relative to where the probe writes (see {@link
+   * S3ObjectStore}): {@code _strata/probe/<uuid>}.
+   */
+  public static final String PREFIX = "_strata/probe/";
+
+  /** Requests of one probe on a server that honours conditional writes (PUT, PUT, HEAD, DELETE). */
+  public static final int REQUESTS = 4;
+
+  /** One endpoint and bucket (the endpoint as {@link S3ClientFactory#describeEndpoint} prints it). */
+  record Target(String endpoint, String bucket) {
+    Target {
+      Objects.requireNonNull(endpoint, "endpoint");
+      Objects.requireNonNull(bucket, "bucket");
+    }
+  }
+
+  /** The probe's requests; throws {@link ConditionalWritesUnsupportedException} on a verdict. */
+  @FunctionalInterface
+  interface Probe {
+    void run() throws IOException;
+  }
+
+  /** Verdicts and probes in flight; a failed future here always holds a verdict. */
+  private static final ConcurrentMap<Target, CompletableFuture<Void>> VERDICTS =
+      new ConcurrentHashMap<>();
+
+  private ConditionalWriteProbe() { }
+
+  /**
+   * Returns once {@code target} is known to honour conditional writes, running {@code probe} on
+   * the calling thread if no verdict is known and no other thread is probing; otherwise waits for
+   * that thread's probe.
+   *
+   * @throws ConditionalWritesUnsupportedException if the server ignores conditional writes (now
+   *     or in an earlier probe of this JVM)
+   * @throws ObjectStoreInterruptedException if the calling thread is interrupted while waiting
+   * @throws IOException whatever an inconclusive probe of this thread threw (not kept)
+   */
+  static void ensure(Target target, Probe probe) throws IOException {
+    while (true) {
+      CompletableFuture<Void> mine = new CompletableFuture<>();
+      CompletableFuture<Void> known = VERDICTS.putIfAbsent(target, mine);
+      if (known == null) {
+        runProbe(target, probe, mine);
+        return;
+      }
+      try {
+        known.get();
+        return;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new ObjectStoreInterruptedException("Cannot use S3 endpoint " + target.endpoint()
+            + " bucket " + target.bucket() + ": interrupted while waiting for the check that "
+            + "the server refuses a second create-only PUT", e);
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof ConditionalWritesUnsupportedException verdict) {
+          // A new exception per caller: this thread's stack, the verdict as cause.
+          throw new ConditionalWritesUnsupportedException(verdict.getMessage(), verdict);
+        }
+        // The other thread's probe could not decide and was forgotten: try again ourselves.
+      }
+    }
+  }
+
+  private static void runProbe(Target target, Probe probe, CompletableFuture<Void> mine)
+      throws IOException {
+    try {
+      probe.run();
+      mine.complete(null);
+    } catch (ConditionalWritesUnsupportedException verdict) {
+      mine.completeExceptionally(verdict); // kept: every later write fails at once
+      throw verdict;
+    } catch (IOException | RuntimeException | Error e) {
+      VERDICTS.remove(target, mine); // not a verdict: the next writer probes again
+      mine.completeExceptionally(e);
+      throw e;
+    }
+  }
+
+  /** True if a verdict "supported" is known for (endpoint, bucket). For tests. */
+  static boolean verified(String endpoint, String bucket) {
+    CompletableFuture<Void> f = VERDICTS.get(new Target(endpoint, bucket));
+    return f != null && f.isDone() && !f.isCompletedExceptionally();
+  }
+
+  /**
+   * The message of a verdict: names the endpoint, the bucket, the probe object and what was
+   * expected; never credentials.
+   *
+   * @param location {@code s3://bucket/key} of the probe object
+   * @param replacedDespite412 true if the server answered 412 but the object was replaced
+   */
+  static String unsupported(Target target, String location, boolean replacedDespite412) {
+    String what = replacedDespite412
+        ? "a second create-only PUT (If-None-Match: *) of " + location + " was answered 412 "
+            + "Precondition Failed but replaced the object anyway"
+        : "a second create-only PUT (If-None-Match: *) of " + location + " succeeded instead of "
+            + "failing with 412 Precondition Failed";
+    return "Cannot use S3 endpoint " + target.endpoint() + " bucket " + target.bucket()
+        + " for Strata: " + what + "; this server ignores conditional writes, which Strata needs "
+        + "so that a committed object is never overwritten (a zombie or retried task could "
+        + "replace a committed state version, and two drivers on one checkpoint could both "
+        + "write offsets/N). Nothing else was written. Use a server or version that supports "
+        + "conditional writes (see docs/operations.md#a-server-that-ignores-conditional-writes)";
+  }
+}
