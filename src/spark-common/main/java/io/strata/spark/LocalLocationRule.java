@@ -28,8 +28,11 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId;
  *
  * <p>A path without a scheme reaches the provider only when it is used directly (tools, tests):
  * Spark's driver qualifies the query's checkpoint location with the Hadoop default file system
- * before it builds the state location, so with {@code fs.defaultFS=hdfs://...} a plain path
- * arrives as {@code hdfs://...}, which {@code init} rejects as an unsupported scheme anyway.
+ * ({@code ResolveWriteToStream} calls the checkpoint file manager's {@code
+ * createCheckpointDirectory}, which qualifies the path) before it builds the state location. So
+ * with {@code fs.defaultFS=s3a://bucket} a plain path arrives as {@code s3a://bucket/...} (not
+ * local), with {@code hdfs://...} as {@code hdfs://...} (which {@code init} rejects as an
+ * unsupported scheme), and with the default {@code file:///} as {@code file:/...} (local).
  */
 final class LocalLocationRule {
   /** Spark's local master URLs ({@code SparkMasterRegex}: {@code local}, {@code local[N]}, ...). */
