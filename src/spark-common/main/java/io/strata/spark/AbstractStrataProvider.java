@@ -112,9 +112,16 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
    * applies. Without column families, {@link RowCodec}'s format is kept (range-scan encodings,
    * which it lacks, use Spark's encoders too).
    *
+   * <p>A {@code file:} or plain-path location is refused on a cluster (a master other than
+   * {@code local}/{@code local[...]}) unless {@code fileCheckpoint.shared} declares it shared
+   * storage: see {@link LocalLocationRule}.
+   *
    * @throws IllegalArgumentException naming the setting, for an invalid Strata setting or an
    *     unsupported checkpoint location scheme; or if {@code useMultipleValuesPerKey} is set
    *     without {@code useColumnFamilies} (Spark's RocksDB provider requires both too)
+   * @throws org.apache.spark.SparkUnsupportedOperationException ({@code
+   *     STATE_STORE_UNSUPPORTED_OPERATION}) for a local location on a cluster, see {@link
+   *     LocalLocationRule#check}
    * @throws org.apache.spark.SparkUnsupportedOperationException from Spark's encoders for a key
    *     encoding they reject (a variable-size range-scan ordering column)
    */
@@ -140,6 +147,9 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
     this.memoryLimits = memoryLimits(conf, SparkEnv.get());
     // Fails now, naming the location, if its scheme is not one Strata can write to.
     ObjectStores.open(location(), conf.s3(), null).close();
+    // Fails now if the location is on this executor's own disk while partitions can move.
+    LocalLocationRule.check(location(), LocalLocationRule.master(SparkEnv.get()),
+        conf.fileCheckpointShared(), stateStoreId);
   }
 
   @Override

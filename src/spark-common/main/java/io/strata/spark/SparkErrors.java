@@ -72,6 +72,15 @@ final class SparkErrors {
   }
 
   /**
+   * {@code STATE_STORE_UNSUPPORTED_OPERATION} for {@code init}: a state location on the local
+   * filesystem with a cluster master ({@link LocalLocationRule}). {@code reason} names the
+   * location, the store, the master and the setting that declares the location shared.
+   */
+  static SparkUnsupportedOperationException localLocationOnCluster(String reason) {
+    return unsupportedOperation("init", "a local state location on a cluster. " + reason);
+  }
+
+  /**
    * {@code STATE_STORE_CANNOT_USE_COLUMN_FAMILY_WITH_INVALID_NAME}: an empty name, one with
    * leading or trailing whitespace, or {@code default} where it may not be used.
    */

@@ -29,6 +29,10 @@ import java.util.Optional;
  *
  * @param localDir parent directory for local RocksDB instances; empty means a directory inside
  *     Spark's local dirs ({@code spark.local.dir}), else {@code java.io.tmpdir}
+ * @param fileCheckpointShared true if a {@code file:} or plain-path checkpoint location is
+ *     storage every executor mounts at the same path (NFS), so the Spark layer accepts it with a
+ *     cluster master; false (the default) and such a location works only with a {@code local}
+ *     master
  * @param s3 how to reach S3
  * @param snapshotInterval upload a base snapshot once this many versions were committed since
  *     the last one (versions, &gt;= 1)
@@ -48,6 +52,7 @@ import java.util.Optional;
  */
 public record StrataConf(
     Optional<Path> localDir,
+    boolean fileCheckpointShared,
     S3Settings s3,
     int snapshotInterval,
     int transferThreads,
@@ -77,6 +82,21 @@ public record StrataConf(
       .noDefaultValue("a directory inside Spark's local dirs")
       .description("Parent directory for the executors' local RocksDB instances (the fast local "
           + "disk).");
+  /**
+   * {@code fileCheckpoint.shared}: a {@code file:} or plain-path checkpoint location is shared
+   * storage (NFS), so it may be used with a cluster master.
+   */
+  public static final ConfigOption<Boolean> FILE_CHECKPOINT_SHARED =
+      ConfigOption.key("fileCheckpoint.shared")
+          .type(OptionType.bool())
+          .defaultValue(false)
+          .description("`true` declares that a `file:` or plain-path checkpoint location is "
+              + "shared storage mounted at the same path on every executor (NFS), so it may be "
+              + "used with a cluster master. `false`: such a location works only with a `local` "
+              + "or `local[...]` master, and a store fails at `init` on any other master "
+              + "(`local-cluster[...]` included), because each executor would keep its "
+              + "partitions' state on its own disk. See "
+              + "[docs/operations.md](docs/operations.md#a-local-checkpoint-on-a-cluster).");
   /** {@code s3.endpoint}: the S3 endpoint URL; AWS S3 when unset. */
   public static final ConfigOption<URI> S3_ENDPOINT = ConfigOption.key("s3.endpoint")
       .type(OptionType.endpoint())
@@ -229,7 +249,8 @@ public record StrataConf(
           + "(a base snapshot not published within half of it is dropped).");
 
   /** Every option, in documentation order (the order of README.md's configuration table). */
-  public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR, S3_ENDPOINT, S3_REGION,
+  public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR,
+      FILE_CHECKPOINT_SHARED, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, S3_SSE, S3_SSE_KMS_KEY_ID,
       S3_STORAGE_CLASS, S3_PAYLOAD_CHECKSUMS, SNAPSHOT_INTERVAL,
@@ -293,6 +314,7 @@ public record StrataConf(
         r.get(S3_MAX_CONNECTIONS)).withWrites(writes(r));
     return new StrataConf(
         r.opt(LOCAL_DIR),
+        r.get(FILE_CHECKPOINT_SHARED),
         s3,
         r.get(SNAPSHOT_INTERVAL),
         r.get(TRANSFER_THREADS),

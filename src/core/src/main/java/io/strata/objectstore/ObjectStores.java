@@ -76,6 +76,18 @@ public final class ObjectStores {
   }
 
   /**
+   * True if {@link #open} maps {@code location} to the local-filesystem store: a {@code file:}
+   * location or a path without a scheme. Does no I/O and does not validate the rest of the
+   * location ({@link #open} does).
+   *
+   * @param location checkpoint location, see the class comment
+   */
+  public static boolean isLocal(String location) {
+    String scheme = scheme(Objects.requireNonNull(location, "location"));
+    return scheme == null || scheme.equals("file");
+  }
+
+  /**
    * Joins a location and a relative path with exactly one '/', for example {@code
    * child("s3://b/ckpt/", "state/0")} is {@code s3://b/ckpt/state/0}.
    *

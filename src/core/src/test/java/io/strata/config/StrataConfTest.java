@@ -19,6 +19,7 @@ class StrataConfTest {
   void defaults() {
     StrataConf c = StrataConf.from(Map.of(), Map.of());
     assertEquals(Optional.empty(), c.localDir());
+    assertFalse(c.fileCheckpointShared());
     assertEquals(Optional.empty(), c.s3().endpoint());
     assertEquals("us-east-1", c.s3().region());
     assertFalse(c.s3().pathStyleAccess());
@@ -46,6 +47,13 @@ class StrataConfTest {
     assertBad(P + "memory.max", "512k", "at least 1m");
     assertBad(P + "memory.max", "lots", "expected auto or a size");
     assertBad(P + "memory.bounded", "maybe", "true or false");
+  }
+
+  @Test
+  void fileCheckpointShared() {
+    assertTrue(StrataConf.from(Map.of(P + "fileCheckpoint.shared", "TRUE"), Map.of())
+        .fileCheckpointShared());
+    assertBad(P + "fileCheckpoint.shared", "yes", "true or false");
   }
 
   @Test
