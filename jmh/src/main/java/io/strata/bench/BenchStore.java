@@ -1,7 +1,7 @@
 package io.strata.bench;
 
-import io.strata.testkit.S3ProxyServer;
 import io.strata.spark.StrataStateStoreProvider;
+import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -1,12 +1,12 @@
 package io.strata.bench;
 
-import io.strata.testkit.S3ProxyServer;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
+import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.config.StrataConf;
-import io.strata.testkit.S3ProxyServer;
 import io.strata.objectstore.RequestListener;
+import io.strata.testkit.S3ProxyServer;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

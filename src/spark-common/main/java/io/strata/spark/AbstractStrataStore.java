@@ -2,8 +2,8 @@ package io.strata.spark;
 
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.KeyValue;
-import io.strata.format.ColumnFamily;
 import io.strata.engine.LocalStore;
+import io.strata.format.ColumnFamily;
 import io.strata.metrics.CommitStats;
 import io.strata.metrics.GcStats;
 import io.strata.metrics.RequestCounter;
@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCheckpointInfo;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
@@ -24,11 +25,10 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreMetrics;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import scala.collection.AbstractIterator;
-import scala.collection.Iterator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.collection.AbstractIterator;
+import scala.collection.Iterator;
 import scala.runtime.BoxedUnit;
 
 /**

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.testkit.OnlyOnSparkLines;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -42,6 +43,9 @@ import org.junit.jupiter.api.Timeout;
  * (Spark's {@code Worker} reads them instead of the environment variable when testing), which
  * this test sets for the life of its session only.
  */
+@OnlyOnSparkLines(value = {"4.1"},
+    reason = "two executor JVMs on local-cluster: about 2 minutes a line; the rule it checks is "
+        + "version-neutral and LocalLocationRuleTest checks it on every line")
 class LocalCheckpointOnClusterIT {
   private static final String MASTER = "local-cluster[2,1,1024]";
   private static final String SHARED =

@@ -1,6 +1,5 @@
 package io.strata.cluster;
 
-import io.strata.testkit.OnlyOnSparkLines;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -9,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.strata.cluster.ClusterEvents.StatefulTask;
 import io.strata.cluster.StandaloneCluster.Executor;
+import io.strata.testkit.OnlyOnSparkLines;
 import io.strata.testkit.RepoRoot;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;

@@ -1,12 +1,12 @@
 package io.strata.runtime;
 
-import io.strata.testkit.OnlyOnSparkLines;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.S3ProxyServer;
 import io.strata.testkit.ChildJvm;
+import io.strata.testkit.OnlyOnSparkLines;
+import io.strata.testkit.S3ProxyServer;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

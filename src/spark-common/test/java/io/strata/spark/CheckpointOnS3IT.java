@@ -1,12 +1,12 @@
 package io.strata.spark;
 
-import io.strata.testkit.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.checkpoint.CheckpointRequests;
 import io.strata.objectstore.RequestListener;
+import io.strata.testkit.ChildJvm;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.objectstore.ConditionalWriteProbe;
-import io.strata.testkit.FaultProxy;
 import io.strata.testkit.FaultProxy.Fault;
+import io.strata.testkit.FaultProxy;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.io.InputStream;

@@ -1,10 +1,10 @@
 package io.strata.spark;
 
-import io.strata.testkit.OnlyOnSparkLines;
-import io.strata.testkit.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.testkit.ChildJvm;
+import io.strata.testkit.OnlyOnSparkLines;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,6 +1,5 @@
 package io.strata.spark;
 
-import io.strata.testkit.OnlyOnSparkLines;
 import static org.apache.spark.sql.functions.expr;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.strata.format.ColumnFamily;
 import io.strata.format.Manifest;
 import io.strata.spark.StreamingComparison.QueryDef;
+import io.strata.testkit.OnlyOnSparkLines;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;

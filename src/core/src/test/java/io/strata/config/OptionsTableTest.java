@@ -1,10 +1,10 @@
 package io.strata.config;
 
-import io.strata.testkit.RepoRoot;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.testkit.RepoRoot;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

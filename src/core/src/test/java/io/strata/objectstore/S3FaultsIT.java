@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.S3ProxyServer;
-import io.strata.testkit.FaultProxy;
 import io.strata.testkit.FaultProxy.Fault;
+import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;

@@ -1,10 +1,10 @@
 package io.strata.sync;
 
-import io.strata.testkit.S3ProxyServer;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
+import io.strata.testkit.S3ProxyServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

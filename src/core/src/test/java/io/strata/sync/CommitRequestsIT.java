@@ -3,13 +3,13 @@ package io.strata.sync;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.S3ProxyServer;
 import io.strata.engine.SharedMemory;
 import io.strata.objectstore.ConditionalWriteProbe;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
+import io.strata.testkit.S3ProxyServer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.S3ProxyServer;
 import io.strata.engine.SharedMemory;
 import io.strata.format.StoreLayout;
 import io.strata.metrics.GcStats;
@@ -13,6 +12,7 @@ import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
+import io.strata.testkit.S3ProxyServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.config.StrataConf;
-import io.strata.testkit.S3ProxyServer;
 import io.strata.engine.SharedMemory;
 import io.strata.format.StoreLayout;
 import io.strata.format.VersionObjectCodec;
@@ -16,6 +15,7 @@ import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
+import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;

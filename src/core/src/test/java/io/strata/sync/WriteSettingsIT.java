@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.S3ProxyServer;
 import io.strata.engine.SharedMemory;
 import io.strata.objectstore.HeaderRecorder;
 import io.strata.objectstore.ObjectBody;
@@ -14,6 +13,7 @@ import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
+import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,7 +1,7 @@
 package io.strata.bench;
 
-import io.strata.testkit.S3ProxyServer;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.strata.testkit.S3ProxyServer;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.net.URI;

@@ -1,10 +1,10 @@
 package io.strata.demo;
 
-import io.strata.testkit.S3ProxyServer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.ChildJvm;
+import io.strata.testkit.S3ProxyServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;

@@ -1,13 +1,13 @@
 package io.strata.demo;
 
-import io.strata.testkit.S3ProxyServer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.checkpoint.CheckpointRequests;
 import io.strata.metrics.RequestCounter;
-import io.strata.testkit.FaultProxy;
 import io.strata.testkit.FaultProxy.Fault;
+import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3ProxyServer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
