@@ -36,7 +36,7 @@ final class LocalDatabase {
   private int generation;
 
   /**
-   * @param localDir the store's own directory (created on first use, deleted by {@link #close})
+   * @param localDir the store's own directory (created on first use, deleted by {@link #deleteDirectory})
    * @param integrity forgets its stamps when the database changes
    * @param snapshots forgets the pending snapshot and hashed files when the database changes
    */
@@ -159,13 +159,17 @@ final class LocalDatabase {
     LocalIntegrity.deleteQuietly(identity, version, p);
   }
 
-  /** Closes the live database and deletes the local directory (a failure is logged). */
-  void close() {
+  /** Closes the live database (the store is closing). */
+  void closeDatabase() {
     LocalStore l = live;
     live = null;
     if (l != null) {
       l.close();
     }
+  }
+
+  /** Deletes the local directory (the store closed); a failure is logged. */
+  void deleteDirectory() {
     try {
       LocalFiles.deleteRecursively(localDir);
     } catch (IOException e) {

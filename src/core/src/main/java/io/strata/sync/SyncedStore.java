@@ -383,7 +383,7 @@ public final class SyncedStore implements AutoCloseable {
     ensureOpen();
     LocalStore l = db.require();
     long newVersion = db.version() + 1;
-    String attempt = building.attempt();
+    String attempt = building.attemptForCommit();
     String key = reader.key(newVersion, attempt);
     Path tmp = db.tmpDir();
     Path sst = tmp.resolve("delta-" + newVersion + "-" + attempt + ".sst");
@@ -391,7 +391,7 @@ public final class SyncedStore implements AutoCloseable {
       long t0 = System.nanoTime();
       Optional<DeltaFile> delta = l.writeDelta(sst);
       long t1 = System.nanoTime();
-      Manifest m = building.manifest(db.manifest(), db.version(),
+      Manifest m = building.manifest(db.manifest(), db.version(), attempt,
           snapshots.pending(db.generation(), newVersion), key, delta, keySchema, valueSchema,
           l.numKeys());
       byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(m),
@@ -655,8 +655,9 @@ public final class SyncedStore implements AutoCloseable {
     pools.close();
     boolean interrupted = snapshots.awaitStopped(this, CLOSE_WAIT_MS);
     try {
-      db.close();
+      db.closeDatabase();
       objects.close();
+      db.deleteDirectory();
     } finally {
       if (interrupted) {
         Thread.currentThread().interrupt();

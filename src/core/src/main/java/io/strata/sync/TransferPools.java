@@ -3,26 +3,32 @@ package io.strata.sync;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The thread pools of one store, owned here and shut down by {@link #close()} (when the store
- * closes): nothing static, so a provider loaded and unloaded many times in one JVM leaves no
- * thread behind. Threads are daemons, made on demand and gone when idle.
+ * The thread pools of one store, shut down (or released) by {@link #close()} when the store
+ * closes, so a provider loaded and unloaded many times in one JVM leaves no thread behind.
+ * Threads are daemons, made on demand and gone when idle.
  *
  * <ul>
- *   <li>{@link #transfers()}: {@code transferThreads} threads for the downloads of a restore, the
- *       uploads of a base snapshot and the manifest reads of a garbage-collection round (idle
- *       30 s);
- *   <li>{@link #ingest()}: one thread for the local ingestion of each commit while its PUT is
- *       in flight (idle 60 s), separate so that a commit never queues behind a snapshot upload.
+ *   <li>{@link #transfers()}: the store's own {@code transferThreads} threads for the downloads
+ *       of a restore, the uploads of a base snapshot and the manifest reads of a
+ *       garbage-collection round (idle 30 s);
+ *   <li>{@link #ingest()}: the local ingestion of each commit while its PUT is in flight, on a
+ *       cached pool shared by the JVM's open stores (one thread per commit in flight, idle 60 s),
+ *       separate from the transfers so that a commit never queues behind a snapshot upload. Its
+ *       owner is the set of open stores: each holds a lease, and the last one to close shuts it
+ *       down.
  * </ul>
  */
 final class TransferPools implements AutoCloseable {
   private final ThreadPoolExecutor transfers;
   private final ThreadPoolExecutor ingest;
+  private final AtomicBoolean released = new AtomicBoolean();
 
   /**
    * @param identity the store (in thread names)
@@ -32,7 +38,35 @@ final class TransferPools implements AutoCloseable {
     AtomicInteger threadNo = new AtomicInteger();
     this.transfers = pool(transferThreads, 30, () -> "strata-transfer-" + identity.id() + "-"
         + threadNo.incrementAndGet());
-    this.ingest = pool(1, 60, () -> "strata-commit-ingest-" + identity.id());
+    this.ingest = SharedIngest.acquire();
+  }
+
+  /** The shared ingestion pool: created by the first lease, shut down when the last ends. */
+  private static final class SharedIngest {
+    private static final AtomicInteger THREADS = new AtomicInteger();
+    private static ThreadPoolExecutor pool;
+    private static int leases;
+
+    static synchronized ThreadPoolExecutor acquire() {
+      if (pool == null) {
+        pool = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS,
+            new SynchronousQueue<>(), r -> {
+              Thread t = new Thread(r, "strata-commit-ingest-" + THREADS.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+      }
+      leases++;
+      return pool;
+    }
+
+    /** Ends a lease of {@code p}; the last one stops the pool once its tasks, if any, end. */
+    static synchronized void release(ThreadPoolExecutor p) {
+      if (p == pool && --leases == 0) {
+        pool.shutdown();
+        pool = null;
+      }
+    }
   }
 
   private static ThreadPoolExecutor pool(int threads, long idleSeconds,
@@ -64,8 +98,8 @@ final class TransferPools implements AutoCloseable {
 
   /**
    * Interrupts running transfers and cancels queued ones (so a thread waiting on one wakes up
-   * instead of hanging), and stops the ingestion pool once its task, if any, ends (the store
-   * closes only between commits, so none runs). Does not wait. Idempotent.
+   * instead of hanging), and releases this store's lease of the ingestion pool (the store closes
+   * only between commits, so none of its ingestions runs). Does not wait. Idempotent.
    */
   @Override
   public void close() {
@@ -74,6 +108,8 @@ final class TransferPools implements AutoCloseable {
         f.cancel(true);
       }
     }
-    ingest.shutdown();
+    if (released.compareAndSet(false, true)) {
+      SharedIngest.release(ingest);
+    }
   }
 }

@@ -69,12 +69,9 @@ final class VersionBuilder {
     localDirty = false;
   }
 
-  /** The attempt id: the one fixed by a spill, else a new one (fixed from then on). */
-  String attempt() {
-    if (attempt == null) {
-      attempt = StoreLayout.newAttemptId();
-    }
-    return attempt;
+  /** The attempt id fixed by a spill, else a new one that is not kept (see {@link #spill}). */
+  String attemptForCommit() {
+    return attempt != null ? attempt : StoreLayout.newAttemptId();
   }
 
   /** True while the local database holds writes of this version not yet committed. */
@@ -165,7 +162,10 @@ final class VersionBuilder {
    *     may still have been applied, so GC is told orphans may exist)
    */
   void spill(LocalStore l, long version, Path tmpDir) throws IOException {
-    String a = attempt();
+    if (attempt == null) {
+      attempt = StoreLayout.newAttemptId(); // fixed: every spill and the commit share it
+    }
+    String a = attempt;
     String key = StoreLayout.spill(version, a, spilled.size());
     Path sst = tmpDir.resolve("spill-" + version + "-" + a + "-" + spilled.size() + ".sst");
     try {
@@ -194,14 +194,15 @@ final class VersionBuilder {
    *
    * @param loaded the loaded version's manifest, null for version 0
    * @param loadedVersion the loaded version
+   * @param attempt this attempt's id ({@link #attemptForCommit()})
    * @param pending a base snapshot uploaded for the next commit to publish, if any
    * @param delta this version's own delta file, if it wrote anything
    * @param keySchema key schema as JSON
    * @param valueSchema value schema as JSON
    * @param numKeys keys in the version
    */
-  Manifest manifest(Manifest loaded, long loadedVersion, Optional<BaseSnapshot> pending,
-      String key, Optional<DeltaFile> delta, String keySchema, String valueSchema,
+  Manifest manifest(Manifest loaded, long loadedVersion, String attempt,
+      Optional<BaseSnapshot> pending, String key, Optional<DeltaFile> delta, String keySchema, String valueSchema,
       long numKeys) {
     long newVersion = loadedVersion + 1;
     Optional<BaseSnapshot> base = loaded == null ? Optional.empty() : loaded.base();
@@ -215,13 +216,12 @@ final class VersionBuilder {
       }
     }
     deltas.addAll(spilled);
-    String a = attempt();
-    delta.ifPresent(d -> deltas.add(new Delta(newVersion, a,
+    delta.ifPresent(d -> deltas.add(new Delta(newVersion, attempt,
         new FileRef(key, 0, d.size(), d.checksum()))));
     ColumnFamilies cfs = families;
     Optional<String> loadedAttempt =
         loaded == null ? Optional.empty() : Optional.of(loaded.attempt());
-    return new Manifest(ManifestCodec.formatVersionFor(cfs), identity.id(), newVersion, a,
+    return new Manifest(ManifestCodec.formatVersionFor(cfs), identity.id(), newVersion, attempt,
         loadedVersion, loadedAttempt, base, deltas, keySchema, valueSchema, numKeys,
         System.currentTimeMillis(), cfs);
   }
