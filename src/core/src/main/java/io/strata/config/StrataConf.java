@@ -189,6 +189,16 @@ public record StrataConf(
               + "checksums S3 requires. Either way Strata checks every object it reads against "
               + "the XXHash64 its manifest records. What the CRC costs per PUT: `PutBenchmark` "
               + "in [docs/benchmarks.md](docs/benchmarks.md).");
+  /** {@code s3.legacyMd5}: Content-MD5 on DeleteObjects. */
+  public static final ConfigOption<Boolean> S3_LEGACY_MD5 =
+      ConfigOption.key("s3.legacyMd5")
+          .type(OptionType.bool())
+          .defaultValue(true)
+          .description("`true`: DeleteObjects (garbage collection) carries `Content-MD5`, as "
+              + "AWS SDKs before 2.30 sent it; newer SDKs send only a CRC32, which some "
+              + "S3-compatible stores reject, and then no garbage is ever deleted. It costs one "
+              + "MD5 of the request body (at most 1000 keys) per DeleteObjects; other requests "
+              + "are unchanged. `false`: the SDK's default.");
   /** {@code snapshotInterval}: versions between base snapshots. */
   public static final ConfigOption<Integer> SNAPSHOT_INTERVAL = ConfigOption.key("snapshotInterval")
       .type(OptionType.intAtLeast(1))
@@ -253,7 +263,7 @@ public record StrataConf(
       FILE_CHECKPOINT_SHARED, S3_ENDPOINT, S3_REGION,
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, S3_SSE, S3_SSE_KMS_KEY_ID,
-      S3_STORAGE_CLASS, S3_PAYLOAD_CHECKSUMS, SNAPSHOT_INTERVAL,
+      S3_STORAGE_CLASS, S3_PAYLOAD_CHECKSUMS, S3_LEGACY_MD5, SNAPSHOT_INTERVAL,
       TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
       GC_GRACE_PERIOD);
 
@@ -327,8 +337,9 @@ public record StrataConf(
   }
 
   /**
-   * Server-side encryption, storage class and payload checksums ({@link #S3_SSE}, {@link
-   * #S3_SSE_KMS_KEY_ID}, {@link #S3_STORAGE_CLASS}, {@link #S3_PAYLOAD_CHECKSUMS}).
+   * Server-side encryption, storage class, payload checksums and Content-MD5 ({@link #S3_SSE},
+   * {@link #S3_SSE_KMS_KEY_ID}, {@link #S3_STORAGE_CLASS}, {@link #S3_PAYLOAD_CHECKSUMS},
+   * {@link #S3_LEGACY_MD5}).
    *
    * @throws IllegalArgumentException naming the keys if a KMS key id comes without aws:kms
    */
@@ -340,7 +351,7 @@ public record StrataConf(
           + "id needs " + S3_SSE.fullKey() + "=aws:kms, but " + S3_SSE.fullKey() + " is " + sse);
     }
     return new S3WriteSettings(sse, kmsKey, r.opt(S3_STORAGE_CLASS),
-        r.get(S3_PAYLOAD_CHECKSUMS));
+        r.get(S3_PAYLOAD_CHECKSUMS), r.get(S3_LEGACY_MD5));
   }
 
   /** Reads options: the Strata key, else the option's Hadoop fallback key, else its default. */

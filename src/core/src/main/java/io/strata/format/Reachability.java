@@ -20,8 +20,12 @@ import java.util.Set;
  *   <li>Only keys of Strata's own shapes are ever garbage: version objects ({@code v/...svo}),
  *       spill deltas ({@code spill/...sst}), base-snapshot SSTs ({@code sst/<32 hex>.sst}) and
  *       packs ({@code snap/...pack}). Any other key under the store's root is left alone.
- *   <li>Every version object of a version in {@code [N - R + 1, N]}, all attempts, is retained:
- *       these are the <em>roots</em>.
+ *   <li>Every version object of a version in {@code [N - R, N]}, all attempts, is retained:
+ *       these are the <em>roots</em>. That is Spark's own rule: {@code
+ *       HDFSBackedStateStoreProvider.cleanup} (Spark 4.1) computes {@code earliestVersionToRetain
+ *       = files.last.version - storeConf.minVersionsToRetain} and deletes only files older than
+ *       what that version needs, so version {@code N - R} stays loadable: {@code R} versions
+ *       before the newest, {@code R + 1} in all.
  *   <li>Every object a root's manifest names (base files and deltas, by key) is retained, however
  *       old its version.
  *   <li>A spill delta of a version {@code >= N} is retained: it belongs to a batch that may still
@@ -30,7 +34,9 @@ import java.util.Set;
  *       retained.
  *   <li>Anything else is garbage once it is at least the grace period old by its last-modified
  *       time; younger objects are kept (an in-flight commit or snapshot may be about to name
- *       them). Age only ever protects; it never makes a named object garbage.
+ *       them). An object whose last-modified time is unknown ({@code <= 0}: a server that
+ *       returned none) is never old enough. Age only ever protects; it never makes a named
+ *       object garbage.
  * </ol>
  *
  * {@code N} is the greatest version in the listing or the one the caller knows, whichever is
@@ -61,11 +67,17 @@ public final class Reachability {
    * @param key key relative to the store's root
    * @param size size in bytes
    * @param lastModifiedMillis the object store's last-modified time, epoch ms (only ever used to
-   *     keep young objects)
+   *     keep young objects); {@code <= 0} if unknown, which counts as too young to delete
    */
   public record Listed(String key, long size, long lastModifiedMillis) {
+    /** Checks the key. */
     public Listed {
       Objects.requireNonNull(key, "key");
+    }
+
+    /** True if the object store gave a last-modified time ({@code > 0}, after the epoch). */
+    public boolean ageKnown() {
+      return lastModifiedMillis > 0;
     }
   }
 
@@ -74,8 +86,8 @@ public final class Reachability {
    *
    * @param newestVersion the newest version: the greatest in the listing or known to the caller,
    *     -1 if none
-   * @param oldestRetainedVersion the oldest retained version, {@code newestVersion - R + 1}
-   *     (may be &lt;= 0 when the store has fewer than R versions)
+   * @param oldestRetainedVersion the oldest retained version, {@code newestVersion - R} (may be
+   *     &lt;= 0 when the store has at most R versions)
    * @param roots the version objects of retained versions (every attempt), in key order; the
    *     caller reads their manifests
    */
@@ -140,8 +152,8 @@ public final class Reachability {
    *
    * @param listing every object under the store's root (one LIST)
    * @param knownNewestVersion the newest version the caller itself committed or loaded, or -1
-   * @param versionsToRetain R, the number of newest versions that stay loadable (&gt;= 1;
-   *     Spark's {@code spark.sql.streaming.minBatchesToRetain})
+   * @param versionsToRetain R (&gt;= 1; Spark's {@code spark.sql.streaming.minBatchesToRetain}):
+   *     versions {@code [N - R, N]} stay loadable, as with Spark's own providers
    * @throws IllegalArgumentException if {@code versionsToRetain < 1}
    */
   public static Plan plan(List<Listed> listing, long knownNewestVersion, int versionsToRetain) {
@@ -153,7 +165,15 @@ public final class Reachability {
     for (Listed l : listing) {
       newest = Math.max(newest, StoreLayout.versionOf(l.key()));
     }
-    long floor = newest - versionsToRetain + 1;
+    // Spark 4.1, HDFSBackedStateStoreProvider.cleanup():
+    //   val earliestVersionToRetain = files.last.version - storeConf.minVersionsToRetain
+    //   ... filesToDelete = files.filter(_.version < earliestFileToRetain.version)
+    // where earliestFileToRetain is the first file version earliestVersionToRetain needs: the
+    // version N - R stays loadable. (RocksDBFileManager.deleteOldVersions keeps from the
+    // newest snapshot <= maxSnapshotVersion - R + 1, which depends on where its snapshots fall:
+    // at least R versions, usually more.) Strata keeps the HDFS provider's fixed set: the
+    // floor is N - R, not N - R + 1.
+    long floor = newest - versionsToRetain;
     List<Listed> roots = new ArrayList<>();
     for (Listed l : listing) {
       long v = StoreLayout.versionOf(l.key());
@@ -217,7 +237,7 @@ public final class Reachability {
         keptProtected++;
         continue;
       }
-      if (nowMillis - l.lastModifiedMillis() < graceMillis) {
+      if (!l.ageKnown() || nowMillis - l.lastModifiedMillis() < graceMillis) {
         young++;
         continue;
       }

@@ -12,7 +12,7 @@ package io.strata.metrics;
  * @param newestVersion the newest version the round saw (in the listing or known locally), -1
  *     if none
  * @param oldestRetainedVersion the oldest version kept loadable ({@code newestVersion -
- *     minVersionsToRetain + 1})
+ *     minVersionsToRetain}, Spark's rule)
  * @param objectsListed objects in the store's listing
  * @param objectsDeleted objects deleted
  * @param bytesDeleted bytes of the deleted objects

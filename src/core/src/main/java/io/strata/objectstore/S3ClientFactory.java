@@ -14,6 +14,7 @@ import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.retries.api.RetryStrategy;
+import software.amazon.awssdk.services.s3.LegacyMd5Plugin;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
 
@@ -52,6 +53,7 @@ public final class S3ClientFactory {
     builder.region(region(settings));
     builder.forcePathStyle(settings.pathStyleAccess());
     builder.requestChecksumCalculation(requestChecksums(settings));
+    legacyMd5(builder, settings);
     credentialsProvider(settings).ifPresent(builder::credentialsProvider);
     builder.overrideConfiguration(overrideConfiguration(settings));
     builder.httpClientBuilder(httpClient(settings));
@@ -85,6 +87,17 @@ public final class S3ClientFactory {
   static RequestChecksumCalculation requestChecksums(S3Settings settings) {
     return settings.writes().payloadChecksums() ? RequestChecksumCalculation.WHEN_SUPPORTED
         : RequestChecksumCalculation.WHEN_REQUIRED;
+  }
+
+  /**
+   * Step: {@code Content-MD5} on the requests that require a checksum (DeleteObjects), as SDKs
+   * before 2.30 sent it, if {@link S3WriteSettings#legacyMd5()}: some S3-compatible stores
+   * reject a DeleteObjects without it, and garbage collection would then never delete.
+   */
+  static void legacyMd5(S3ClientBuilder builder, S3Settings settings) {
+    if (settings.writes().legacyMd5()) {
+      builder.addPlugin(LegacyMd5Plugin.create());
+    }
   }
 
   /** Step: the signing region. */

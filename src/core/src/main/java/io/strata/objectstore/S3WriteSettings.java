@@ -25,9 +25,14 @@ import java.util.Optional;
  *     stores the object; false to send only the checksums S3 requires ({@code WHEN_REQUIRED}).
  *     Either way every object Strata reads is verified against the XXHash64 its manifest
  *     records, the payload is signed (SigV4) over http and protected by TLS over https
+ * @param legacyMd5 true to also send {@code Content-MD5} on the requests S3 requires a checksum
+ *     of (for Strata: DeleteObjects), with the SDK's {@code LegacyMd5Plugin}: SDK 2.30 and later
+ *     send only a flexible checksum (CRC32) there, which some S3-compatible stores reject. It
+ *     costs one MD5 of a DeleteObjects body (at most 1000 keys) per garbage-collection batch
+ *     and changes no other request
  */
 public record S3WriteSettings(String serverSideEncryption, Optional<String> kmsKeyId,
-    Optional<String> storageClass, boolean payloadChecksums) {
+    Optional<String> storageClass, boolean payloadChecksums, boolean legacyMd5) {
 
   /** No encryption header. */
   public static final String SSE_NONE = "none";
@@ -54,6 +59,16 @@ public record S3WriteSettings(String serverSideEncryption, Optional<String> kmsK
   public S3WriteSettings(String serverSideEncryption, Optional<String> kmsKeyId,
       Optional<String> storageClass) {
     this(serverSideEncryption, kmsKeyId, storageClass, false);
+  }
+
+  /**
+   * Settings with {@code Content-MD5} on DeleteObjects (the default of {@code s3.legacyMd5}).
+   *
+   * @throws IllegalArgumentException as the canonical constructor
+   */
+  public S3WriteSettings(String serverSideEncryption, Optional<String> kmsKeyId,
+      Optional<String> storageClass, boolean payloadChecksums) {
+    this(serverSideEncryption, kmsKeyId, storageClass, payloadChecksums, true);
   }
 
   /**
@@ -116,6 +131,7 @@ public record S3WriteSettings(String serverSideEncryption, Optional<String> kmsK
   public String toString() {
     return "sse=" + serverSideEncryption + kmsKeyId.map(k -> ", kmsKeyId=" + k).orElse("")
         + storageClass.map(c -> ", storageClass=" + c).orElse("")
-        + (payloadChecksums ? ", payloadChecksums=true" : "");
+        + (payloadChecksums ? ", payloadChecksums=true" : "")
+        + (legacyMd5 ? "" : ", legacyMd5=false");
   }
 }

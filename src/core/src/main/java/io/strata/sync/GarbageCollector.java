@@ -55,6 +55,11 @@ final class GarbageCollector {
     this.settings = settings;
   }
 
+  /** The store this collector works for (for messages). */
+  StoreIdentity identity() {
+    return identity;
+  }
+
   /**
    * Runs one round.
    *

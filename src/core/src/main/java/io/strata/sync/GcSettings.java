@@ -7,9 +7,10 @@ import io.strata.config.StrataConf;
  * collection").
  *
  * @param enabled false to never delete anything (Strata's {@code gc.enabled})
- * @param versionsToRetain how many newest versions stay loadable, &gt;= 1: versions {@code
- *     [newest - versionsToRetain + 1, newest]} (Spark's {@code
- *     spark.sql.streaming.minBatchesToRetain}, {@code StateStoreConf.minVersionsToRetain})
+ * @param versionsToRetain how many versions before the newest stay loadable, &gt;= 1: versions
+ *     {@code [newest - versionsToRetain, newest]}, as Spark's HDFS-backed provider keeps them
+ *     (Spark's {@code spark.sql.streaming.minBatchesToRetain}, {@code
+ *     StateStoreConf.minVersionsToRetain}; see {@code Reachability.plan})
  * @param roundInterval versions this instance must commit after a round before the next round
  *     is due, &gt;= 1 (Spark's {@code StateStoreConf.minVersionsToDelete}, that is {@code
  *     ratioExtraSpaceAllowedInCheckpoint * minBatchesToRetain}, at least 1)

@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.time.Clock;
 import java.util.Set;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * When one store runs a garbage-collection round, and what came of the rounds: owns the
@@ -17,11 +19,22 @@ import java.util.function.Supplier;
  * race: an <em>orphan</em>) is older than the grace period, then at most one failed try per grace
  * period. Only instances that commit collect: nothing new can have become garbage otherwise.
  *
+ * <p>A round that fails never stops collection silently: it is counted ({@link
+ * #failedRounds()}, Strata's {@code strataGcFailedRounds} metric), and after {@link
+ * #WARN_AFTER_FAILURES} failures in a row a WARN names the store and the cause, then at most
+ * once per {@link #WARN_INTERVAL_MILLIS} while the rounds keep failing.
+ *
  * <p>Threading: every method but {@link #run} and {@link #last()} is called with the store's
  * monitor held, which guards this object's state; {@link #run} runs the round outside it and
  * takes it (the same monitor, handed to the constructor) to record the outcome.
  */
 final class GcTrigger {
+  private static final Logger LOG = LoggerFactory.getLogger(GcTrigger.class);
+  /** Consecutive failed rounds before the first WARN. */
+  static final int WARN_AFTER_FAILURES = 3;
+  /** Least time between two such WARNs while rounds keep failing, ms (10 min). */
+  static final long WARN_INTERVAL_MILLIS = 10 * 60_000L;
+
   /**
    * A round started by {@link #start}: its inputs, fixed under the store's monitor.
    *
@@ -53,6 +66,12 @@ final class GcTrigger {
   private long rounds;
   private boolean running;
   private volatile GcStats last = GcStats.NONE;
+  /** Rounds of this instance that failed, in all (read by any thread). */
+  private volatile long failedRounds;
+  /** Rounds that failed since the last successful one. */
+  private long consecutiveFailures;
+  /** Wall time of the last WARN about failing rounds, or -1. */
+  private long lastFailureWarnMillis = -1;
 
   /**
    * @param clock the wall clock of the grace period (tests move it forward)
@@ -129,27 +148,58 @@ final class GcTrigger {
    * @throws IOException as {@link GarbageCollector#collect}; the round counts as failed
    */
   GcStats run(Round r) throws IOException {
-    boolean ok = false;
+    Throwable failure = new IllegalStateException("the round did not finish");
     try {
       GcStats stats = collector.collect(r.number(), r.knownNewest(), r.protectedKeys(),
           r.nowMillis(), r.checkUploads());
       last = stats;
-      ok = true;
+      failure = null;
       return stats;
+    } catch (IOException | RuntimeException | Error e) {
+      failure = e;
+      throw e;
     } finally {
+      String warning;
       synchronized (monitor) {
-        finished(r, ok);
+        warning = finished(r, failure);
+      }
+      if (warning != null) {
+        LOG.warn(warning);
       }
     }
   }
 
-  private void finished(Round r, boolean ok) {
+  /**
+   * Records the outcome of a round. Monitor held.
+   *
+   * @param failure why the round failed, or null if it succeeded
+   * @return a WARN to log (outside the monitor), or null
+   */
+  private String finished(Round r, Throwable failure) {
     running = false;
     long now = r.nowMillis();
-    if (!ok) {
+    if (failure != null) {
       lastFailedRoundMillis = now;
-      return;
+      failedRounds++;
+      consecutiveFailures++;
+      if (consecutiveFailures < WARN_AFTER_FAILURES || (lastFailureWarnMillis >= 0
+          && now - lastFailureWarnMillis < WARN_INTERVAL_MILLIS)) {
+        return null;
+      }
+      lastFailureWarnMillis = now;
+      // The message of a storage error names the action, the object and the endpoint, never
+      // credentials (S3Errors).
+      return collector.identity() + " garbage collection failed " + consecutiveFailures
+          + " rounds in a row (" + failedRounds + " in all, round " + r.number() + "): "
+          + "nothing is deleted until a round succeeds and the checkpoint location keeps "
+          + "growing; cause: " + failure.getClass().getSimpleName() + ": "
+          + failure.getMessage() + " (see docs/operations.md, \"Garbage collection\")";
     }
+    String recovered = consecutiveFailures >= WARN_AFTER_FAILURES
+        ? collector.identity() + " garbage collection round " + r.number() + " succeeded after "
+            + consecutiveFailures + " failed rounds" : null;
+    consecutiveFailures = 0;
+    lastFailureWarnMillis = -1;
     long grace = settings.gracePeriodMillis();
     lastFailedRoundMillis = -1;
     if (r.checkUploads()) {
@@ -161,6 +211,20 @@ final class GcTrigger {
     } else if (orphansSinceMillis >= 0 && orphansSinceMillis <= now - grace) {
       orphansSinceMillis = orphansUntilMillis; // the older ones were collected
     }
+    if (recovered != null) {
+      LOG.info(recovered);
+    }
+    return null;
+  }
+
+  /** Rounds of this instance that failed, in all. Any thread. */
+  long failedRounds() {
+    return failedRounds;
+  }
+
+  /** Rounds that failed since the last successful one. Monitor held. */
+  long consecutiveFailures() {
+    return consecutiveFailures;
   }
 
   /** What the last completed round did, or {@link GcStats#NONE}. Any thread. */

@@ -17,6 +17,10 @@ import java.util.Set;
  * loads). Bounded: least recently used entries are evicted beyond the capacity. Keeps only the
  * named keys, not whole manifests; manifests on the same base share one set of base keys.
  *
+ * <p>A base snapshot is identified by everything it names, the set of its file keys (not by its
+ * version, attempt or first file: two snapshots of one version usually share their SSTs and
+ * differ only in their pack), so a manifest is only ever credited with its own snapshot's keys.
+ *
  * <p>An entry is keyed by the version object's key and valid only for the object size it was
  * read with, so a key that was deleted and written again (a version older than the retention
  * re-created by a zombie attempt) is never answered from a stale entry. Thread-safe.
@@ -24,12 +28,10 @@ import java.util.Set;
 final class ManifestCache {
   private record Entry(long objectSize, Set<String> baseKeys, List<String> deltaKeys) { }
 
-  /** Identity of a base snapshot within a store. */
-  private record BaseId(long version, String attempt, String firstKey) { }
-
   private final int capacity;
   private final LinkedHashMap<String, Entry> entries;
-  private final LinkedHashMap<BaseId, Set<String>> bases;
+  /** Interned base-snapshot key sets: each set is its own identity (key and value). */
+  private final LinkedHashMap<Set<String>, Set<String>> bases;
 
   /** A cache of at most {@code capacity} (&gt;= 1) version objects. */
   ManifestCache(int capacity) {
@@ -45,7 +47,7 @@ final class ManifestCache {
     };
     this.bases = new LinkedHashMap<>(16, 0.75f, true) {
       @Override
-      protected boolean removeEldestEntry(Map.Entry<BaseId, Set<String>> eldest) {
+      protected boolean removeEldestEntry(Map.Entry<Set<String>, Set<String>> eldest) {
         return size() > 32;
       }
     };
@@ -56,13 +58,12 @@ final class ManifestCache {
     Set<String> baseKeys = Set.of();
     if (m.base().isPresent() && !m.base().get().files().isEmpty()) {
       BaseSnapshot b = m.base().get();
-      BaseId id = new BaseId(b.version(), b.attempt(), b.files().get(0).file().key());
-      baseKeys = bases.get(id);
+      Set<String> keys = new HashSet<>();
+      b.files().forEach(f -> keys.add(f.file().key()));
+      baseKeys = bases.get(keys); // equal sets: the same snapshot (or one naming the same keys)
       if (baseKeys == null) {
-        Set<String> keys = new HashSet<>();
-        b.files().forEach(f -> keys.add(f.file().key()));
         baseKeys = Set.copyOf(keys);
-        bases.put(id, baseKeys);
+        bases.put(baseKeys, baseKeys);
       }
     }
     List<String> deltaKeys = new ArrayList<>(m.deltas().size());

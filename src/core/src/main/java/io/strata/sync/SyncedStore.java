@@ -565,6 +565,11 @@ public final class SyncedStore implements AutoCloseable {
     return gc.last();
   }
 
+  /** Garbage-collection rounds of this instance that failed, in all (Strata's metric). */
+  public long gcFailedRounds() {
+    return gc.failedRounds();
+  }
+
   /** Keys this instance needs that no retained manifest may name yet. Caller holds the monitor. */
   private Set<String> protectedKeys() {
     Set<String> keys = new HashSet<>();

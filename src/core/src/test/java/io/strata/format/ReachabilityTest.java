@@ -78,12 +78,14 @@ class ReachabilityTest {
         old(StoreLayout.versionObject(2)), old(StoreLayout.versionObject(9, A1)));
     Reachability.Plan fromListing = Reachability.plan(listing, 4, 3);
     assertEquals(9, fromListing.newestVersion(), "a stale caller (4) never lowers the newest");
-    assertEquals(7, fromListing.oldestRetainedVersion());
+    assertEquals(6, fromListing.oldestRetainedVersion(), "9 - 3, Spark's rule");
     assertEquals(List.of(StoreLayout.versionObject(9, A1)),
         fromListing.roots().stream().map(Reachability.Listed::key).toList());
     Reachability.Plan fromCaller = Reachability.plan(listing, 12, 3);
     assertEquals(12, fromCaller.newestVersion());
-    assertEquals(List.of(), fromCaller.roots());
+    assertEquals(List.of(StoreLayout.versionObject(9, A1)), keys(fromCaller.roots()),
+        "12 - 3 = 9 is the oldest retained version");
+    assertEquals(List.of(), keys(Reachability.plan(listing, 13, 3).roots()));
     assertThrows(IllegalArgumentException.class, () -> Reachability.plan(listing, 1, 0));
   }
 
@@ -98,11 +100,11 @@ class ReachabilityTest {
     listing.add(old(PACK));
     Reachability.Plan plan = Reachability.plan(listing, -1, 4);
     assertEquals(10, plan.newestVersion());
-    assertEquals(7, plan.oldestRetainedVersion(), "versions [newest - 4 + 1, newest] retained");
-    assertEquals(4, plan.roots().size());
+    assertEquals(6, plan.oldestRetainedVersion(), "versions [newest - 4, newest] retained");
+    assertEquals(5, plan.roots().size());
     // The retained manifests name a base (SST_X, PACK, and a delta inside v/2) and deltas 4..10.
     Set<String> named = new java.util.HashSet<>();
-    for (long v = 7; v <= 10; v++) {
+    for (long v = 6; v <= 10; v++) {
       List<String> deltas = new ArrayList<>();
       for (long d = 4; d <= v; d++) {
         deltas.add(StoreLayout.versionObject(d));
@@ -113,10 +115,10 @@ class ReachabilityTest {
     Reachability.Verdict verdict = Reachability.garbage(listing, plan, named, Set.of(), NOW, HOUR);
     assertEquals(List.of(StoreLayout.versionObject(1), StoreLayout.versionObject(3), SST_Y),
         keys(verdict.garbage()), "unnamed old versions and the unnamed SST, version objects first");
-    assertEquals(4, verdict.retainedVersionObjects());
-    assertEquals(4 + 2, verdict.named(), "v/2 (pinned by the base), v/4..v/6, SST_X and PACK: "
+    assertEquals(5, verdict.retainedVersionObjects());
+    assertEquals(3 + 2, verdict.named(), "v/2 (pinned by the base), v/4, v/5, SST_X and PACK: "
         + verdict);
-    assertEquals(4, verdict.pinnedOldVersionObjects(), "v/2, v/4, v/5, v/6");
+    assertEquals(3, verdict.pinnedOldVersionObjects(), "v/2, v/4, v/5");
     assertEquals(300, verdict.garbageBytes());
   }
 
@@ -172,11 +174,61 @@ class ReachabilityTest {
     String v2a1 = StoreLayout.versionObject(2, A1);
     String v2a2 = StoreLayout.versionObject(2, A2);
     List<Reachability.Listed> listing = List.of(old(v1a1), old(v1a2), old(v2a1), old(v2a2));
-    Reachability.Plan plan = Reachability.plan(listing, 2, 1);
-    assertEquals(List.of(v2a1, v2a2), keys(plan.roots()), "both attempts of the newest version");
+    // The caller committed version 3 (not listed yet): with R = 1, versions 2 and 3 are retained.
+    Reachability.Plan plan = Reachability.plan(listing, 3, 1);
+    assertEquals(List.of(v2a1, v2a2), keys(plan.roots()), "both attempts of version 2");
     Set<String> named = Set.of(v1a1); // both attempts of 2 were built on attempt A1 of 1
     Reachability.Verdict verdict = Reachability.garbage(listing, plan, named, Set.of(), NOW, HOUR);
     assertEquals(List.of(v1a2), keys(verdict.garbage()));
+  }
+
+  /**
+   * The retained versions are exactly those Spark's HDFS-backed provider keeps loadable for
+   * {@code minBatchesToRetain} (Spark 4.1 {@code HDFSBackedStateStoreProvider.cleanup}: {@code
+   * earliestVersionToRetain = files.last.version - minVersionsToRetain}; nothing is deleted
+   * unless it is &gt; 0, else only what versions below it alone need).
+   */
+  @Test
+  void theRetainedVersionsAreThoseSparkKeeps() {
+    for (int newest = 1; newest <= 30; newest++) {
+      List<Reachability.Listed> listing = new ArrayList<>();
+      for (long v = 1; v <= newest; v++) {
+        listing.add(old(StoreLayout.versionObject(v)));
+      }
+      for (int retain = 1; retain <= 12; retain++) {
+        long earliestVersionToRetain = newest - retain;
+        Set<Long> spark = new java.util.TreeSet<>();
+        for (long v = 1; v <= newest; v++) {
+          if (earliestVersionToRetain <= 0 || v >= earliestVersionToRetain) {
+            spark.add(v);
+          }
+        }
+        Set<Long> strata = new java.util.TreeSet<>();
+        Reachability.plan(listing, -1, retain).roots()
+            .forEach(r -> strata.add(StoreLayout.versionOf(r.key())));
+        assertEquals(spark, strata, "newest " + newest + ", minBatchesToRetain " + retain);
+        assertEquals(Math.min(newest, retain + 1), strata.size());
+      }
+    }
+  }
+
+  @Test
+  void anObjectOfUnknownAgeIsNeverOldEnough() {
+    String unknownZero = SST_X;
+    String unknownNegative = SST_Y;
+    List<Reachability.Listed> listing = List.of(old(StoreLayout.versionObject(9)),
+        new Reachability.Listed(unknownZero, 100, 0), new Reachability.Listed(unknownNegative,
+            100, -1), new Reachability.Listed(StoreLayout.versionObject(1), 100, 0), old(PACK));
+    Reachability.Plan plan = Reachability.plan(listing, -1, 1);
+    for (long grace : List.of(0L, HOUR)) {
+      Reachability.Verdict verdict = Reachability.garbage(listing, plan, Set.of(), Set.of(), NOW,
+          grace);
+      assertEquals(List.of(PACK), keys(verdict.garbage()),
+          "no last-modified time (or the epoch) means too young, grace " + grace);
+      assertEquals(3, verdict.young());
+    }
+    assertTrue(old(PACK).ageKnown());
+    assertTrue(!new Reachability.Listed(PACK, 1, 0).ageKnown());
   }
 
   @Test

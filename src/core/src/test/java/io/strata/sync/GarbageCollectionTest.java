@@ -133,7 +133,8 @@ class GarbageCollectionTest {
       age(GRACE.plusMinutes(1));
       GcStats stats = a.collectGarbage();
       assertEquals(30, stats.newestVersion());
-      assertEquals(30 - RETAIN + 1, stats.oldestRetainedVersion());
+      assertEquals(30 - RETAIN, stats.oldestRetainedVersion(), "Spark's rule: newest - "
+          + "minBatchesToRetain stays loadable");
       assertTrue(stats.objectsDeleted() > 0, "something was collected: " + stats);
       assertEquals(before - stats.objectsDeleted(), keys().size());
       assertTrue(stats.bytesDeleted() > 0);
@@ -147,14 +148,14 @@ class GarbageCollectionTest {
       named = GcWorkload.assertOnlyRetainedAndNamedRemain(reader, objects, 30, RETAIN, Set.of());
     }
     assertTrue(objects.list("spill/").isEmpty(), "orphaned spill deltas are gone");
-    for (long v = 1; v <= 30 - RETAIN; v++) {
+    for (long v = 1; v < 30 - RETAIN; v++) {
       String key = StoreLayout.versionObject(v);
       assertTrue(!keys().contains(key) || named.contains(key),
           "version " + v + " is older than the retention: gone unless a retained manifest "
               + "names a delta inside it");
     }
     try (SyncedStore fresh = open("fresh")) {
-      for (long v = 30 - RETAIN + 1; v <= 30; v++) {
+      for (long v = 30 - RETAIN; v <= 30; v++) {
         fresh.load(v, Optional.empty());
         GcWorkload.assertState(fresh, states.get(v), "retained version " + v);
       }
@@ -201,7 +202,7 @@ class GarbageCollectionTest {
       assertTrue(keys().containsAll(loadedFiles), "the stale instance's loaded version");
     }
     try (SyncedStore fresh = open("fresh")) {
-      for (long v = 40 - RETAIN + 1; v <= 40; v++) {
+      for (long v = 40 - RETAIN; v <= 40; v++) {
         fresh.load(v, Optional.empty());
         GcWorkload.assertState(fresh, states.get(v), "retained version " + v);
       }
@@ -305,12 +306,12 @@ class GarbageCollectionTest {
     List<String> left = keys();
     for (String key : unused) {
       long v = StoreLayout.versionOf(key);
-      assertEquals(v >= 30 - RETAIN + 1, left.contains(key),
+      assertEquals(v >= 30 - RETAIN, left.contains(key),
           "an unused attempt of version " + v + " stays only within the retention");
     }
     try (SyncedStore reader = open("reader", true, 0, gc(5), new OffsetClock())) {
       GcWorkload.assertOnlyRetainedAndNamedRemain(reader, objects, 30, RETAIN, Set.of());
-      for (long v = 30 - RETAIN + 1; v <= 30; v++) {
+      for (long v = 30 - RETAIN; v <= 30; v++) {
         reader.load(v, Optional.of(used.get(v)));
         GcWorkload.assertState(reader, byAttempt.get(used.get(v)), "version " + v);
       }

@@ -84,7 +84,7 @@ final class GcWorkload {
     Set<String> named = new HashSet<>();
     for (ObjectInfo o : listing) {
       long v = StoreLayout.versionOf(o.key());
-      if (v >= newest - retain + 1) {
+      if (v >= newest - retain) { // Spark's rule: [newest - retain, newest]
         expected.add(o.key());
         named.addAll(Reachability.namedKeys(reader.readManifest(v,
             Optional.ofNullable(StoreLayout.attemptOf(o.key())))));
