@@ -9,6 +9,7 @@ import io.strata.metrics.GcStats;
 import io.strata.metrics.RequestCounter;
 import io.strata.metrics.RestoreStats;
 import io.strata.sync.CommitResult;
+import io.strata.sync.LocalStateReadException;
 import io.strata.sync.SyncedStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -53,6 +54,12 @@ import scala.runtime.BoxedUnit;
  * scans ({@code rangeScan}, {@code prefixScanWithMultiValues}, {@code iteratorWithMultiValues},
  * {@code allColumnFamilyNames}), which forward to the helpers here. {@code release()}, {@code
  * putList} and {@code mergeList} (4.1+) are plain public methods here, unused on 4.0.
+ *
+ * <p>Local read errors: a read of the local database that fails (a corrupt block, a disk error;
+ * {@link LocalStateReadException}) in {@code get}, {@code valuesIterator}, any scan or a write's
+ * existence check fails the task with {@link SparkErrors#cannotReadLocal}; the store marked the
+ * local database damaged, so Spark's retry of the task restores the version from the object
+ * store. A scan never ends early without an error.
  */
 abstract class AbstractStrataStore implements StateStore {
   private static final Logger LOG = LoggerFactory.getLogger(AbstractStrataStore.class);
@@ -207,6 +214,8 @@ abstract class AbstractStrataStore implements StateStore {
       // The codec stays registered: an abort brings the family back, and a re-creation
       // replaces the codec (createColFamilyIfAbsent of a family that does not exist).
       return core.removeColumnFamily(colFamilyName);
+    } catch (LocalStateReadException e) {
+      throw readFailed(e);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -291,7 +300,7 @@ abstract class AbstractStrataStore implements StateStore {
     byte[] prefix = ColumnFamily.keyPrefix(f.id());
     byte[] from = start.map(k -> f.codec().encodeKey(f.id(), k)).orElse(null);
     byte[] until = end.map(k -> f.codec().encodeKey(f.id(), k)).orElse(null);
-    CloseableIterator<KeyValue> it = core.scan(prefix, from, until);
+    CloseableIterator<KeyValue> it = failingAsTask(() -> core.scan(prefix, from, until));
     return multipleValues ? expanded(multiValued(f), it) : pairs(f.codec(), it);
   }
 
@@ -320,7 +329,7 @@ abstract class AbstractStrataStore implements StateStore {
     } else {
       prefix = ColumnFamily.keyPrefix(f.id());
     }
-    return expanded(codec, core.scan(prefix));
+    return expanded(codec, failingAsTask(() -> core.scan(prefix)));
   }
 
   /**
@@ -378,13 +387,58 @@ abstract class AbstractStrataStore implements StateStore {
   private byte[] read(byte[] key) {
     try {
       return core.get(key);
+    } catch (LocalStateReadException e) {
+      throw readFailed(e);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
   }
 
   private StateStoreIterator<UnsafeRowPair> scan(FamilyCodec codec, byte[] prefix) {
-    return pairs(codec, core.scan(prefix));
+    return pairs(codec, failingAsTask(() -> core.scan(prefix)));
+  }
+
+  /** The task failure for a local read error; see the class comment. */
+  private RuntimeException readFailed(LocalStateReadException e) {
+    return SparkErrors.cannotReadLocal(provider.toString(), e);
+  }
+
+  /**
+   * Opens a scan of the core store whose creation, {@code hasNext} and {@code next} fail a local
+   * read error as {@link #readFailed}.
+   */
+  private CloseableIterator<KeyValue> failingAsTask(
+      java.util.function.Supplier<CloseableIterator<KeyValue>> open) {
+    CloseableIterator<KeyValue> it;
+    try {
+      it = open.get();
+    } catch (LocalStateReadException e) {
+      throw readFailed(e);
+    }
+    return new CloseableIterator<>() {
+      @Override
+      public boolean hasNext() {
+        try {
+          return it.hasNext();
+        } catch (LocalStateReadException e) {
+          throw readFailed(e);
+        }
+      }
+
+      @Override
+      public KeyValue next() {
+        try {
+          return it.next();
+        } catch (LocalStateReadException e) {
+          throw readFailed(e);
+        }
+      }
+
+      @Override
+      public void close() {
+        it.close();
+      }
+    };
   }
 
   private static StateStoreIterator<UnsafeRowPair> pairs(FamilyCodec codec,
@@ -429,6 +483,8 @@ abstract class AbstractStrataStore implements StateStore {
     Family f = family("remove", colFamilyName);
     try {
       core.delete(f.codec().encodeKey(f.id(), key));
+    } catch (LocalStateReadException e) {
+      throw readFailed(e);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -488,6 +544,8 @@ abstract class AbstractStrataStore implements StateStore {
   private void write(byte[] key, byte[] value) {
     try {
       core.put(key, value);
+    } catch (LocalStateReadException e) {
+      throw readFailed(e);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

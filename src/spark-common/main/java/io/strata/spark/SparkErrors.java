@@ -56,6 +56,23 @@ final class SparkErrors {
         Scala.map(Map.of("providerClass", store)), cause));
   }
 
+  /**
+   * A read of the local database failed (a corrupt block, a disk error): fails the task with
+   * a message naming the store, the version, the local database directory and RocksDB's reason
+   * (which names the SST file). No error condition of Spark's fits a local read of a loaded
+   * version, so this is a plain {@link SparkException} with that message (an ordinary task
+   * failure: Spark retries the task, and the retry restores the version from the object store,
+   * since the store marked the local database damaged).
+   *
+   * @param store the provider's text (Spark's store id and checkpoint location)
+   */
+  static RuntimeException cannotReadLocal(String store, io.strata.sync.LocalStateReadException e) {
+    return raise(new SparkException("Cannot read " + store + " version " + e.version()
+        + ": a local file of the database at " + e.localDir() + " is damaged or unreadable ("
+        + e.reason() + "); it is not reused: the next attempt restores the version from "
+        + e.location(), e));
+  }
+
   /** {@code STATE_STORE_OPERATION_OUT_OF_ORDER}: an operation in the wrong state. */
   static RuntimeException outOfOrder(String message) {
     return raise(new SparkException("STATE_STORE_OPERATION_OUT_OF_ORDER",

@@ -33,13 +33,21 @@ final class SparkS3Harness implements AutoCloseable {
   final SparkSession spark;
 
   SparkS3Harness(int shufflePartitions) throws IOException {
+    this(shufflePartitions, "local[2]");
+  }
+
+  /**
+   * As {@link #SparkS3Harness(int)} with another Spark master, for example {@code local[2, 4]}
+   * (two threads, a failed task tried up to four times; plain {@code local[2]} never retries).
+   */
+  SparkS3Harness(int shufflePartitions, String master) throws IOException {
     work = Files.createTempDirectory("strata-it-");
     localDir = work.resolve("strata-local");
     s3 = S3ProxyServer.start(work.resolve("s3"), Map.of());
     s3.createBucket(BUCKET);
     String endpoint = s3.endpoint().toString();
     spark = SparkSession.builder()
-        .master("local[2]")
+        .master(master)
         .appName("strata-it")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")

@@ -21,6 +21,7 @@ import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.MemoryUsageType;
 import org.rocksdb.MemoryUtil;
 import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.SstFileWriter;
@@ -35,7 +36,10 @@ import org.rocksdb.SstFileWriter;
  * ({@link #spillPending}), and {@link #discardPending()} is otherwise a complete abort. Memtables
  * therefore stay empty: they are sized small ({@value #WRITE_BUFFER_BYTES} bytes, at most two).
  *
- * <p>Reads ({@link #get}, {@link #scan}) see committed state overlaid with pending writes.
+ * <p>Reads ({@link #get}, {@link #scan}) see committed state overlaid with pending writes. They
+ * verify RocksDB's block checksums ({@link #readOptions()}), and a read that RocksDB fails (a
+ * corrupt block, an I/O error) throws {@link LocalReadException}: a scan checks its iterator's
+ * status when the iterator stops, so an error never passes for the end of the data.
  *
  * <p>Native memory: the block cache and the write-buffer manager come from {@link SharedMemory}
  * (one capped cache per JVM by default); {@link #memoryUsage()} reports this store's part.
@@ -96,6 +100,8 @@ public final class LocalStore implements AutoCloseable {
   private final Options options;
   private final SharedMemory.Lease memory;
   private final BloomFilter bloom;
+  /** Options of every point read: block checksums verified. */
+  private final ReadOptions pointReads;
   private final RocksDB db;
   private final PendingWrites pending = new PendingWrites();
   private final Set<MergingIterator> openIterators = ConcurrentHashMap.newKeySet();
@@ -105,11 +111,12 @@ public final class LocalStore implements AutoCloseable {
   private long pendingKeyDelta;
 
   private LocalStore(Path dir, Options options, SharedMemory.Lease memory, BloomFilter bloom,
-      RocksDB db, long committedKeys) {
+      ReadOptions pointReads, RocksDB db, long committedKeys) {
     this.dir = dir;
     this.options = options;
     this.memory = memory;
     this.bloom = bloom;
+    this.pointReads = pointReads;
     this.db = db;
     this.committedKeys = committedKeys;
   }
@@ -139,6 +146,7 @@ public final class LocalStore implements AutoCloseable {
     SharedMemory.Lease lease = memory.acquire(limits);
     Options options = null;
     BloomFilter bloom = null;
+    ReadOptions pointReads = null;
     try {
       bloom = new BloomFilter(10, false);
       BlockBasedTableConfig table = new BlockBasedTableConfig()
@@ -164,9 +172,13 @@ public final class LocalStore implements AutoCloseable {
       if (lease.writeBufferManager() != null) {
         options.setWriteBufferManager(lease.writeBufferManager());
       }
+      pointReads = readOptions();
       RocksDB db = RocksDB.open(options, dir.toString());
-      return new LocalStore(dir, options, lease, bloom, db, committedKeys);
+      return new LocalStore(dir, options, lease, bloom, pointReads, db, committedKeys);
     } catch (RocksDBException | RuntimeException e) {
+      if (pointReads != null) {
+        pointReads.close();
+      }
       if (options != null) {
         options.close();
       }
@@ -179,6 +191,15 @@ public final class LocalStore implements AutoCloseable {
       }
       throw new IOException("Cannot open local RocksDB at " + dir + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * New read options for this engine's reads: RocksDB's block checksums verified on every block
+   * read from disk (RocksDB's default, set explicitly so a flipped byte in a block is found when
+   * the block is read). The caller closes them.
+   */
+  static ReadOptions readOptions() {
+    return new ReadOptions().setVerifyChecksums(true);
   }
 
   /** The current state; see the class comment. */
@@ -194,18 +215,20 @@ public final class LocalStore implements AutoCloseable {
   /**
    * The value of {@code key} as seen by the version being built, or null if absent.
    *
-   * @throws IOException if RocksDB fails
+   * @throws LocalReadException if RocksDB fails the read (a corrupt block, an I/O error); the
+   *     message names the directory and RocksDB's reason (which usually names the file)
+   * @throws IllegalStateException if the store is closed
    */
-  public byte[] get(byte[] key) throws IOException {
+  public byte[] get(byte[] key) {
     Lock l = enter();
     try {
       byte[] p = pending.lookup(key);
       if (p != null) {
         return PendingWrites.isTombstone(p) ? null : p;
       }
-      return db.get(key);
+      return db.get(pointReads, key);
     } catch (RocksDBException e) {
-      throw new IOException("Cannot read local RocksDB at " + dir + ": " + e.getMessage(), e);
+      throw new LocalReadException(dir, "read", e.getMessage(), e);
     } finally {
       l.unlock();
     }
@@ -214,9 +237,10 @@ public final class LocalStore implements AutoCloseable {
   /**
    * Records a put in the version being built. The arrays must not be modified afterwards.
    *
-   * @throws IOException if the existence check against RocksDB fails
+   * @throws LocalReadException if the existence check against RocksDB fails (nothing is
+   *     recorded then)
    */
-  public void put(byte[] key, byte[] value) throws IOException {
+  public void put(byte[] key, byte[] value) {
     if (get(key) == null) {
       pendingKeyDelta++;
     }
@@ -226,9 +250,10 @@ public final class LocalStore implements AutoCloseable {
   /**
    * Records a removal in the version being built (a tombstone in its delta).
    *
-   * @throws IOException if the existence check against RocksDB fails
+   * @throws LocalReadException if the existence check against RocksDB fails (nothing is
+   *     recorded then)
    */
-  public void delete(byte[] key) throws IOException {
+  public void delete(byte[] key) {
     if (get(key) != null) {
       pendingKeyDelta--;
     }
@@ -294,6 +319,12 @@ public final class LocalStore implements AutoCloseable {
    * starts: puts and removals made while iterating are allowed and are not seen by this scan.
    * That is the view Spark's RocksDB provider gives (a RocksDB iterator reads an implicit
    * snapshot), which operators such as transformWithState's timer loop rely on for their output.
+   *
+   * <p>If RocksDB fails the scan (a corrupt block, an I/O error), {@code scan}, {@code hasNext}
+   * or {@code next} throws {@link LocalReadException} and the scan is closed: it never ends
+   * early without an error.
+   *
+   * @throws LocalReadException if RocksDB fails while positioning the scan
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix) {
     return scan(prefix, null, null);
@@ -308,6 +339,7 @@ public final class LocalStore implements AutoCloseable {
    *     prefix}
    * @param until end key, exclusive; null for no end other than the prefix
    * @throws IllegalArgumentException if {@code from} does not start with {@code prefix}
+   * @throws LocalReadException as {@link #scan(byte[])}
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix, byte[] from, byte[] until) {
     if (from != null && !MergingIterator.startsWith(from, prefix)) {
@@ -536,6 +568,7 @@ public final class LocalStore implements AutoCloseable {
       try {
         db.close();
       } finally {
+        pointReads.close();
         options.close();
         bloom.close();
         memory.close();

@@ -10,6 +10,7 @@ import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 
 /**
@@ -17,6 +18,13 @@ import org.rocksdb.RocksIterator;
  * started) over a RocksDB iterator, in unsigned byte order; a pending write wins, a tombstone
  * hides the key. Registered with the store while open, so that the store closes it before it
  * frees the database; every call into RocksDB holds the store's guard (read lock).
+ *
+ * <p>Errors: a RocksDB iterator that stops ({@code isValid() == false}) may have stopped on an
+ * error (a corrupt block, an I/O error), not at the end of the data; its {@code status()} says
+ * which. This scan checks it every time the RocksDB side stops, and an error closes the scan and
+ * becomes a {@link LocalReadException}: thrown by the constructor if positioning fails, else by
+ * the next {@link #hasNext()} or {@link #next()} (the elements read before it are still
+ * returned, and every later call throws it again), never a silently short scan.
  */
 final class MergingIterator implements CloseableIterator<KeyValue> {
   private final LocalStore store;
@@ -33,12 +41,18 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   /** Volatile: the store clears it when it closes this scan from another thread. */
   private volatile KeyValue next;
   private volatile boolean done;
+  /** Set once the RocksDB side ended cleanly (its status checked). */
+  private boolean dbEnded;
+  /** The error the RocksDB side stopped on; thrown by every later call. */
+  private volatile LocalReadException failure;
   /** Set when the store closed this scan under its user: reading on must fail, not stop. */
   private volatile boolean closedByStore;
 
   /**
    * Starts a scan of the keys with {@code prefix} in {@code [from, until)}; the caller holds the
    * guard's read lock and registers the scan in {@code open} unless it is already {@link #done()}.
+   *
+   * @throws LocalReadException if RocksDB fails while positioning (native resources released)
    */
   MergingIterator(LocalStore store, RocksDB db, PendingWrites pending,
       ReentrantReadWriteLock guard, Set<MergingIterator> open, byte[] prefix, byte[] from,
@@ -49,16 +63,37 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
     this.dir = store.dir();
     this.prefix = prefix;
     this.until = until;
-    this.readOptions = new ReadOptions().setFillCache(false);
+    this.readOptions = LocalStore.readOptions().setFillCache(false);
     this.dbIt = db.newIterator(readOptions);
     dbIt.seek(from);
     this.pendingIt = pending.snapshot(prefix, from, until).iterator();
     this.pendingHead = pendingIt.hasNext() ? pendingIt.next() : null;
     advance();
+    if (failure != null) {
+      throw failure;
+    }
   }
 
+  /**
+   * True if the RocksDB side is positioned on a key in range. When the RocksDB iterator stops,
+   * checks its status once: an error closes the scan and is recorded in {@link #failure}.
+   */
   private boolean dbValid() {
-    return dbIt.isValid() && inRange(dbIt.key());
+    if (dbEnded) {
+      return false;
+    }
+    if (dbIt.isValid()) {
+      return inRange(dbIt.key());
+    }
+    try {
+      dbIt.status();
+    } catch (RocksDBException e) {
+      failure = new LocalReadException(dir, "scan", e.getMessage(), e);
+      close();
+      return false;
+    }
+    dbEnded = true;
+    return false;
   }
 
   private boolean pendingValid() {
@@ -73,6 +108,9 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
     next = null;
     while (!done) {
       boolean d = dbValid();
+      if (failure != null) {
+        return; // closed by dbValid(); the caller (or the next call) throws it
+      }
       boolean p = pendingValid();
       if (!d && !p) {
         close();
@@ -98,6 +136,9 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
 
   @Override
   public boolean hasNext() {
+    if (failure != null) {
+      throw failure;
+    }
     if (closedByStore) {
       throw new IllegalStateException("local RocksDB at " + dir + " was closed during a scan");
     }
@@ -106,6 +147,9 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
 
   @Override
   public KeyValue next() {
+    if (failure != null) {
+      throw failure;
+    }
     if (closedByStore) {
       throw new IllegalStateException("local RocksDB at " + dir + " was closed during a scan");
     }

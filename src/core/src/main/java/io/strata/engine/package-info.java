@@ -3,6 +3,7 @@
  * version being built, SST delta writing and ingestion, local checkpoints, the block cache and
  * write-buffer manager shared by all stores of the JVM ({@link io.strata.engine.SharedMemory}),
  * and which JVM owns which local directory ({@link io.strata.engine.LocalDirs}). The only
- * package that imports RocksDB.
+ * package that imports RocksDB. A read RocksDB fails (a corrupt block, a disk error) throws
+ * {@link io.strata.engine.LocalReadException}; a scan never ends early without one.
  */
 package io.strata.engine;

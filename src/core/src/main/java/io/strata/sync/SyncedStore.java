@@ -3,6 +3,7 @@ package io.strata.sync;
 import io.strata.engine.CloseableIterator;
 import io.strata.engine.DeltaFile;
 import io.strata.engine.KeyValue;
+import io.strata.engine.LocalReadException;
 import io.strata.engine.LocalStore;
 import io.strata.format.BaseSnapshot;
 import io.strata.format.ColumnFamilies;
@@ -93,6 +94,7 @@ public final class SyncedStore implements AutoCloseable {
   private final GcTrigger gc;
   private final BaseSnapshotUploader snapshots;
   private final LocalIntegrity integrity;
+  private final LocalReads reads;
 
   // The version life cycle, guarded by this (volatile ones are also read without it).
   /** The live local database and the committed version it holds. */
@@ -146,6 +148,7 @@ public final class SyncedStore implements AutoCloseable {
         gcSettings.gracePeriodMillis());
     this.building = new VersionBuilder(identity, objects, gc);
     this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
+    this.reads = new LocalReads(identity, db, integrity, this);
   }
 
   /** Which store this is. */
@@ -233,25 +236,47 @@ public final class SyncedStore implements AutoCloseable {
     lastRestore = r.stats();
   }
 
-  /** The value of {@code key} in the version being built, or null. */
+  /**
+   * The value of {@code key} in the version being built, or null.
+   *
+   * @throws LocalStateReadException if the local database cannot be read (it is then marked
+   *     damaged: the next {@link #load} restores the version from the object store)
+   * @throws IOException declared for callers; the local read fails as above
+   */
   public byte[] get(byte[] key) throws IOException {
-    return db.require().get(key);
+    return reads.get(db.require(), key);
   }
 
   /**
    * Records a put in the version being built. May spill the pending writes (see {@link
    * #spill()}).
+   *
+   * @throws LocalStateReadException as {@link #get} (the put's existence check reads)
+   * @throws IOException if a spill fails
    */
   public void put(byte[] key, byte[] value) throws IOException {
     LocalStore l = db.require();
-    l.put(key, value);
+    try {
+      l.put(key, value);
+    } catch (LocalReadException e) {
+      throw reads.failed(l, e);
+    }
     maybeSpill(l);
   }
 
-  /** Records a removal in the version being built. May spill the pending writes. */
+  /**
+   * Records a removal in the version being built. May spill the pending writes.
+   *
+   * @throws LocalStateReadException as {@link #get} (the removal's existence check reads)
+   * @throws IOException if a spill fails
+   */
   public void delete(byte[] key) throws IOException {
     LocalStore l = db.require();
-    l.delete(key);
+    try {
+      l.delete(key);
+    } catch (LocalReadException e) {
+      throw reads.failed(l, e);
+    }
     maybeSpill(l);
   }
 
@@ -308,13 +333,18 @@ public final class SyncedStore implements AutoCloseable {
    * path), and the manifest no longer lists it. Its id is never reused. An abort undoes both.
    *
    * @return false if no such family exists
-   * @throws IOException if reading or spilling fails
+   * @throws LocalStateReadException if the scan of its keys fails (as {@link #get})
+   * @throws IOException if spilling fails
    * @throws IllegalStateException if nothing is loaded
    */
   public boolean removeColumnFamily(String name) throws IOException {
     LocalStore l = db.require();
-    if (!building.removeKeysOf(name, l, db.version() + 1)) {
-      return false;
+    try {
+      if (!building.removeKeysOf(name, l, db.version() + 1)) {
+        return false;
+      }
+    } catch (LocalReadException e) {
+      throw reads.failed(l, e);
     }
     synchronized (this) {
       building.removeColumnFamily(name);
@@ -323,17 +353,24 @@ public final class SyncedStore implements AutoCloseable {
     return true;
   }
 
-  /** Iterates keys with {@code prefix} in unsigned byte order; see {@link LocalStore#scan}. */
+  /**
+   * Iterates keys with {@code prefix} in unsigned byte order; see {@link LocalStore#scan}.
+   *
+   * @throws LocalStateReadException from this call, {@code hasNext} or {@code next}, if the
+   *     local database cannot be read (as {@link #get}); a scan never ends early without it
+   */
   public CloseableIterator<KeyValue> scan(byte[] prefix) {
-    return db.require().scan(prefix);
+    return reads.scan(db.require(), prefix, null, null);
   }
 
   /**
    * Iterates keys with {@code prefix} in {@code [from, until)}, unsigned byte order; see {@link
    * LocalStore#scan(byte[], byte[], byte[])}.
+   *
+   * @throws LocalStateReadException as {@link #scan(byte[])}
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix, byte[] from, byte[] until) {
-    return db.require().scan(prefix, from, until);
+    return reads.scan(db.require(), prefix, from, until);
   }
 
   /** Number of keys in the version being built. */

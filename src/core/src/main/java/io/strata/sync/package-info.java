@@ -9,7 +9,9 @@
  * {@code VersionObjectReader} (the one reader of manifests), {@code Restorer} (download,
  * verify, ingest), {@code BaseSnapshotUploader} (background base snapshots), {@code GcTrigger}
  * and {@code GarbageCollector} (retention and garbage collection), {@code LocalIntegrity}
- * (stamps, damage and sweeping of the local disk), {@code LocalIngestion} (the commit's local
+ * (stamps, damage and sweeping of the local disk), {@code LocalReads} (a failed local read marks
+ * the database damaged and becomes a {@link io.strata.sync.LocalStateReadException}), {@code
+ * LocalIngestion} (the commit's local
  * ingestion), {@code TransferPools} (the store's thread pools, shut down when it closes) and
  * {@code Futures} (awaiting them). Imports nothing from Spark.
  */

@@ -261,4 +261,138 @@ class LocalStoreTest {
     assertThrows(IllegalStateException.class, () -> s.get(b("a")));
     it.close();
   }
+
+  // ---------------------------------------------------------------- local read errors
+
+  /** Keys of {@link #writeLarge}: {@code k-00000} .. {@code k-19999}. */
+  private static final int LARGE_KEYS = 20_000;
+
+  private static byte[] largeKey(int i) {
+    return b(String.format("k-%05d", i));
+  }
+
+  /** 100 incompressible bytes derived from {@code i}: the SST is about 2 MB, ~130 blocks. */
+  private static byte[] largeValue(int i) {
+    byte[] v = new byte[100];
+    new java.util.Random(i).nextBytes(v);
+    return v;
+  }
+
+  /** Commits {@link #LARGE_KEYS} keys as one ingested SST and returns the database's SST. */
+  private Path writeLarge(LocalStore s) throws Exception {
+    for (int i = 0; i < LARGE_KEYS; i++) {
+      s.put(largeKey(i), largeValue(i));
+    }
+    s.commitPending(s.writeDelta(tmp.resolve("large.sst")));
+    List<String> live = new ArrayList<>(s.liveSstFiles());
+    assertEquals(1, live.size(), "one SST: " + live);
+    return s.dir().resolve(live.get(0));
+  }
+
+  /**
+   * Flips 16 bytes in the middle of {@code sst} (a data block) and restores its modification
+   * time: size, mtime and inode are unchanged, so only RocksDB's block checksum can tell.
+   */
+  static void damageMiddle(Path sst) throws Exception {
+    java.nio.file.attribute.FileTime mtime = Files.getLastModifiedTime(sst);
+    try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(sst.toFile(), "rw")) {
+      long mid = raf.length() / 2;
+      byte[] buf = new byte[16];
+      raf.seek(mid);
+      raf.readFully(buf);
+      for (int i = 0; i < buf.length; i++) {
+        buf[i] ^= (byte) 0x5a;
+      }
+      raf.seek(mid);
+      raf.write(buf);
+    }
+    Files.setLastModifiedTime(sst, mtime);
+  }
+
+  /** Drains {@code it}; returns how many elements it gave before it ended or threw. */
+  private static int drain(CloseableIterator<KeyValue> it, int[] seen) {
+    while (it.hasNext()) {
+      it.next();
+      seen[0]++;
+    }
+    return seen[0];
+  }
+
+  @Test
+  void aCorruptBlockFailsEveryScanInsteadOfEndingItEarly() throws Exception {
+    Path dir = tmp.resolve("db");
+    Path sst;
+    try (LocalStore s = LocalStore.open(dir, 0, SharedMemory.Limits.DEFAULT)) {
+      sst = writeLarge(s);
+    }
+    damageMiddle(sst);
+    // A fresh memory owner: no block of the file is cached, so the damaged block is read.
+    try (LocalStore s = LocalStore.open(dir, LARGE_KEYS, new SharedMemory(),
+        SharedMemory.Limits.DEFAULT)) {
+      byte[] all = new byte[0];
+      byte[] prefix = b("k-");
+      byte[] from = largeKey(LARGE_KEYS / 4);
+      byte[] until = largeKey(3 * LARGE_KEYS / 4);
+      for (String kind : List.of("iterator", "prefix", "range", "pending overlay")) {
+        if (kind.equals("pending overlay")) {
+          s.put(b("zz-pending"), b("p")); // a pending write after the damaged block
+        }
+        int[] seen = {0};
+        LocalReadException e = assertThrows(LocalReadException.class, () -> {
+          CloseableIterator<KeyValue> it = switch (kind) {
+            case "prefix" -> s.scan(prefix);
+            case "range" -> s.scan(prefix, from, until);
+            default -> s.scan(all);
+          };
+          drain(it, seen);
+        }, kind + " scan must fail, not end early");
+        int expected = kind.equals("range") ? LARGE_KEYS / 2 : LARGE_KEYS;
+        assertTrue(seen[0] < expected, kind + ": " + seen[0] + " of " + expected
+            + " before the error");
+        assertTrue(e.getMessage().contains(dir.toString()), "names the directory: " + e);
+        assertTrue(e.getMessage().contains(sst.getFileName().toString()), "names the file: " + e);
+        assertEquals(dir, e.dir());
+        assertEquals(0, s.openScans(), kind + ": the failed scan was closed");
+      }
+      s.discardPending();
+    }
+  }
+
+  @Test
+  void aCorruptBlockFailsAPointReadNeverReturnsAbsent() throws Exception {
+    Path dir = tmp.resolve("db");
+    Path sst;
+    try (LocalStore s = LocalStore.open(dir, 0, SharedMemory.Limits.DEFAULT)) {
+      sst = writeLarge(s);
+    }
+    damageMiddle(sst);
+    try (LocalStore s = LocalStore.open(dir, LARGE_KEYS, new SharedMemory(),
+        SharedMemory.Limits.DEFAULT)) {
+      int failed = 0;
+      for (int i = 0; i < LARGE_KEYS; i++) {
+        try {
+          assertArrayEquals(largeValue(i), s.get(largeKey(i)), "key " + i);
+        } catch (LocalReadException e) {
+          failed++;
+          assertTrue(e.getMessage().contains(sst.getFileName().toString()), e.getMessage());
+          assertTrue(e.getMessage().contains(dir.toString()), e.getMessage());
+        }
+      }
+      assertTrue(failed > 0, "the keys of the damaged block fail to read");
+      assertTrue(failed < LARGE_KEYS, "the other blocks still read");
+      // put's and delete's existence checks read too
+      byte[] victim = null;
+      for (int i = 0; i < LARGE_KEYS && victim == null; i++) {
+        try {
+          s.get(largeKey(i));
+        } catch (LocalReadException e) {
+          victim = largeKey(i);
+        }
+      }
+      byte[] k = victim;
+      assertThrows(LocalReadException.class, () -> s.put(k, b("x")));
+      assertThrows(LocalReadException.class, () -> s.delete(k));
+      assertFalse(s.hasPendingWrites(), "a failed existence check records nothing");
+    }
+  }
 }

@@ -1,0 +1,95 @@
+package io.strata.sync;
+
+import io.strata.engine.CloseableIterator;
+import io.strata.engine.KeyValue;
+import io.strata.engine.LocalReadException;
+import io.strata.engine.LocalStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What a failed read of the local database does: marks the database damaged ({@link
+ * LocalIntegrity#markDamaged}, under the store's monitor, if it is still the live one), so the
+ * next load drops it and restores the version from the object store, and turns the engine's
+ * {@link LocalReadException} into a {@link LocalStateReadException} naming the store and
+ * version. Scans are wrapped so that an error in {@code hasNext} or {@code next} does the same.
+ */
+final class LocalReads {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalReads.class);
+
+  private final StoreIdentity identity;
+  private final LocalDatabase db;
+  private final LocalIntegrity integrity;
+  private final Object monitor;
+
+  /** @param monitor the store's monitor, which guards {@code db} and {@code integrity} */
+  LocalReads(StoreIdentity identity, LocalDatabase db, LocalIntegrity integrity, Object monitor) {
+    this.identity = identity;
+    this.db = db;
+    this.integrity = integrity;
+    this.monitor = monitor;
+  }
+
+  /**
+   * Marks {@code failed} damaged if it is still the live database, and returns the exception to
+   * throw. The caller holds no lock of {@code failed} (the engine releases them before it
+   * throws), so taking the monitor here cannot deadlock with a close waiting for them.
+   */
+  LocalStateReadException failed(LocalStore failed, LocalReadException e) {
+    long version;
+    synchronized (monitor) {
+      boolean live = db.live() == failed;
+      version = live ? db.version() : -1;
+      if (live) {
+        integrity.markDamaged("a read found the local database damaged: " + e.reason());
+      }
+    }
+    LOG.warn("{} version {}: reading local RocksDB at {} failed; the database is marked damaged "
+        + "and the next load restores the version from the object store: {}", identity, version,
+        failed.dir(), e.reason());
+    return new LocalStateReadException(identity, version, e);
+  }
+
+  /** {@link LocalStore#get}, failing as {@link #failed}. */
+  byte[] get(LocalStore l, byte[] key) {
+    try {
+      return l.get(key);
+    } catch (LocalReadException e) {
+      throw failed(l, e);
+    }
+  }
+
+  /** {@link LocalStore#scan(byte[], byte[], byte[])}, every step failing as {@link #failed}. */
+  CloseableIterator<KeyValue> scan(LocalStore l, byte[] prefix, byte[] from, byte[] until) {
+    CloseableIterator<KeyValue> it;
+    try {
+      it = l.scan(prefix, from, until);
+    } catch (LocalReadException e) {
+      throw failed(l, e);
+    }
+    return new CloseableIterator<>() {
+      @Override
+      public boolean hasNext() {
+        try {
+          return it.hasNext();
+        } catch (LocalReadException e) {
+          throw failed(l, e);
+        }
+      }
+
+      @Override
+      public KeyValue next() {
+        try {
+          return it.next();
+        } catch (LocalReadException e) {
+          throw failed(l, e);
+        }
+      }
+
+      @Override
+      public void close() {
+        it.close();
+      }
+    };
+  }
+}
