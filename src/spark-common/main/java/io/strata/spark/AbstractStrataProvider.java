@@ -96,6 +96,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   private SyncedStore core;
   /** The last garbage-collection round reported in metrics ({@link #takeUnreportedGc}). */
   private long reportedGcRound;
+  private long reportedGcFailures;
   private volatile boolean closed;
 
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
@@ -339,6 +340,21 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
     }
     reportedGcRound = last.round();
     return last;
+  }
+
+  /**
+   * Garbage-collection rounds of this provider's store that failed since the last call, once:
+   * reported in the metrics of the next commit (Strata also WARNs after repeated failures).
+   */
+  synchronized long takeUnreportedGcFailures() {
+    SyncedStore c = core;
+    if (c == null) {
+      return 0;
+    }
+    long failed = c.gcFailedRounds();
+    long unreported = Math.max(0, failed - reportedGcFailures);
+    reportedGcFailures = failed;
+    return unreported;
   }
 
   /** After a successful commit: report it to the coordinator (Spark 4.1+), then unlock. */

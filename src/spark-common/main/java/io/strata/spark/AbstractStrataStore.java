@@ -81,6 +81,7 @@ abstract class AbstractStrataStore implements StateStore {
   private LocalStore.MemoryUsage memoryAtCommit = LocalStore.MemoryUsage.NONE;
   /** The garbage-collection round finished since the store's previous commit, if any. */
   private GcStats gcAtCommit = GcStats.NONE;
+  private long gcFailuresAtCommit;
 
   /** Who loaded this handle (see {@code AbstractStrataProvider.currentOwner()}). */
   private volatile long owner;
@@ -604,6 +605,7 @@ abstract class AbstractStrataStore implements StateStore {
     requestsAtEnd = requests.snapshot();
     memoryAtCommit = core.memoryUsage();
     gcAtCommit = provider.takeUnreportedGc();
+    gcFailuresAtCommit = provider.takeUnreportedGcFailures();
     mode = Mode.COMMITTED;
     provider.afterCommit(this, committed.manifest().version());
     return committed.manifest().version();
@@ -663,12 +665,13 @@ abstract class AbstractStrataStore implements StateStore {
       var m = committed.manifest();
       return new StrataMetrics.Batch(m.numKeys(), memoryAtCommit,
           committed.stats(), restore, end.minus(requestsAtStart), committed.lostRace() ? 1 : 0,
-          m.base().map(b -> b.version()).orElse(-1L), gcAtCommit, partitionId(), storeName(),
+          m.base().map(b -> b.version()).orElse(-1L), gcAtCommit, gcFailuresAtCommit,
+          partitionId(), storeName(),
           forcedSnapshotUploaded ? 1 : 0);
     }
     return new StrataMetrics.Batch(core.numKeys(), core.memoryUsage(),
         CommitStats.NONE, restore, end.minus(requestsAtStart), 0, loadedBaseVersion,
-        GcStats.NONE, partitionId(), storeName(), 0);
+        GcStats.NONE, 0, partitionId(), storeName(), 0);
   }
 
   /** Sets whether {@link #commit()} uploads a base snapshot of the new version (Spark 4.2). */

@@ -58,6 +58,9 @@ final class StrataMetrics {
           + "since the stores' previous commits)");
   static final StateStoreCustomSizeMetric GC_DELETED_BYTES = new StateStoreCustomSizeMetric(
       "strataGcDeletedBytes", "Strata: bytes deleted by garbage collection");
+  static final StateStoreCustomSumMetric GC_FAILED_ROUNDS = new StateStoreCustomSumMetric(
+      "strataGcFailedRounds", "Strata: garbage-collection rounds that failed since the stores' "
+          + "previous commits (after repeated failures a WARN names the cause)");
   static final StateStoreCustomTimingMetric RESTORE_MS = new StateStoreCustomTimingMetric(
       "strataRestoreMs", "Strata: time to restore state from S3");
   static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
@@ -74,7 +77,7 @@ final class StrataMetrics {
   static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
       INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_HEADS, S3_DELETES,
       S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, GC_DELETED_OBJECTS, GC_DELETED_BYTES,
-      RESTORE_MS, RESTORE_BYTES, BLOCK_CACHE_BYTES, FORCED_SNAPSHOTS);
+      GC_FAILED_ROUNDS, RESTORE_MS, RESTORE_BYTES, BLOCK_CACHE_BYTES, FORCED_SNAPSHOTS);
 
   /**
    * What one store reports for a batch.
@@ -89,13 +92,15 @@ final class StrataMetrics {
    * @param baseVersion version of the base snapshot the newest manifest names, -1 if none
    * @param gc the garbage-collection round finished since the store's previous commit, or
    *     {@link GcStats#NONE}
+   * @param gcFailedRounds garbage-collection rounds that failed since the store's previous commit
    * @param partitionId the store's partition
    * @param storeName the store's name
    * @param forcedSnapshots 1 if the commit uploaded a base snapshot because Spark asked, else 0
    */
   record Batch(long numKeys, LocalStore.MemoryUsage memory, CommitStats commit,
       RestoreStats restore, RequestCounter.Counts requests, int attemptsLost, long baseVersion,
-      GcStats gc, int partitionId, String storeName, int forcedSnapshots) { }
+      GcStats gc, long gcFailedRounds, int partitionId, String storeName,
+      int forcedSnapshots) { }
 
   private StrataMetrics() { }
 
@@ -121,6 +126,7 @@ final class StrataMetrics {
     m.put(ATTEMPTS_LOST, (long) b.attemptsLost());
     m.put(GC_DELETED_OBJECTS, b.gc().objectsDeleted());
     m.put(GC_DELETED_BYTES, b.gc().bytesDeleted());
+    m.put(GC_FAILED_ROUNDS, b.gcFailedRounds());
     m.put(RESTORE_MS, b.restore().restoreMs());
     m.put(RESTORE_BYTES, b.restore().bytesDownloaded());
     m.put(BLOCK_CACHE_BYTES, b.memory().blockCacheBytes());
