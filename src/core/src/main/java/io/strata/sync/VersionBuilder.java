@@ -202,7 +202,7 @@ final class VersionBuilder {
    */
   Manifest manifest(Manifest loaded, long loadedVersion, Optional<BaseSnapshot> pending,
       String key, Optional<DeltaFile> delta, String keySchema, String valueSchema,
-      long numKeys) {
+      long numKeys, long epoch) {
     long newVersion = loadedVersion + 1;
     Optional<BaseSnapshot> base = loaded == null ? Optional.empty() : loaded.base();
     List<Delta> deltas = new ArrayList<>(loaded == null ? List.of() : loaded.deltas());
@@ -221,8 +221,8 @@ final class VersionBuilder {
     ColumnFamilies cfs = families;
     Optional<String> loadedAttempt =
         loaded == null ? Optional.empty() : Optional.of(loaded.attempt());
-    return new Manifest(ManifestCodec.formatVersionFor(cfs), identity.id(), newVersion, a,
+    return new Manifest(ManifestCodec.formatVersionFor(cfs, epoch), identity.id(), newVersion, a,
         loadedVersion, loadedAttempt, base, deltas, keySchema, valueSchema, numKeys,
-        System.currentTimeMillis(), cfs);
+        System.currentTimeMillis(), cfs, epoch);
   }
 }
