@@ -58,17 +58,25 @@ final class RunEpochs {
     return epoch;
   }
 
-  /** The greatest epoch of any run this instance has seen (at least its own), or -1. */
+  /** The greatest epoch of a committed version this instance has seen, or -1. */
   long newestSeen() {
     return newest;
   }
 
-  /** Records that a version object of {@code otherEpoch} was seen (a load's LIST). */
+  /**
+   * Records that a version committed under {@code otherEpoch} was seen (a load read its
+   * manifest, or a commit found it in place).
+   */
   void saw(long otherEpoch) {
     newest = Math.max(newest, otherEpoch);
   }
 
-  /** True once this instance has seen a newer run's epoch: it belongs to a superseded run. */
+  /**
+   * True once this instance has seen a version committed by a later run: it belongs to a
+   * superseded run (a zombie). A later run's claim alone does not fence: every run that loads
+   * the store claims an epoch, a read-only one (Spark's state data source) too, and it must
+   * not stop the query that writes.
+   */
   boolean fenced() {
     return epoch > 0 && newest > epoch;
   }
@@ -131,10 +139,10 @@ final class RunEpochs {
 
   private long found(long mine, long max) {
     epoch = mine;
-    newest = Math.max(newest, max);
     if (max > mine) {
-      LOG.warn("{}: query run {} holds epoch {} but a later run claimed epoch {}: this instance "
-          + "belongs to a superseded run (a zombie) and cannot commit", identity, runId, mine, max);
+      LOG.info("{}: query run {} holds epoch {}; a later run claimed epoch {} (if that run "
+          + "commits a version, this run's attempts of it and later are fenced)", identity, runId,
+          mine, max);
     }
     return mine;
   }
