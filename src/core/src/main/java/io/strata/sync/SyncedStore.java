@@ -39,8 +39,10 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Commit (one PUT)</h2>
  * The version's writes become one sorted SST delta; the delta and the version's manifest are
- * written as one version object with one create-only PUT under a key unique to the attempt
- * ({@link StoreLayout#versionObject}); the same SST is ingested into the local database while
+ * written as one version object with one create-only PUT ({@link StoreLayout#versionObject}
+ * under checkpoint format 2; under format 1 with a query run the version's first generation
+ * {@link StoreLayout#generationVersionObject}, climbing past generations of earlier runs, see
+ * {@link RunEpochs}); the same SST is ingested into the local database while
  * the PUT is in flight, so a commit costs about one PUT round trip. Until the PUT succeeds the
  * local database holds a version not yet committed; if the PUT fails it is discarded (the next
  * load restores from the object store). Nothing is listed, read, renamed, copied or
@@ -50,8 +52,8 @@ import org.slf4j.LoggerFactory;
  * If the local database holds exactly the requested version (and attempt, when given), nothing
  * is downloaded, unless {@link LocalIntegrity} finds it damaged: then it is dropped and the
  * version restored. Otherwise the manifest is read (with the attempt id known: one GET; else one
- * LIST of the version's prefix, the newest attempt wins) and {@link Restorer} rebuilds the
- * version in a fresh directory. A version not found whose location holds another provider's
+ * LIST of the version's prefix: the greatest generation, or the newest attempt, wins) and
+ * {@link Restorer} rebuilds the version in a fresh directory. A version not found whose location holds another provider's
  * files fails with an error saying so.
  *
  * <h2>Background work</h2>

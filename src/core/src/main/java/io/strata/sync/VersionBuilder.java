@@ -199,6 +199,7 @@ final class VersionBuilder {
    * @param keySchema key schema as JSON
    * @param valueSchema value schema as JSON
    * @param numKeys keys in the version
+   * @param epoch the committing query run's epoch (checkpoint format 1), or 0 for none
    */
   Manifest manifest(Manifest loaded, long loadedVersion, Optional<BaseSnapshot> pending,
       String key, Optional<DeltaFile> delta, String keySchema, String valueSchema,
