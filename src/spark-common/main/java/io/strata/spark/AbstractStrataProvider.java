@@ -539,6 +539,20 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
     }
   }
 
+  /** Spark's Hadoop conf key of the query run id ({@code StreamExecution.RUN_ID_KEY}). */
+  static final String RUN_ID_KEY = "sql.streaming.runId";
+
+  /**
+   * This instance's query run id: every Spark 4.x line's {@code StateStoreProvider.createAndInit}
+   * sets it from {@code StateStoreProviderId.queryRunId} in the Hadoop conf handed to {@link
+   * #init}, and a new run always gets a new provider instance. Null outside a query (a tool or a
+   * test without it): the store then commits checkpoint format 1 without an epoch.
+   */
+  private String queryRunId() {
+    String run = hadoopConf == null ? null : hadoopConf.get(RUN_ID_KEY);
+    return run == null || run.isBlank() ? null : run;
+  }
+
   private boolean checkpointIdsEnabled() {
     return storeConf.enableStateStoreCheckpointIds();
   }
@@ -555,11 +569,12 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
           stateStoreId.partitionId(), stateStoreId.storeName(), location());
       ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
+      StoreSettings settings = new StoreSettings(conf.snapshotInterval(),
+          conf.transferThreads(), conf.spillThresholdBytes(), checkpointIdsEnabled(),
+          memoryLimits, gcSettings());
+      String run = queryRunId();
       core = new SyncedStore(identity, objects, localDir(),
-          new StoreSettings(conf.snapshotInterval(), conf.transferThreads(),
-              conf.spillThresholdBytes(), checkpointIdsEnabled(), memoryLimits,
-              gcSettings()),
-          keySchema.json(), valueSchema.json());
+          run == null ? settings : settings.withRun(run), keySchema.json(), valueSchema.json());
     }
     return core;
   }

@@ -30,6 +30,9 @@ import java.util.Optional;
  * @param columnFamilies the store's virtual column families at this version ({@link
  *     ColumnFamilies#NONE} for a store that never created one); anything else needs {@code
  *     formatVersion} 2
+ * @param epoch the epoch of the query run that committed it under checkpoint format 1 ({@link
+ *     StoreLayout#runClaim}; manifest format version 3), or 0: no run (format 2, or a build
+ *     before epochs)
  */
 public record Manifest(
     int formatVersion,
@@ -44,7 +47,8 @@ public record Manifest(
     String valueSchema,
     long numKeys,
     long createdAtMillis,
-    ColumnFamilies columnFamilies) {
+    ColumnFamilies columnFamilies,
+    long epoch) {
 
   /** A manifest of a store without column families ({@link ColumnFamilies#NONE}). */
   public Manifest(int formatVersion, String storeId, long version, String attempt,
@@ -52,7 +56,16 @@ public record Manifest(
       List<Delta> deltas, String keySchema, String valueSchema, long numKeys,
       long createdAtMillis) {
     this(formatVersion, storeId, version, attempt, parentVersion, parentAttempt, base, deltas,
-        keySchema, valueSchema, numKeys, createdAtMillis, ColumnFamilies.NONE);
+        keySchema, valueSchema, numKeys, createdAtMillis, ColumnFamilies.NONE, 0);
+  }
+
+  /** A manifest without a query-run epoch (see {@code epoch}). */
+  public Manifest(int formatVersion, String storeId, long version, String attempt,
+      long parentVersion, Optional<String> parentAttempt, Optional<BaseSnapshot> base,
+      List<Delta> deltas, String keySchema, String valueSchema, long numKeys,
+      long createdAtMillis, ColumnFamilies columnFamilies) {
+    this(formatVersion, storeId, version, attempt, parentVersion, parentAttempt, base, deltas,
+        keySchema, valueSchema, numKeys, createdAtMillis, columnFamilies, 0);
   }
 
   public Manifest {
@@ -70,6 +83,11 @@ public record Manifest(
     if (!columnFamilies.isNone() && formatVersion < ManifestCodec.COLUMN_FAMILIES_FORMAT_VERSION) {
       throw new IllegalArgumentException("column families need manifest format version "
           + ManifestCodec.COLUMN_FAMILIES_FORMAT_VERSION + ", manifest of version " + version
+          + " has format version " + formatVersion);
+    }
+    if (epoch < 0 || (epoch > 0 && formatVersion < ManifestCodec.EPOCH_FORMAT_VERSION)) {
+      throw new IllegalArgumentException("epoch " + epoch + " needs manifest format version "
+          + ManifestCodec.EPOCH_FORMAT_VERSION + ", manifest of version " + version
           + " has format version " + formatVersion);
     }
     deltas = List.copyOf(deltas);

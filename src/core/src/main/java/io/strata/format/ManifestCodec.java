@@ -21,11 +21,13 @@ import java.util.Optional;
  */
 public final class ManifestCodec {
   /** The newest manifest format version this build reads (and writes, when needed). */
-  public static final int FORMAT_VERSION = 2;
+  public static final int FORMAT_VERSION = 3;
   /** The format version of manifests without column families (readable by every build). */
   public static final int BASE_FORMAT_VERSION = 1;
   /** The first format version with the {@code columnFamilies} field. */
   public static final int COLUMN_FAMILIES_FORMAT_VERSION = 2;
+  /** The first format version with the {@code epoch} field (checkpoint format 1 with a run). */
+  public static final int EPOCH_FORMAT_VERSION = 3;
 
   private static final ObjectMapper MAPPER =
       new ObjectMapper().disable(SerializationFeature.INDENT_OUTPUT);
@@ -41,6 +43,15 @@ public final class ManifestCodec {
     return columnFamilies.isNone() ? BASE_FORMAT_VERSION : COLUMN_FAMILIES_FORMAT_VERSION;
   }
 
+  /**
+   * As {@link #formatVersionFor(ColumnFamilies)}, for a manifest committed under the query-run
+   * {@code epoch} (0 for none): {@link #EPOCH_FORMAT_VERSION} when there is one, so builds that
+   * predate epochs refuse it rather than read it without knowing which run wrote it.
+   */
+  public static int formatVersionFor(ColumnFamilies columnFamilies, long epoch) {
+    return epoch > 0 ? EPOCH_FORMAT_VERSION : formatVersionFor(columnFamilies);
+  }
+
   /** Encodes {@code m} as compact UTF-8 JSON. */
   public static byte[] encode(Manifest m) {
     ObjectNode root = MAPPER.createObjectNode();
@@ -48,6 +59,9 @@ public final class ManifestCodec {
     root.put("storeId", m.storeId());
     root.put("version", m.version());
     root.put("attempt", m.attempt());
+    if (m.epoch() > 0) {
+      root.put("epoch", m.epoch());
+    }
     ObjectNode parent = root.putObject("parent");
     parent.put("version", m.parentVersion());
     if (m.parentAttempt().isPresent()) {
@@ -152,12 +166,23 @@ public final class ManifestCodec {
         }
         cfs = new ColumnFamilies(smallInt(c, "maxId"), families);
       }
+      long epoch = 0;
+      if (root.has("epoch")) {
+        if (fv < EPOCH_FORMAT_VERSION) {
+          throw new ManifestFormatException("field 'epoch' needs formatVersion "
+              + EPOCH_FORMAT_VERSION + ", manifest has " + fv, null);
+        }
+        epoch = num(root, "epoch");
+        if (epoch < 1) {
+          throw new ManifestFormatException("invalid epoch " + epoch, null);
+        }
+      }
       JsonNode counts = obj(root, "counts");
       Manifest m = new Manifest(fv, str(root, "storeId"), num(root, "version"),
           str(root, "attempt"), num(parent, "version"),
           pa == null || pa.isNull() ? Optional.empty() : Optional.of(pa.asText()),
           base, deltas, str(root, "keySchema"), str(root, "valueSchema"),
-          num(counts, "keys"), num(root, "createdAtMillis"), cfs);
+          num(counts, "keys"), num(root, "createdAtMillis"), cfs, epoch);
       long bytesField = num(counts, "bytes");
       if (bytesField != m.totalBytes()) {
         throw new ManifestFormatException("counts.bytes " + bytesField

@@ -148,7 +148,11 @@ public final class Reachability {
   }
 
   /**
-   * Decides the newest version, the retention floor and the roots from one listing.
+   * Decides the newest version, the retention floor and the roots from one listing. The roots
+   * are the version objects of the retained versions that a load can read: every format-2
+   * attempt, and of checkpoint format 1 only the object of the greatest query-run epoch of each
+   * version ({@link #superseded}). A superseded object of a retained version is itself kept
+   * ({@link #garbage}), but what only its manifest names is not.
    *
    * @param listing every object under the store's root (one LIST)
    * @param knownNewestVersion the newest version the caller itself committed or loaded, or -1
@@ -174,15 +178,40 @@ public final class Reachability {
     // at least R versions, usually more.) Strata keeps the HDFS provider's fixed set: the
     // floor is N - R, not N - R + 1.
     long floor = newest - versionsToRetain;
+    Set<String> superseded = superseded(listing);
     List<Listed> roots = new ArrayList<>();
     for (Listed l : listing) {
       long v = StoreLayout.versionOf(l.key());
-      if (v >= 0 && v >= floor) {
+      if (v >= 0 && v >= floor && !superseded.contains(l.key())) {
         roots.add(l);
       }
     }
     roots.sort(Comparator.comparing(Listed::key));
     return new Plan(newest, floor, roots);
+  }
+
+  /**
+   * The checkpoint-format-1 version objects in {@code listing} that a later query run's object of
+   * the same version supersedes: every {@code v/<version>/g<generation>.svo} (and layout-1
+   * {@code v/<version>.svo}, generation 0) with a greater generation listed for its version. No
+   * load reads them.
+   */
+  public static Set<String> superseded(List<Listed> listing) {
+    java.util.Map<Long, Long> newest = new java.util.HashMap<>();
+    for (Listed l : listing) {
+      long e = StoreLayout.generationOf(l.key());
+      if (e >= 0) {
+        newest.merge(StoreLayout.versionOf(l.key()), e, Math::max);
+      }
+    }
+    Set<String> out = new HashSet<>();
+    for (Listed l : listing) {
+      long e = StoreLayout.generationOf(l.key());
+      if (e >= 0 && e < newest.get(StoreLayout.versionOf(l.key()))) {
+        out.add(l.key());
+      }
+    }
+    return out;
   }
 
   /**
@@ -217,6 +246,10 @@ public final class Reachability {
         foreign++;
         continue;
       }
+      // Every version object of a retained version stays, a superseded one too (not a root:
+      // the files only it names are garbage): its generation must not become free while Spark
+      // may still run an attempt of that version, so that a zombie's commit always finds it
+      // taken and is reported lost (docs/format.md, "Query runs, epochs and generations").
       if (kind == Kind.VERSION_OBJECT
           && StoreLayout.versionOf(l.key()) >= plan.oldestRetainedVersion()) {
         retained++;

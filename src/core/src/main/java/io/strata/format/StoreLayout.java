@@ -12,6 +12,9 @@ import java.util.regex.Pattern;
  * <pre>
  * v/&lt;version:20 digits&gt;.svo               version object of checkpoint format 1 (first writer wins)
  * v/&lt;version:20 digits&gt;/&lt;attempt&gt;.svo     version object of checkpoint format 2, one per attempt
+ * v/&lt;version:20 digits&gt;/g&lt;generation:10&gt;.svo  version object of checkpoint format 1 (layout 2), one per committing query run
+ * runs/&lt;epoch:10&gt;.run                      a query run's claim of its epoch in this store (layout 2)
+ * runs/&lt;epoch:10&gt;-&lt;run id&gt;.id             the claim's marker: the run id in the key, for one LIST
  * spill/&lt;version:20&gt;-&lt;attempt&gt;-&lt;n&gt;.sst      extra delta of a large batch, uploaded before commit
  * sst/&lt;uuid&gt;.sst                            SST of a base snapshot not already in S3
  * snap/&lt;version:20&gt;-&lt;attempt&gt;-&lt;uuid&gt;.pack RocksDB metadata files of a base snapshot
@@ -31,7 +34,15 @@ public final class StoreLayout {
   public static final String SNAPSHOT_SSTS = "sst/";
   /** Prefix of base-snapshot packs. */
   public static final String SNAPSHOT_PACKS = "snap/";
+  /** Prefix of the query runs' epoch claims (layout 2). */
+  public static final String RUNS = "runs/";
   private static final Pattern ATTEMPT = Pattern.compile("[0-9a-f]{12}-[0-9a-f]{16}");
+  private static final Pattern GENERATION_NAME = Pattern.compile("g([0-9]{10})\\.svo");
+  private static final Pattern RUN_CLAIM = Pattern.compile("runs/([0-9]{10})\\.run");
+  private static final Pattern RUN_MARKER =
+      Pattern.compile("runs/([0-9]{10})-([0-9A-Za-z._-]{1,64})\\.id");
+  /** Highest epoch or generation a key can carry (10 digits). */
+  public static final long MAX_EPOCH = 9_999_999_999L;
   private static final Pattern SPILL_KEY =
       Pattern.compile("spill/([0-9]{20})-[0-9a-f]{12}-[0-9a-f]{16}-[0-9]+\\.sst");
   private static final Pattern SNAPSHOT_SST_KEY = Pattern.compile("sst/[0-9a-f]{32}\\.sst");
@@ -68,8 +79,78 @@ public final class StoreLayout {
   }
 
   /**
-   * The version a key under {@link #VERSIONS} belongs to, for both shapes ({@code
-   * v/<version>.svo} and {@code v/<version>/<attempt>.svo}), or -1 if the key is not a version
+   * Key of the {@code generation}-th version object of {@code version} under checkpoint format 1
+   * (layout 2): {@code v/<version>/g<generation:10>.svo}. Generation 1 is the first commit of the
+   * version; a later query run re-committing it (a re-run after a rewind or a restart) takes the
+   * next free generation, written create-only, so the attempts of one run still race for one
+   * key (first writer wins) and an older run can never take a generation above a newer run's
+   * (docs/format.md, "Query runs, epochs and generations"). A load reads the greatest
+   * generation.
+   */
+  public static String generationVersionObject(long version, long generation) {
+    requireEpoch(generation);
+    return versionPrefix(version) + String.format(Locale.ROOT, "g%010d", generation)
+        + VERSION_OBJECT_SUFFIX;
+  }
+
+  /**
+   * The generation of a checkpoint-format-1 version object key: {@code n} for {@code
+   * v/<version>/g<n>.svo}, 0 for the layout-1 key {@code v/<version>.svo} (older than every
+   * generation), -1 for anything else (a format-2 attempt's key, a non-version key).
+   */
+  public static long generationOf(String key) {
+    if (versionOf(key) < 0) {
+      return -1;
+    }
+    String rest = key.substring(VERSIONS.length());
+    int slash = rest.indexOf('/');
+    if (slash < 0) {
+      return 0;
+    }
+    Matcher m = GENERATION_NAME.matcher(rest.substring(slash + 1));
+    return m.matches() ? Long.parseLong(m.group(1)) : -1;
+  }
+
+  /** Key of the claim of {@code epoch} by a query run: {@code runs/<epoch:10>.run}. */
+  public static String runClaim(long epoch) {
+    requireEpoch(epoch);
+    return RUNS + String.format(Locale.ROOT, "%010d", epoch) + ".run";
+  }
+
+  /**
+   * Key of the marker naming the run that claimed {@code epoch}: {@code
+   * runs/<epoch:10>-<runId>.id}, so one LIST of {@link #RUNS} tells every run's epoch.
+   */
+  public static String runMarker(long epoch, String runId) {
+    requireEpoch(epoch);
+    String key = RUNS + String.format(Locale.ROOT, "%010d", epoch) + "-" + runId + ".id";
+    if (!RUN_MARKER.matcher(key).matches()) {
+      throw new IllegalArgumentException("invalid run id '" + runId + "'");
+    }
+    return key;
+  }
+
+  /** The epoch of a claim key ({@link #runClaim}), or -1. */
+  public static long claimEpochOf(String key) {
+    Matcher m = RUN_CLAIM.matcher(key);
+    return m.matches() ? Long.parseLong(m.group(1)) : -1;
+  }
+
+  /** The epoch of a marker key ({@link #runMarker}), or -1. */
+  public static long markerEpochOf(String key) {
+    Matcher m = RUN_MARKER.matcher(key);
+    return m.matches() ? Long.parseLong(m.group(1)) : -1;
+  }
+
+  /** The run id of a marker key ({@link #runMarker}), or null. */
+  public static String markerRunOf(String key) {
+    Matcher m = RUN_MARKER.matcher(key);
+    return m.matches() ? m.group(2) : null;
+  }
+
+  /**
+   * The version a key under {@link #VERSIONS} belongs to, for every shape ({@code
+   * v/<version>.svo}, {@code v/<version>/<attempt>.svo} and {@code v/<version>/g<generation>.svo}), or -1 if the key is not a version
    * object.
    */
   public static long versionOf(String key) {
@@ -82,7 +163,9 @@ public final class StoreLayout {
     if (slash < 0) {
       digits = rest.substring(0, rest.length() - VERSION_OBJECT_SUFFIX.length());
     } else {
-      if (attemptOf(key) == null || rest.indexOf('/', slash + 1) >= 0) {
+      String name = rest.substring(slash + 1);
+      if ((attemptOf(key) == null && !GENERATION_NAME.matcher(name).matches())
+          || rest.indexOf('/', slash + 1) >= 0) {
         return -1;
       }
       digits = rest.substring(0, slash);
@@ -182,6 +265,13 @@ public final class StoreLayout {
   private static void requireVersion(long version) {
     if (version < 0) {
       throw new IllegalArgumentException("version must be >= 0, was " + version);
+    }
+  }
+
+  private static void requireEpoch(long epoch) {
+    if (epoch < 1 || epoch > MAX_EPOCH) {
+      throw new IllegalArgumentException("epoch or generation must be in [1, " + MAX_EPOCH
+          + "], was " + epoch);
     }
   }
 

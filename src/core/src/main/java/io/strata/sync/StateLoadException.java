@@ -19,7 +19,12 @@ public class StateLoadException extends IOException {
     /** A file or manifest does not match its checksum or layout. */
     CORRUPT,
     /** The object store failed. */
-    STORAGE
+    STORAGE,
+    /**
+     * This instance belongs to a query run a later run has superseded in the store (checkpoint
+     * format 1: a zombie of a stopped or restarted query); it must not load or commit.
+     */
+    FENCED
   }
 
   private final Reason reason;

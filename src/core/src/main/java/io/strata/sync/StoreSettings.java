@@ -2,6 +2,7 @@ package io.strata.sync;
 
 import io.strata.engine.SharedMemory;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * Tuning of one {@link SyncedStore}.
@@ -12,15 +13,40 @@ import java.util.Objects;
  *     spills them to a spill delta uploaded before commit; 0 disables spilling
  * @param attemptKeys true under Spark's checkpoint format 2: every attempt writes its own
  *     {@code v/<version>/<attempt>.svo} and the driver names the one to load; false under
- *     format 1: all attempts of a version race for {@code v/<version>.svo}, first writer wins
+ *     format 1: the attempts of one query run race for one key, first writer wins (see {@code
+ *     run})
  * @param memory native memory limits of the local database (see {@link SharedMemory})
  * @param gc retention and garbage collection
+ * @param run Spark's query run id ({@code sql.streaming.runId}); under checkpoint format 1 the
+ *     run claims an epoch in the store and commits {@code v/<version>/e<epoch>.svo}, which
+ *     supersedes older runs' objects of that version (docs/format.md, "Query runs and epochs").
+ *     Empty: the layout-1 key {@code v/<version>.svo}, first writer wins across everything
+ *     (callers outside Spark; ignored under format 2)
  */
 public record StoreSettings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
-    boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc) {
-  /** @throws NullPointerException if {@code memory} or {@code gc} is null */
+    boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc, Optional<String> run) {
+  /** @throws NullPointerException if {@code memory}, {@code gc} or {@code run} is null */
   public StoreSettings {
     Objects.requireNonNull(memory, "memory");
     Objects.requireNonNull(gc, "gc");
+    Objects.requireNonNull(run, "run");
+  }
+
+  /** Settings without a query run (see {@code run}). */
+  public StoreSettings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
+      boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc) {
+    this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys, memory, gc,
+        Optional.empty());
+  }
+
+  /** These settings for the query run {@code runId}. */
+  public StoreSettings withRun(String runId) {
+    return new StoreSettings(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
+        memory, gc, Optional.of(runId));
+  }
+
+  /** True if versions are committed under a query run's epoch (format 1 with a run). */
+  boolean epochKeys() {
+    return !attemptKeys && run.isPresent();
   }
 }

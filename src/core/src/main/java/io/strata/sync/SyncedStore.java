@@ -40,8 +40,10 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Commit (one PUT)</h2>
  * The version's writes become one sorted SST delta; the delta and the version's manifest are
- * written as one version object with one create-only PUT under a key unique to the attempt
- * ({@link StoreLayout#versionObject}); the same SST is ingested into the local database while
+ * written as one version object with one create-only PUT ({@link StoreLayout#versionObject}
+ * under checkpoint format 2; under format 1 with a query run the version's first generation
+ * {@link StoreLayout#generationVersionObject}, climbing past generations of earlier runs, see
+ * {@link RunEpochs}); the same SST is ingested into the local database while
  * the PUT is in flight, so a commit costs about one PUT round trip. Until the PUT succeeds the
  * local database holds a version not yet committed; if the PUT fails it is discarded (the next
  * load restores from the object store). Nothing is listed, read, renamed, copied or
@@ -51,8 +53,8 @@ import org.slf4j.LoggerFactory;
  * If the local database holds exactly the requested version (and attempt, when given), nothing
  * is downloaded, unless {@link LocalIntegrity} finds it damaged: then it is dropped and the
  * version restored. Otherwise the manifest is read (with the attempt id known: one GET; else one
- * LIST of the version's prefix, the newest attempt wins) and {@link Restorer} rebuilds the
- * version in a fresh directory. A version not found whose location holds another provider's
+ * LIST of the version's prefix: the greatest generation, or the newest attempt, wins) and
+ * {@link Restorer} rebuilds the version in a fresh directory. A version not found whose location holds another provider's
  * files fails with an error saying so.
  *
  * <h2>Background work</h2>
@@ -95,6 +97,8 @@ public final class SyncedStore implements AutoCloseable {
   private final BaseSnapshotUploader snapshots;
   private final LocalIntegrity integrity;
   private final LocalReads reads;
+  /** This instance's query run and its epoch (checkpoint format 1 with a run), else null. */
+  private final RunEpochs epochs;
 
   // The version life cycle, guarded by this (volatile ones are also read without it).
   /** The live local database and the committed version it holds. */
@@ -149,6 +153,8 @@ public final class SyncedStore implements AutoCloseable {
     this.building = new VersionBuilder(identity, objects, gc);
     this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
     this.reads = new LocalReads(identity, db, integrity, this);
+    this.epochs = settings.epochKeys()
+        ? new RunEpochs(identity, objects, settings.run().get(), clock) : null;
   }
 
   /** Which store this is. */
@@ -205,6 +211,9 @@ public final class SyncedStore implements AutoCloseable {
     if (building.localDirty()) {
       invalidateLocal();
     }
+    if (epochs != null) {
+      claimEpoch(version);
+    }
     building.reset(db.committedFamilies());
     db.sweep(snapshots.running());
     if (db.live() != null && version == db.version()
@@ -228,12 +237,52 @@ public final class SyncedStore implements AutoCloseable {
     }
     long start = System.nanoTime();
     Manifest m = reader.readForLoad(version, attempt);
+    if (epochs != null) {
+      epochs.saw(m.epoch());
+      if (epochs.fenced()) {
+        throw fenced(version);
+      }
+    }
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
     Restorer.Restored r = restorer.restore(m, db.newDbDir(), db.tmpDir(), start);
     replaceLocal(r.store(), m, m.version());
     lastRestore = r.stats();
+  }
+
+  /**
+   * Finds (first load: one LIST) or claims (plus two create-only PUTs) this run's epoch, and
+   * refuses to load for a run a later run has superseded, as far as this instance has seen.
+   */
+  private void claimEpoch(long version) throws IOException {
+    if (epochs.known() < 0) {
+      try {
+        epochs.epoch();
+      } catch (StateLoadException e) {
+        throw e;
+      } catch (IOException e) {
+        throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load "
+            + identity + " version " + version + ": finding the epoch of query run "
+            + epochs.runId() + " failed: " + e.getMessage(), e);
+      }
+    }
+    if (epochs.fenced()) {
+      throw fenced(version);
+    }
+  }
+
+  private StateLoadException fenced(long version) {
+    return new StateLoadException(StateLoadException.Reason.FENCED, "Cannot load " + identity
+        + " version " + version + ": query run " + epochs.runId() + " (epoch " + epochs.known()
+        + ") was superseded by a later run of the query (epoch " + epochs.newestSeen() + "); "
+        + "this is a task of a stopped or restarted run (a zombie), whose state must not be "
+        + "used", null);
+  }
+
+  /** The query run's epoch this instance commits under, or -1 (no run, or format 2). */
+  public synchronized long epoch() {
+    return epochs == null ? -1 : epochs.known();
   }
 
   /**
@@ -421,21 +470,27 @@ public final class SyncedStore implements AutoCloseable {
     LocalStore l = db.require();
     long newVersion = db.version() + 1;
     String attempt = building.attemptForCommit();
-    String key = reader.key(newVersion, attempt);
+    if (epochs != null && (epochs.known() < 0 || epochs.fenced())) {
+      // Never reached after a successful load (it claims the epoch and checks the fence).
+      throw new IOException("Cannot commit " + identity + " version " + newVersion + ": query run "
+          + epochs.runId() + (epochs.known() < 0 ? " has no epoch in this store"
+              : " (epoch " + epochs.known() + ") was superseded by epoch "
+                  + epochs.newestSeen()));
+    }
+    long epoch = epochs == null ? 0 : epochs.known();
+    long generation = 1;
+    String key = epoch > 0 ? StoreLayout.generationVersionObject(newVersion, generation)
+        : reader.key(newVersion, attempt);
     Path tmp = db.tmpDir();
     Path sst = tmp.resolve("delta-" + newVersion + "-" + attempt + ".sst");
     try {
       long t0 = System.nanoTime();
       Optional<DeltaFile> delta = l.writeDelta(sst);
       long t1 = System.nanoTime();
-      Manifest m = building.manifest(db.manifest(), db.version(), attempt,
-          snapshots.pending(db.generation(), newVersion), key, delta, keySchema, valueSchema,
-          l.numKeys());
-      byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(m),
-          delta.map(DeltaFile::size).orElse(0L));
-      ObjectBody body = delta.isPresent()
-          ? ObjectBody.concat(ObjectBody.of(sst), ObjectBody.of(tail))
-          : ObjectBody.of(tail);
+      Optional<BaseSnapshot> pendingBase = snapshots.pending(db.generation(), newVersion);
+      Manifest m = building.manifest(db.manifest(), db.version(), attempt, pendingBase, key,
+          delta, keySchema, valueSchema, l.numKeys(), epoch);
+      ObjectBody body = body(m, delta, sst);
       long t2 = System.nanoTime();
       FaultPoints.pass(FaultPoints.COMMIT_BEFORE_PUT);
       // The delta is ingested while its PUT is in flight: commit time is then about one PUT
@@ -445,22 +500,43 @@ public final class SyncedStore implements AutoCloseable {
       // store.
       building.ingestingUncommitted();
       Future<Long> ingest = LocalIngestion.start(pools.ingest(), l, delta, tmp);
-      try {
-        objects.putIfAbsent(key, FaultPoints.during(FaultPoints.COMMIT_DURING_PUT, body));
-      } catch (ObjectAlreadyExistsException e) {
-        awaitIngestQuietly(ingest, newVersion);
-        if (settings.attemptKeys()) {
+      while (true) {
+        try {
+          objects.putIfAbsent(key, FaultPoints.during(FaultPoints.COMMIT_DURING_PUT, body));
+          break;
+        } catch (ObjectAlreadyExistsException e) {
+          if (settings.attemptKeys()) {
+            awaitIngestQuietly(ingest, newVersion);
+            invalidateLocal();
+            throw new IOException("Cannot commit " + identity + " version " + newVersion
+                + ": another writer created " + objects.describe(key)
+                + ", a key unique to this attempt", e);
+          }
+          Manifest there = epoch > 0 ? readOccupant(newVersion, key, ingest) : null;
+          if (there != null && there.epoch() < epoch) {
+            // An earlier query run committed this version (Spark re-runs it after a rewind or a
+            // restart): this run's commit supersedes it in the next generation.
+            LOG.info("{} version {}: {} holds query run epoch {}'s commit; run {} (epoch {}) "
+                + "re-commits the version as generation {}", identity, newVersion,
+                objects.describe(key), there.epoch(), epochs.runId(), epoch, generation + 1);
+            generation++;
+            key = StoreLayout.generationVersionObject(newVersion, generation);
+            m = building.manifest(db.manifest(), db.version(), attempt, pendingBase, key,
+                delta, keySchema, valueSchema, l.numKeys(), epoch);
+            body = body(m, delta, sst);
+            continue;
+          }
+          awaitIngestQuietly(ingest, newVersion);
+          if (there != null && there.epoch() > epoch) {
+            throw fencedCommit(newVersion, key, there);
+          }
+          return adoptWinner(newVersion, key, m, there, stats(t0, t1, t2, System.nanoTime(), 0,
+              delta, body, m));
+        } catch (IOException | RuntimeException e) {
+          awaitIngestQuietly(ingest, newVersion);
           invalidateLocal();
-          throw new IOException("Cannot commit " + identity + " version " + newVersion
-              + ": another writer created " + objects.describe(key)
-              + ", a key unique to this attempt", e);
+          throw e;
         }
-        return adoptWinner(newVersion, key, m, stats(t0, t1, t2, System.nanoTime(), 0, delta,
-            body, m));
-      } catch (IOException | RuntimeException e) {
-        awaitIngestQuietly(ingest, newVersion);
-        invalidateLocal();
-        throw e;
       }
       long t3 = System.nanoTime();
       FaultPoints.pass(FaultPoints.COMMIT_AFTER_PUT);
@@ -488,6 +564,50 @@ public final class SyncedStore implements AutoCloseable {
     }
   }
 
+  private static ObjectBody body(Manifest m, Optional<DeltaFile> delta, Path sst)
+      throws IOException {
+    byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(m),
+        delta.map(DeltaFile::size).orElse(0L));
+    return delta.isPresent() ? ObjectBody.concat(ObjectBody.of(sst), ObjectBody.of(tail))
+        : ObjectBody.of(tail);
+  }
+
+  /**
+   * The manifest of the version object {@code key} this commit's create-only PUT found in place
+   * (one tail GET). If it cannot be read, the local database is discarded and the error thrown.
+   */
+  private Manifest readOccupant(long version, String key, Future<Long> ingest)
+      throws IOException {
+    try {
+      return reader.readAt(version, key, null);
+    } catch (IOException | RuntimeException e) {
+      awaitIngestQuietly(ingest, version);
+      invalidateLocal();
+      throw e;
+    }
+  }
+
+  /**
+   * A later query run already committed {@code version} (its manifest {@code there} names a
+   * greater epoch): this attempt belongs to a superseded run (a zombie) and its commit is lost.
+   * Nothing of it is visible: the object store holds none of its version objects.
+   */
+  private IOException fencedCommit(long version, String key, Manifest there) {
+    epochs.saw(there.epoch());
+    if (building.hasSpills()) {
+      gc.orphansLeft();
+    }
+    invalidateLocal();
+    LOG.warn("{} version {}: attempt of query run {} (epoch {}) is fenced: {} holds the commit "
+        + "of a later run (epoch {}, attempt {}); this attempt's writes are dropped", identity,
+        version, epochs.runId(), epochs.known(), objects.describe(key), there.epoch(),
+        there.attempt());
+    return new IOException("Cannot commit " + identity + " version " + version + ": query run "
+        + epochs.runId() + " (epoch " + epochs.known() + ") was superseded by a later run of the "
+        + "query (epoch " + there.epoch() + "), which committed " + objects.describe(key)
+        + "; this attempt (a zombie of a stopped or restarted run) is lost");
+  }
+
   /** As {@link LocalIngestion#await}, for a commit that failed anyway: a failure is logged. */
   private void awaitIngestQuietly(Future<Long> ingest, long version) {
     try {
@@ -505,9 +625,9 @@ public final class SyncedStore implements AutoCloseable {
    * writes. Its local database ingested this attempt's delta while the PUT was in flight, so it
    * is discarded and the next load restores the winner from the object store.
    */
-  private CommitResult adoptWinner(long newVersion, String key, Manifest mine, CommitStats stats)
-      throws IOException {
-    Manifest winner = reader.readAt(newVersion, key, null);
+  private CommitResult adoptWinner(long newVersion, String key, Manifest mine, Manifest read,
+      CommitStats stats) throws IOException {
+    Manifest winner = read != null ? read : reader.readAt(newVersion, key, null);
     LOG.warn("{} version {}: attempt {} lost the race for {} to attempt {}; this attempt's "
         + "writes are dropped (checkpoint format 1: the first attempt to commit wins); the next "
         + "load restores the winner from the object store (usual causes: a speculative or "

@@ -200,10 +200,11 @@ final class VersionBuilder {
    * @param keySchema key schema as JSON
    * @param valueSchema value schema as JSON
    * @param numKeys keys in the version
+   * @param epoch the committing query run's epoch (checkpoint format 1), or 0 for none
    */
   Manifest manifest(Manifest loaded, long loadedVersion, String attempt,
-      Optional<BaseSnapshot> pending, String key, Optional<DeltaFile> delta, String keySchema, String valueSchema,
-      long numKeys) {
+      Optional<BaseSnapshot> pending, String key, Optional<DeltaFile> delta, String keySchema,
+      String valueSchema, long numKeys, long epoch) {
     long newVersion = loadedVersion + 1;
     Optional<BaseSnapshot> base = loaded == null ? Optional.empty() : loaded.base();
     List<Delta> deltas = new ArrayList<>(loaded == null ? List.of() : loaded.deltas());
@@ -221,8 +222,9 @@ final class VersionBuilder {
     ColumnFamilies cfs = families;
     Optional<String> loadedAttempt =
         loaded == null ? Optional.empty() : Optional.of(loaded.attempt());
-    return new Manifest(ManifestCodec.formatVersionFor(cfs), identity.id(), newVersion, attempt,
+    return new Manifest(ManifestCodec.formatVersionFor(cfs, epoch), identity.id(), newVersion,
+        attempt,
         loadedVersion, loadedAttempt, base, deltas, keySchema, valueSchema, numKeys,
-        System.currentTimeMillis(), cfs);
+        System.currentTimeMillis(), cfs, epoch);
   }
 }

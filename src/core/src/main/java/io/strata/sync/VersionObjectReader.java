@@ -51,7 +51,8 @@ final class VersionObjectReader {
 
   /**
    * The key of the version object of {@code version} written by {@code attempt}: {@code
-   * v/<version>/<attempt>.svo} under checkpoint format 2, {@code v/<version>.svo} under format 1.
+   * v/<version>/<attempt>.svo} under checkpoint format 2, {@code v/<version>.svo} under format 1
+   * without a query run (with one, the commit picks {@link StoreLayout#generationVersionObject}).
    */
   String key(long version, String attempt) {
     return attemptKeys ? StoreLayout.versionObject(version, attempt)
@@ -78,8 +79,8 @@ final class VersionObjectReader {
 
   /**
    * Reads and verifies the manifest of {@code version}: with {@code attempt} given, one tail GET
-   * of its version object; else (format 1) the one version object, falling back to (and under
-   * format 2 directly) the newest attempt under the version's prefix, found with one LIST.
+   * of its version object; else the object {@link #locate} finds (one LIST), read with one tail
+   * GET.
    *
    * @throws StateLoadException if there is none, it is corrupt, or storage fails
    */
@@ -92,18 +93,65 @@ final class VersionObjectReader {
       }
       return readAt(version, key(version, attempt.get()), attempt.get());
     }
-    if (!attemptKeys) {
-      // Format 1: the one version object, one GET; format-2 objects only as a fallback.
-      try {
-        return readAt(version, StoreLayout.versionObject(version), null);
-      } catch (StateLoadException e) {
-        if (e.reason() != StateLoadException.Reason.VERSION_NOT_FOUND) {
-          throw e;
-        }
+    Located at = locate(version);
+    return readAt(version, at.key(), at.attempt());
+  }
+
+  /**
+   * Where a version object of {@code version} is, found without a checkpoint id.
+   *
+   * @param key the version object
+   * @param attempt the attempt its key names (format 2), or null (format 1)
+   * @param generation the generation its key names (0 for {@code v/<version>.svo}), or -1 for
+   *     a format-2 attempt's object
+   */
+  record Located(String key, String attempt, long generation) { }
+
+  /**
+   * Finds the version object a load of {@code version} without a checkpoint id reads, with one
+   * LIST of {@code v/<version>/}. Checkpoint format 1: the object of the greatest generation
+   * ({@code v/<version>/g<generation>.svo}: a later query run's re-commit supersedes an earlier
+   * run's); if there is none, the layout-1 object {@code v/<version>.svo} (not under the
+   * prefix: the caller's read finds whether it exists); only if the prefix holds per-attempt
+   * objects (checkpoints of builds that wrote them in format 1) one HEAD decides between it and
+   * the newest attempt. Format 2: the newest attempt.
+   *
+   * @throws StateLoadException if storage fails, or (format 2) no attempt exists
+   */
+  Located locate(long version) throws IOException {
+    List<ObjectInfo> found = list(version);
+    if (attemptKeys) {
+      String key = newestAttempt(version, found);
+      return new Located(key, StoreLayout.attemptOf(key), -1);
+    }
+    ObjectInfo best = null;
+    long bestGeneration = 0;
+    for (ObjectInfo o : found) {
+      long e = StoreLayout.generationOf(o.key());
+      if (e > bestGeneration) {
+        best = o;
+        bestGeneration = e;
       }
     }
-    String key = newestAttempt(version);
-    return readAt(version, key, StoreLayout.attemptOf(key));
+    if (best != null) {
+      return new Located(best.key(), null, bestGeneration);
+    }
+    String layout1 = StoreLayout.versionObject(version);
+    boolean attempts = found.stream().anyMatch(o -> StoreLayout.attemptOf(o.key()) != null);
+    if (!attempts) {
+      return new Located(layout1, null, 0); // read by the caller; absent: VERSION_NOT_FOUND
+    }
+    try {
+      if (objects.head(layout1).isPresent()) {
+        return new Located(layout1, null, 0);
+      }
+    } catch (IOException e) {
+      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
+          + " version " + version + ": reading " + objects.describe(layout1) + " failed: "
+          + e.getMessage(), e);
+    }
+    String key = newestAttempt(version, found);
+    return new Located(key, StoreLayout.attemptOf(key), -1);
   }
 
   /**
@@ -193,21 +241,23 @@ final class VersionObjectReader {
     return Optional.empty();
   }
 
-  /**
-   * Finds the version object of the newest attempt of {@code version} with one LIST: the
-   * latest server-side last-modified time wins, ties broken by the attempt id (creation time,
-   * then random bits). Only cold loads without a checkpoint id call this.
-   */
-  private String newestAttempt(long version) throws IOException {
-    List<ObjectInfo> found;
+  private List<ObjectInfo> list(long version) throws IOException {
     try {
-      found = objects.list(StoreLayout.versionPrefix(version));
+      return objects.list(StoreLayout.versionPrefix(version));
     } catch (IOException e) {
       throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
           + " version " + version + ": listing "
           + objects.describe(StoreLayout.versionPrefix(version)) + " failed: "
           + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The version object of the newest attempt of {@code version} in {@code found} (the LIST of
+   * its prefix): the latest server-side last-modified time wins, ties broken by the attempt id
+   * (creation time, then random bits). Only cold loads without a checkpoint id call this.
+   */
+  private String newestAttempt(long version, List<ObjectInfo> found) throws IOException {
     ObjectInfo best = null;
     for (ObjectInfo o : found) {
       String a = StoreLayout.attemptOf(o.key());
@@ -224,6 +274,7 @@ final class VersionObjectReader {
       throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
           "Cannot load " + identity + " version " + version + ": no version object under "
               + objects.describe(StoreLayout.versionPrefix(version))
+              + (attemptKeys ? "" : " nor " + objects.describe(StoreLayout.versionObject(version)))
               + " (the version was never committed, or its version object was deleted)", null);
     }
     return best.key();

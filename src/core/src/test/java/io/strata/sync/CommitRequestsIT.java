@@ -54,12 +54,20 @@ class CommitRequestsIT {
   }
 
   private SyncedStore open(String local, String location) {
+    return open(local, location, null);
+  }
+
+  private SyncedStore open(String local, String location, String run) {
     S3Settings s3 = new S3Settings(Optional.of(server.endpoint()), "us-east-1", true,
         Optional.of(S3ProxyServer.ACCESS_KEY), Optional.of(S3ProxyServer.SECRET_KEY),
         Optional.empty(), 3, Duration.ofSeconds(30), Duration.ofSeconds(10), 8);
     ObjectStore objects = ObjectStores.open(location, s3, REQUESTS::add);
     return new SyncedStore(new StoreIdentity(0, 0, "default", location), objects,
-        work.resolve(local), new StoreSettings(10, 4, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}");
+        work.resolve(local), run == null ? settings() : settings().withRun(run), "{}", "{}");
+  }
+
+  private static StoreSettings settings() {
+    return new StoreSettings(10, 4, 0, false, SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT);
   }
 
   /** The conditional-write probe's requests among {@code rs} (its PUTs, HEAD and DeleteObjects). */
@@ -111,8 +119,15 @@ class CommitRequestsIT {
     }
   }
 
+  /**
+   * A cold load lists the version's prefix once (which generation is the newest: a later query
+   * run may have re-committed the version; docs/format.md, "Query runs, epochs and
+   * generations"), then reads the manifest and the files it names. (Before layout 2 this read
+   * {@code v/<version>.svo} directly and never listed: that was only right while the first
+   * writer of a version won across query runs.)
+   */
   @Test
-  void aColdLoadNeverLists() throws Exception {
+  void aColdLoadListsOnlyTheVersionsPrefix() throws Exception {
     try (SyncedStore s = open("b", "s3://commits/cold/state/0/0")) {
       s.load(0, Optional.empty());
       for (int v = 1; v <= 3; v++) {
@@ -124,10 +139,57 @@ class CommitRequestsIT {
     try (SyncedStore fresh = open("c", "s3://commits/cold/state/0/0")) {
       fresh.load(3, Optional.empty());
       Map<String, Long> k = kinds(REQUESTS);
-      assertEquals(null, k.get("LIST"), "format 1 reads v/<version>.svo directly: " + REQUESTS);
+      assertEquals(1L, k.get("LIST"), "one LIST of v/<version>/: " + REQUESTS);
+      assertTrue(REQUESTS.stream().filter(r -> r.kind().equals("LIST"))
+          .allMatch(r -> r.key().contains("v/00000000000000000003/")), "of the version's prefix: "
+          + REQUESTS);
       assertEquals(null, k.get("PUT"));
       assertEquals(null, k.get("HEAD"));
       assertTrue(k.get("GET") >= 1 + 3, "manifest tail + 3 deltas: " + k);
+    }
+  }
+
+  /**
+   * Checkpoint format 1 under a query run (docs/format.md, "Query runs, epochs and
+   * generations"): the first load of an instance lists {@code runs/} once, and a run new to the
+   * store claims its epoch with two create-only PUTs; a commit is still one PUT, a warm load
+   * nothing, a cold load one LIST of the version's prefix; a later run's re-commit of a version
+   * costs one GET and one PUT more (and the HEAD of any 412, comparing put ids).
+   */
+  @Test
+  void underAQueryRunACommitIsStillOnePut() throws Exception {
+    String location = "s3://commits/runs/state/0/0";
+    String runA = java.util.UUID.randomUUID().toString();
+    try (SyncedStore s = open("run-a", location, runA)) {
+      REQUESTS.clear();
+      s.load(0, Optional.empty());
+      assertEquals(Map.of("LIST", 1L, "PUT", 2L), kinds(REQUESTS), "claim: " + REQUESTS);
+      for (int v = 1; v <= 3; v++) {
+        s.put(("k" + v).getBytes(StandardCharsets.UTF_8), new byte[8]);
+        REQUESTS.clear();
+        s.commit();
+        assertEquals(Map.of("PUT", 1L), kinds(REQUESTS), "commit " + v + ": " + REQUESTS);
+        REQUESTS.clear();
+        s.load(v, Optional.empty());
+        assertEquals(List.of(), List.copyOf(REQUESTS), "warm load of version " + v);
+      }
+    }
+    try (SyncedStore same = open("run-a-2", location, runA)) {
+      REQUESTS.clear();
+      same.load(3, Optional.empty());
+      Map<String, Long> k = kinds(REQUESTS);
+      assertEquals(2L, k.get("LIST"), "runs/ (this run's epoch) and v/<3>/: " + REQUESTS);
+      assertEquals(null, k.get("PUT"), "another instance of the run claims nothing");
+    }
+    try (SyncedStore b = open("run-b", location, java.util.UUID.randomUUID().toString())) {
+      b.load(2, Optional.empty());
+      b.put("k3".getBytes(StandardCharsets.UTF_8), new byte[9]);
+      REQUESTS.clear();
+      CommitResult c = b.commit();
+      // a 412, its put-id HEAD, the earlier run's manifest (tail GET), generation 2's PUT
+      assertEquals(Map.of("PUT", 2L, "HEAD", 1L, "GET", 1L), kinds(REQUESTS), "re-commit: "
+          + REQUESTS);
+      assertEquals(io.strata.format.StoreLayout.generationVersionObject(3, 2), c.key());
     }
   }
 }

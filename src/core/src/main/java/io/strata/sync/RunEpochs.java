@@ -1,0 +1,170 @@
+package io.strata.sync;
+
+import io.strata.format.ManifestFormatException;
+import io.strata.format.RunClaim;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectAlreadyExistsException;
+import io.strata.objectstore.ObjectBody;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectNotFoundException;
+import io.strata.objectstore.ObjectStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.time.Clock;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The epoch of one query run in one store (checkpoint format 1): found, or claimed, once per
+ * instance. Spark's run ids are random UUIDs, not ordered; the epoch is. The first instance of a
+ * run to load the store lists {@code runs/} (one LIST): if its run id has a marker, that is its
+ * epoch; otherwise it claims the greatest epoch + 1 with a create-only PUT of {@code
+ * runs/<epoch>.run} and then writes the marker {@code runs/<epoch>-<runId>.id}. Two claimers of
+ * one epoch are resolved by the create-only PUT: the loser lists again and claims the next one
+ * (or finds its own run, when the winner was another executor of the same run). A claim without
+ * a marker (its claimer died between the two PUTs, or is between them) is read with one GET.
+ * Not thread-safe; the store's monitor serialises it.
+ */
+final class RunEpochs {
+  private static final Logger LOG = LoggerFactory.getLogger(RunEpochs.class);
+  private static final int MAX_TRIES = 16;
+
+  private final StoreIdentity identity;
+  private final ObjectStore objects;
+  private final String runId;
+  private final Clock clock;
+  private long epoch = -1;
+  private long newest = -1;
+
+  RunEpochs(StoreIdentity identity, ObjectStore objects, String runId, Clock clock) {
+    this.identity = identity;
+    this.objects = objects;
+    this.runId = runId;
+    this.clock = clock;
+    StoreLayout.runMarker(1, runId); // validates the run id now
+  }
+
+  /** The run this instance belongs to. */
+  String runId() {
+    return runId;
+  }
+
+  /** This run's epoch if already known (no request), else -1. */
+  long known() {
+    return epoch;
+  }
+
+  /** The greatest epoch of a committed version this instance has seen, or -1. */
+  long newestSeen() {
+    return newest;
+  }
+
+  /**
+   * Records that a version committed under {@code otherEpoch} was seen (a load read its
+   * manifest, or a commit found it in place).
+   */
+  void saw(long otherEpoch) {
+    newest = Math.max(newest, otherEpoch);
+  }
+
+  /**
+   * True once this instance has seen a version committed by a later run: it belongs to a
+   * superseded run (a zombie). A later run's claim alone does not fence: every run that loads
+   * the store claims an epoch, a read-only one (Spark's state data source) too, and it must
+   * not stop the query that writes.
+   */
+  boolean fenced() {
+    return epoch > 0 && newest > epoch;
+  }
+
+  /**
+   * This run's epoch in the store: known after the first call; the first costs one LIST, plus
+   * two create-only PUTs if the run claims its epoch.
+   *
+   * @throws IOException if storage fails or the claim keeps losing races
+   */
+  long epoch() throws IOException {
+    if (epoch > 0) {
+      return epoch;
+    }
+    for (int tries = 0; tries < MAX_TRIES; tries++) {
+      List<ObjectInfo> listed = objects.list(StoreLayout.RUNS);
+      TreeSet<Long> claims = new TreeSet<>();
+      Map<Long, String> runs = new HashMap<>();
+      for (ObjectInfo o : listed) {
+        long c = StoreLayout.claimEpochOf(o.key());
+        if (c > 0) {
+          claims.add(c);
+        }
+        long m = StoreLayout.markerEpochOf(o.key());
+        if (m > 0) {
+          runs.put(m, StoreLayout.markerRunOf(o.key()));
+        }
+      }
+      long mine = -1;
+      for (long c : claims.descendingSet()) {
+        String run = runs.containsKey(c) ? runs.get(c) : readClaim(c);
+        if (runId.equals(run)) {
+          mine = c;
+          if (!runs.containsKey(c)) {
+            writeMarker(c); // the claimer died between its two PUTs: complete its claim
+          }
+          break;
+        }
+      }
+      long max = claims.isEmpty() ? 0 : claims.last();
+      if (mine > 0) {
+        return found(mine, max);
+      }
+      long next = max + 1;
+      RunClaim claim = new RunClaim(identity.id(), next, runId, clock.millis());
+      try {
+        objects.putIfAbsent(StoreLayout.runClaim(next), ObjectBody.of(claim.encode()));
+      } catch (ObjectAlreadyExistsException e) {
+        LOG.debug("{}: run {} lost the claim of epoch {}; listing again", identity, runId, next);
+        continue;
+      }
+      writeMarker(next);
+      LOG.info("{}: query run {} claimed epoch {} (checkpoint format 1: its versions supersede "
+          + "those of earlier runs)", identity, runId, next);
+      return found(next, next);
+    }
+    throw new IOException("Cannot claim an epoch for " + identity + " run " + runId + ": "
+        + MAX_TRIES + " claims in a row lost races under " + objects.describe(StoreLayout.RUNS));
+  }
+
+  private long found(long mine, long max) {
+    epoch = mine;
+    if (max > mine) {
+      LOG.info("{}: query run {} holds epoch {}; a later run claimed epoch {} (if that run "
+          + "commits a version, this run's attempts of it and later are fenced)", identity, runId,
+          mine, max);
+    }
+    return mine;
+  }
+
+  private void writeMarker(long e) throws IOException {
+    try {
+      objects.putIfAbsent(StoreLayout.runMarker(e, runId), ObjectBody.of(new byte[0]));
+    } catch (ObjectAlreadyExistsException ignored) {
+      // another executor of this run wrote it
+    }
+  }
+
+  /** The run id in the claim of {@code e}, or null if it vanished or is unreadable. */
+  private String readClaim(long e) throws IOException {
+    String key = StoreLayout.runClaim(e);
+    try (InputStream in = objects.get(key)) {
+      return RunClaim.decode(in.readAllBytes()).runId();
+    } catch (ObjectNotFoundException ex) {
+      return null;
+    } catch (ManifestFormatException ex) {
+      throw new IOException("Cannot read the run claim " + objects.describe(key) + " of "
+          + identity + ": " + ex.getMessage(), ex);
+    }
+  }
+}

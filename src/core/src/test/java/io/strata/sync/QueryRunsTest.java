@@ -1,0 +1,18 @@
+package io.strata.sync;
+
+import io.strata.objectstore.ObjectStore;
+import io.strata.objectstore.ObjectStores;
+import io.strata.objectstore.RequestListener;
+
+/** {@link QueryRunsContract} on the local-filesystem object store. */
+class QueryRunsTest extends QueryRunsContract {
+  @Override
+  ObjectStore objects(String root) {
+    return ObjectStores.open(root, SyncedStoreTest.UNUSED_S3, RequestListener.NONE);
+  }
+
+  @Override
+  String root(String test) {
+    return tmp.resolve("remote-" + test).toUri().toString();
+  }
+}

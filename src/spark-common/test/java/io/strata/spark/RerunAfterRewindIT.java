@@ -1,0 +1,244 @@
+package io.strata.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.testkit.ChildJvm;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.stream.Stream;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Issue 14: re-runs from a later query run. A query on a file source ({@code
+ * groupBy(key).count()}, update mode, one file per batch) runs 10 batches; then the newest
+ * {@code offsets/N} and {@code commits/N} of the last two batches are deleted (a common way to
+ * make Spark process them again) and the query restarts: Spark re-runs them, grouped
+ * differently (the file source plans the two files, and any added since, anew). Every batch's
+ * output must equal that of Spark's HDFS-backed provider doing the same on the same input: with
+ * checkpoint format 1 the later run's re-commits are what later loads read, as Spark's
+ * re-written version files are. Also with {@code checkpointFormatVersion=2} (Strata only; the
+ * HDFS provider, which does not support it, is the baseline in format 1: a correct provider's
+ * output does not depend on the checkpoint format).
+ */
+class RerunAfterRewindIT {
+  private static final int KEYS = 60;
+  private static final long CHILD_TIMEOUT_S = 600;
+  private static SparkS3Harness h;
+  private static Path logs;
+
+  @BeforeAll
+  static void start() throws IOException {
+    h = new SparkS3Harness(2);
+    logs = Files.createDirectories(Path.of("target", "rerun-it-logs"));
+  }
+
+  @AfterAll
+  static void stop() throws IOException {
+    if (h != null) {
+      h.close();
+    }
+  }
+
+  /** Batch b: key kj appears 1 + (j + b) % 3 times, and not at all when (j + b) % 4 == 0. */
+  private static void writeBatch(Path in, int b) throws IOException {
+    StringBuilder sb = new StringBuilder();
+    for (int j = 0; j < KEYS; j++) {
+      if ((j + b) % 4 == 0) {
+        continue;
+      }
+      for (int n = 0; n <= (j + b) % 3; n++) {
+        sb.append("{\"key\":\"k").append(j).append("\"}\n");
+      }
+    }
+    Path tmp = in.resolve(String.format(".part-%03d.tmp", b));
+    Files.writeString(tmp, sb, StandardCharsets.UTF_8);
+    Files.setLastModifiedTime(tmp, FileTime.fromMillis(1_700_000_000_000L + b * 1000L));
+    Files.move(tmp, in.resolve(String.format("part-%03d.json", b)));
+  }
+
+  private static Map<String, String> formatConf(int format) {
+    return format == 2
+        ? Map.of("spark.sql.streaming.stateStore.checkpointFormatVersion", "2") : Map.of();
+  }
+
+  /** Runs the query in this JVM's session to the end of its input; rethrows its failure. */
+  private static void runHere(String provider, String checkpoint, Path in, Path out,
+      Path localDir, int format) throws Exception {
+    SparkSession s = h.spark.newSession();
+    s.conf().set("spark.sql.streaming.stateStore.providerClass", provider);
+    s.conf().set("spark.sql.streaming.noDataMicroBatches.enabled", "false");
+    s.conf().set("spark.sql.streaming.stateStore.strata.localDir", localDir.toString());
+    (provider.equals(SparkS3Harness.PROVIDER) ? formatConf(format) : Map.<String, String>of())
+        .forEach((k, v) -> s.conf().set(k, v));
+    StreamingQuery q = CrashDriver.start(s, checkpoint, in, out, 0);
+    q.awaitTermination();
+    if (q.exception().isDefined()) {
+      throw q.exception().get();
+    }
+  }
+
+  /** Runs the query in a new driver JVM (local mode) with Strata on {@code localDir}. */
+  private static void runInNewDriver(String checkpoint, Path in, Path out, Path localDir,
+      int format, String name) throws Exception {
+    List<String> args = new ArrayList<>(List.of(h.s3.endpoint().toString(), checkpoint,
+        in.toString(), out.toString(), localDir.toString(), "none", "0"));
+    formatConf(format).forEach((k, v) -> args.add(k + "=" + v));
+    Path log = logs.resolve(name + ".log");
+    int code;
+    try (ChildJvm child = ChildJvm.start(CrashDriver.class, log, args.toArray(new String[0]))) {
+      code = child.await(CHILD_TIMEOUT_S);
+    }
+    assertEquals(0, code, "the new driver ran the query to the end; log " + log);
+  }
+
+  /** The directory holding a checkpoint's files: S3Proxy's data directory, or a file: URI. */
+  private static Path checkpointDir(String checkpoint) {
+    if (checkpoint.startsWith("s3a://")) {
+      String prefix = checkpoint.substring(("s3a://" + SparkS3Harness.BUCKET + "/").length());
+      return h.s3.dataDir().resolve(SparkS3Harness.BUCKET).resolve(prefix);
+    }
+    return Paths.get(URI.create(checkpoint));
+  }
+
+  /** Deletes {@code offsets/<b>} and {@code commits/<b>} (and Hadoop's .crc files) of batches. */
+  private static void rewind(String checkpoint, int... batches) throws IOException {
+    Path dir = checkpointDir(checkpoint);
+    for (String log : new String[] {"offsets", "commits"}) {
+      for (int b : batches) {
+        Path f = dir.resolve(log).resolve(Integer.toString(b));
+        assertTrue(Files.deleteIfExists(f), "deleted " + f);
+        Files.deleteIfExists(dir.resolve(log).resolve("." + b + ".crc"));
+      }
+    }
+  }
+
+  /** The greatest batch id in {@code commits/}. */
+  private static int newestCommitted(String checkpoint) throws IOException {
+    try (Stream<Path> s = Files.list(checkpointDir(checkpoint).resolve("commits"))) {
+      return s.map(p -> p.getFileName().toString()).filter(n -> n.matches("[0-9]+"))
+          .mapToInt(Integer::parseInt).max().orElseThrow();
+    }
+  }
+
+  /** Deletes the recorded output of batches about to be re-run (a re-run may not reach them). */
+  private static void forget(Path out, int... batches) throws IOException {
+    for (int b : batches) {
+      Files.deleteIfExists(out.resolve("batch-" + b + ".txt"));
+    }
+  }
+
+  /** Batch id to the batch's output lines. */
+  private static TreeMap<Long, List<String>> outputs(Path out) throws IOException {
+    TreeMap<Long, List<String>> m = new TreeMap<>();
+    try (Stream<Path> s = Files.list(out)) {
+      for (Path f : s.filter(p -> p.getFileName().toString().matches("batch-[0-9]+\\.txt"))
+          .toList()) {
+        String n = f.getFileName().toString();
+        m.put(Long.parseLong(n.substring(6, n.length() - 4)),
+            Files.readAllLines(f, StandardCharsets.UTF_8));
+      }
+    }
+    return m;
+  }
+
+  private enum Restart { NEW_DRIVER_WIPED, SAME_SESSION_KEPT }
+
+  /**
+   * 10 batches, the last two rewound, {@code added} files added, a restart; a restart with one
+   * file more (its batch loads the version the re-run committed); a rewind of the newest batch
+   * with one file more and a restart (a third run re-commits). Outputs compared with the HDFS
+   * provider's after every restart.
+   */
+  private void rewindAndCompare(String name, int format, Restart restart, int added)
+      throws Exception {
+    Path base = Files.createDirectories(h.work.resolve(name + "-" + UUID.randomUUID()));
+    Path in = Files.createDirectories(base.resolve("in"));
+    for (int b = 0; b < 10; b++) {
+      writeBatch(in, b);
+    }
+    String baseline = h.fileCheckpoint(name);
+    Path outBase = base.resolve("out-hdfs");
+    String strata = h.s3Checkpoint(name);
+    Path outStrata = base.resolve("out-strata");
+    Path local = base.resolve("local-1");
+    runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
+    runHere(SparkS3Harness.PROVIDER, strata, in, outStrata, local, format);
+    assertEquals(outputs(outBase), outputs(outStrata), name + ": the first run");
+    assertEquals(10, outputs(outStrata).size());
+    List<String> batch8Before = outputs(outStrata).get(8L);
+
+    // 1: rewind batches 8 and 9 (plus {@code added} files); 2: one file more, no rewind, so the
+    // next batch loads the version the re-run committed; 3: rewind the newest batch, one file more.
+    for (int round = 1; round <= 3; round++) {
+      int next = 10 + added + round - 2;
+      if (round == 1) {
+        rewind(baseline, 8, 9);
+        rewind(strata, 8, 9);
+        forget(outBase, 8, 9);
+        forget(outStrata, 8, 9);
+        for (int b = 10; b < 10 + added; b++) {
+          writeBatch(in, b);
+        }
+      } else {
+        if (round == 3) {
+          int newest = newestCommitted(baseline);
+          assertEquals(newest, newestCommitted(strata));
+          rewind(baseline, newest);
+          rewind(strata, newest);
+          forget(outBase, newest);
+          forget(outStrata, newest);
+        }
+        writeBatch(in, next);
+      }
+      int before = newestCommitted(strata);
+      runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
+      if (restart == Restart.NEW_DRIVER_WIPED) {
+        runInNewDriver(strata, in, outStrata, base.resolve("local-r" + round), format,
+            name + "-r" + round);
+      } else {
+        runHere(SparkS3Harness.PROVIDER, strata, in, outStrata, local, format);
+      }
+      assertEquals(outputs(outBase), outputs(outStrata),
+          name + ": every batch after restart " + round + " equals the HDFS provider's");
+      assertTrue(newestCommitted(strata) > before, "restart " + round + " ran a batch");
+    }
+    assertNotEquals(batch8Before, outputs(outStrata).get(8L),
+        "the re-run of batch 8 covered more input than the first run's (so a lost re-commit "
+            + "would have shown)");
+  }
+
+  @ParameterizedTest(name = "checkpoint format {0}")
+  @ValueSource(ints = {1, 2})
+  void rewindRestartedInANewDriverOnWipedLocalDirs(int format) throws Exception {
+    rewindAndCompare("rewind-new-driver-f" + format, format, Restart.NEW_DRIVER_WIPED, 0);
+  }
+
+  @ParameterizedTest(name = "checkpoint format {0}")
+  @ValueSource(ints = {1, 2})
+  void rewindRestartedInTheSameSessionWithLocalStateKept(int format) throws Exception {
+    rewindAndCompare("rewind-same-session-f" + format, format, Restart.SAME_SESSION_KEPT, 0);
+  }
+
+  @ParameterizedTest(name = "checkpoint format {0}")
+  @ValueSource(ints = {1, 2})
+  void aReRunWhoseInputDiffersFromTheFirstRun(int format) throws Exception {
+    rewindAndCompare("rewind-more-input-f" + format, format, Restart.SAME_SESSION_KEPT, 2);
+  }
+}
