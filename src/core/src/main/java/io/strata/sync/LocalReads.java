@@ -12,7 +12,8 @@ import org.slf4j.LoggerFactory;
  * LocalIntegrity#markDamaged}, under the store's monitor, if it is still the live one), so the
  * next load drops it and restores the version from the object store, and turns the engine's
  * {@link LocalReadException} into a {@link LocalStateReadException} naming the store and
- * version. Scans are wrapped so that an error in {@code hasNext} or {@code next} does the same.
+ * version. Scans are wrapped so that an error in {@code hasNext} or {@code next} does the same,
+ * once: a scan that failed throws the same exception again on every later call.
  */
 final class LocalReads {
   private static final Logger LOG = LoggerFactory.getLogger(LocalReads.class);
@@ -68,21 +69,32 @@ final class LocalReads {
       throw failed(l, e);
     }
     return new CloseableIterator<>() {
+      /** The scan's failure: later calls throw it again, not re-logged or re-wrapped. */
+      private LocalStateReadException failure;
+
       @Override
       public boolean hasNext() {
+        if (failure != null) {
+          throw failure;
+        }
         try {
           return it.hasNext();
         } catch (LocalReadException e) {
-          throw failed(l, e);
+          failure = failed(l, e);
+          throw failure;
         }
       }
 
       @Override
       public KeyValue next() {
+        if (failure != null) {
+          throw failure;
+        }
         try {
           return it.next();
         } catch (LocalReadException e) {
-          throw failed(l, e);
+          failure = failed(l, e);
+          throw failure;
         }
       }
 
