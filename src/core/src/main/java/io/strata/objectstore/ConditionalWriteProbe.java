@@ -113,6 +113,23 @@ public final class ConditionalWriteProbe {
   }
 
   /**
+   * The message of the verdict "drops user metadata": the probe object came back without the
+   * {@code x-amz-meta-strata-put-id} header its PUT sent. Strata needs that header to tell its
+   * own retried create-only PUT (applied, then answered 412 on the SDK's retry) from another
+   * writer's object.
+   *
+   * @param location {@code s3://bucket/key} of the probe object
+   */
+  static String metadataDropped(Target target, String location) {
+    return "Cannot use S3 endpoint " + target.endpoint() + " bucket " + target.bucket()
+        + " for Strata: " + location + " was created with the user metadata header "
+        + "x-amz-meta-" + S3ObjectStore.PUT_ID + " but a HEAD of it returns no such metadata; "
+        + "Strata needs user metadata to tell its own retried create-only PUT from another "
+        + "writer's object. Nothing else was written. Use a server or version that keeps "
+        + "x-amz-meta-* headers (see docs/operations.md#a-server-that-ignores-conditional-writes)";
+  }
+
+  /**
    * The message of a verdict: names the endpoint, the bucket, the probe object and what was
    * expected; never credentials.
    *

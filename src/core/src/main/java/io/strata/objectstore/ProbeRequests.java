@@ -69,17 +69,38 @@ final class ProbeRequests {
   /**
    * The full key of a new probe object: {@code <root prefix>_strata/probe/<uuid>} (a state
    * store's own directory); in a store rooted at the bucket itself (the checkpoint file
-   * manager's), next to {@code key}: {@code <key's directory>/_strata/probe/<uuid>}, so the probe
-   * needs no permission beyond the checkpoint's prefix.
+   * manager's), in the directory of {@code key}, lifted out of Spark's {@code offsets/}, {@code
+   * commits/} and {@code sources/<n>/} to the checkpoint root ({@link #checkpointDirOf}), so the
+   * probe needs no permission beyond the checkpoint's prefix and a probe object left behind never
+   * lands in a directory Spark's {@code verifyCheckpointDirectoryEmptyOnStart} requires empty.
    */
   String probeKey(String key) {
     String dir = store.prefix();
     if (dir.isEmpty()) {
       int slash = key.lastIndexOf('/');
-      dir = slash < 0 ? "" : key.substring(0, slash + 1);
+      dir = checkpointDirOf(slash < 0 ? "" : key.substring(0, slash + 1));
     }
     return dir + ConditionalWriteProbe.PREFIX + UUID.randomUUID();
   }
+
+  /**
+   * {@code dir} (empty or ending in {@code /}) without a trailing {@code offsets/}, {@code
+   * commits/} or {@code sources/<digits>/}: the checkpoint root of a file Spark writes there.
+   */
+  static String checkpointDirOf(String dir) {
+    String d = dir;
+    for (String tail : new String[] {"offsets/", "commits/"}) {
+      if (d.equals(tail) || d.endsWith("/" + tail)) {
+        return d.substring(0, d.length() - tail.length());
+      }
+    }
+    java.util.regex.Matcher m = SOURCES_DIR.matcher(d);
+    return m.find() ? d.substring(0, m.start()) : d;
+  }
+
+  /** {@code sources/<digits>/} at the end of a directory, at its start or after a slash. */
+  private static final java.util.regex.Pattern SOURCES_DIR =
+      java.util.regex.Pattern.compile("(?<![^/])sources/[0-9]+/$");
 
   /**
    * The probe: creates {@code probeFullKey}, creates it again (expects 412), checks with a HEAD
@@ -95,16 +116,28 @@ final class ProbeRequests {
     String first = UUID.randomUUID().toString();
     String second = UUID.randomUUID().toString();
     boolean created = false;
+    boolean mayExist = false;
     try {
       // The first create: a 412 here is an SDK retry of our own applied attempt, resolved by
       // its put id like any create-only write (the key is fresh, so no other writer has it).
-      createOnlyAt(probeFullKey, probeBody("first"), first);
+      // If it fails in a way that may have been applied (a timeout or 5xx after the server
+      // stored it), the finally block deletes the key anyway, quietly.
+      try {
+        createOnlyAt(probeFullKey, probeBody("first"), first);
+      } catch (ObjectStoreException e) {
+        mayExist = e.retryable();
+        throw e;
+      }
       created = true;
       if (secondCreateSucceeded(probeFullKey, second)) {
         throw new ConditionalWritesUnsupportedException(
             ConditionalWriteProbe.unsupported(target, location, false), null);
       }
       String now = headPutId(probeFullKey, location);
+      if (NO_PUT_ID.equals(now)) {
+        throw new ConditionalWritesUnsupportedException(
+            ConditionalWriteProbe.metadataDropped(target, location), null);
+      }
       if (second.equals(now)) {
         throw new ConditionalWritesUnsupportedException(
             ConditionalWriteProbe.unsupported(target, location, true), null);
@@ -117,8 +150,8 @@ final class ProbeRequests {
       LOG.info("S3 endpoint {} bucket {} refuses a second create-only PUT (If-None-Match: *)"
           + " as Strata needs (checked once per JVM with {})", endpoint, bucket, location);
     } finally {
-      if (created) {
-        deleteProbe(probeFullKey, location);
+      if (created || mayExist) {
+        deleteProbe(probeFullKey, location, created);
       }
     }
   }
@@ -182,12 +215,19 @@ final class ProbeRequests {
     }
   }
 
-  /** The put id of the object at a full key; null if it has none or does not exist. */
+  /** What {@link #headPutId} returns for an object that exists but carries no put id. */
+  static final String NO_PUT_ID = "";
+
+  /**
+   * The put id of the object at a full key; null if it does not exist, {@link #NO_PUT_ID} if it
+   * exists without one (a server that drops {@code x-amz-meta-*} headers).
+   */
   private String headPutId(String probeFullKey, String location) throws IOException {
     try {
       HeadObjectResponse r = s3.headObject(b -> b.bucket(bucket).key(probeFullKey)
           .overrideConfiguration(store::withListener));
-      return S3ObjectStore.lowerCaseKeys(r.metadata()).get(PUT_ID);
+      String id = S3ObjectStore.lowerCaseKeys(r.metadata()).get(PUT_ID);
+      return id == null ? NO_PUT_ID : id;
     } catch (SdkServiceException e) {
       if (e.statusCode() == 404) {
         return null;
@@ -198,8 +238,22 @@ final class ProbeRequests {
     }
   }
 
-  /** Deletes the probe object; a failure (for example no s3:DeleteObject) is a WARN only. */
-  private void deleteProbe(String probeFullKey, String location) {
+  /**
+   * Deletes the probe object. A failure (for example no s3:DeleteObject) is a WARN if the probe
+   * object was created, else a DEBUG (it probably does not exist).
+   */
+  private void deleteProbe(String probeFullKey, String location, boolean created) {
+    if (!created) {
+      try {
+        s3.deleteObjects(b -> b.bucket(bucket)
+            .delete(Delete.builder().objects(ObjectIdentifier.builder().key(probeFullKey).build())
+                .quiet(true).build())
+            .overrideConfiguration(store::withListener));
+      } catch (SdkException e) {
+        LOG.debug("Cannot delete {} after a failed probe", location, e);
+      }
+      return;
+    }
     try {
       DeleteObjectsResponse r = s3.deleteObjects(b -> b.bucket(bucket)
           .delete(Delete.builder().objects(ObjectIdentifier.builder().key(probeFullKey).build())

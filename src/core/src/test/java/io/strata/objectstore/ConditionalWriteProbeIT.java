@@ -43,7 +43,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * ignores it ({@link Fault#IGNORE_CONDITIONAL}) every create-only write fails at once with the
  * clear error and nothing is written or overwritten; a probe object that cannot be deleted is
  * left with a WARN; an SDK retry of the probe's own applied PUT does not fool it; a probe that
- * cannot decide (S3 throttling) is not kept. Every test uses a new bucket: verdicts are JVM-wide.
+ * cannot decide (S3 throttling) is not kept; a server that drops user metadata is a verdict too. Every test uses a new bucket: verdicts are JVM-wide.
  */
 class ConditionalWriteProbeIT {
   private static Path tmp;
@@ -281,12 +281,47 @@ class ConditionalWriteProbeIT {
   }
 
   @Test
-  void aBucketRootedStorePutsTheProbeNextToTheKey() throws IOException {
+  void aBucketRootedStorePutsTheProbeAtTheCheckpointRoot() throws IOException {
     S3ObjectStore store = store(""); // as the checkpoint file manager opens s3://bucket
     store.putIfAbsent("ckpt/offsets/0", body("v1"));
-    assertTrue(requests.get(0).key().startsWith("ckpt/offsets/" + ConditionalWriteProbe.PREFIX),
-        requests.get(0).key());
+    assertTrue(requests.get(0).key().startsWith("ckpt/" + ConditionalWriteProbe.PREFIX),
+        "out of offsets/, which Spark's verifyCheckpointDirectoryEmptyOnStart requires empty: "
+            + requests.get(0).key());
     assertEquals(List.of("ckpt/offsets/0"), bucketKeys());
+  }
+
+  @Test
+  void probesOfSparksCheckpointDirectoriesGoToTheCheckpointRoot() {
+    assertEquals("ckpt/", ProbeRequests.checkpointDirOf("ckpt/offsets/"));
+    assertEquals("a/b/ckpt/", ProbeRequests.checkpointDirOf("a/b/ckpt/commits/"));
+    assertEquals("ckpt/", ProbeRequests.checkpointDirOf("ckpt/sources/0/"));
+    assertEquals("", ProbeRequests.checkpointDirOf("sources/12/"));
+    assertEquals("", ProbeRequests.checkpointDirOf("offsets/"));
+    assertEquals("ckpt/", ProbeRequests.checkpointDirOf("ckpt/"));
+    assertEquals("", ProbeRequests.checkpointDirOf(""));
+    assertEquals("ckpt/mysources/1/", ProbeRequests.checkpointDirOf("ckpt/mysources/1/"));
+    assertEquals("ckpt/sources/x/", ProbeRequests.checkpointDirOf("ckpt/sources/x/"));
+  }
+
+  @Test
+  void aServerThatDropsUserMetadataFailsEveryCreateAtOnce() throws Exception {
+    proxy.rule(r -> Fault.DROP_METADATA);
+    S3ObjectStore store = store("ckpt/state/0/0");
+    ConditionalWritesUnsupportedException e = assertThrows(
+        ConditionalWritesUnsupportedException.class,
+        () -> store.putIfAbsent("v/1.svo", body("one")));
+    String m = e.getMessage();
+    assertTrue(m.startsWith("Cannot use S3 endpoint " + proxy.endpoint() + " bucket " + bucket
+        + " for Strata: s3://" + bucket + "/ckpt/state/0/0/" + ConditionalWriteProbe.PREFIX), m);
+    assertTrue(m.contains("but a HEAD of it returns no such metadata"), m);
+    assertEquals(List.of("PUT 200", "PUT 412", "HEAD 200", "DELETE 200"), summary(requests));
+    assertEquals(List.of(), bucketKeys(), "the probe object was deleted, nothing written");
+
+    // A verdict, kept: the next create fails with no request (no probe on every write).
+    requests.clear();
+    assertThrows(ConditionalWritesUnsupportedException.class,
+        () -> store.putIfAbsent("v/1.svo", body("one")));
+    assertEquals(List.of(), summary(requests));
   }
 
   @Test

@@ -70,7 +70,13 @@ public final class FaultProxy implements AutoCloseable {
      */
     IGNORE_CONDITIONAL,
     /** Answered 403 AccessDenied without reaching the server (a missing IAM permission). */
-    ACCESS_DENIED
+    ACCESS_DENIED,
+    /**
+     * A server that does not keep user metadata: forwarded unchanged, but every {@code
+     * x-amz-meta-*} header is removed from the answer (as if the server had dropped them on the
+     * PUT; request headers cannot be removed, the client signs them).
+     */
+    DROP_METADATA
   }
 
   /**
@@ -255,14 +261,14 @@ public final class FaultProxy implements AutoCloseable {
             ? held : cout;
         if (expectContinue) {
           // Interim 100 Continue (always passed on, so the client sends its body) or a final answer.
-          Response interim = response(uin, cout, isHead, true);
+          Response interim = response(uin, cout, isHead, true, false);
           if (interim.status() != 100) {
             return; // answered without the body; the body's fate on this connection is unclear
           }
         }
         copyBody(head, cin, uout);
         uout.flush();
-        Response r = response(uin, toClient, isHead, false);
+        Response r = response(uin, toClient, isHead, false, fault == Fault.DROP_METADATA);
         if (fault == Fault.APPLY_THEN_DROP) {
           sleep(holdMillis);
           return; // the server applied it; the client never hears
@@ -295,7 +301,7 @@ public final class FaultProxy implements AutoCloseable {
 
   /** Copies one response (status line, headers, body) from {@code in} to {@code out}. */
   private static Response response(InputStream in, OutputStream out, boolean isHead,
-      boolean interimAllowed) throws IOException {
+      boolean interimAllowed, boolean dropMetadata) throws IOException {
     while (true) {
       List<String> head = new ArrayList<>();
       String line = line(in);
@@ -304,7 +310,9 @@ public final class FaultProxy implements AutoCloseable {
       }
       head.add(line);
       while ((line = line(in)) != null && !line.isEmpty()) {
-        head.add(line);
+        if (!(dropMetadata && line.toLowerCase(Locale.ROOT).startsWith("x-amz-meta-"))) {
+          head.add(line);
+        }
       }
       out.write(joinHead(head));
       int status = Integer.parseInt(head.get(0).split(" ")[1]);
