@@ -1,6 +1,7 @@
 package io.strata.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -18,12 +19,24 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import scala.Option;
 
 /**
  * Issue 14: re-runs from a later query run. A query on a file source ({@code
@@ -35,7 +48,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * checkpoint format 1 the later run's re-commits are what later loads read, as Spark's
  * re-written version files are. Also with {@code checkpointFormatVersion=2} (Strata only; the
  * HDFS provider, which does not support it, is the baseline in format 1: a correct provider's
- * output does not depend on the checkpoint format).
+ * output does not depend on the checkpoint format). And zombies of the older run that commit
+ * after the new run did ({@link
+ * #aZombieOfTheOlderRunCommitsAfterTheNewRunCommittedTheSameAndLaterVersions}).
  */
 class RerunAfterRewindIT {
   private static final int KEYS = 60;
@@ -78,8 +93,12 @@ class RerunAfterRewindIT {
         ? Map.of("spark.sql.streaming.stateStore.checkpointFormatVersion", "2") : Map.of();
   }
 
-  /** Runs the query in this JVM's session to the end of its input; rethrows its failure. */
-  private static void runHere(String provider, String checkpoint, Path in, Path out,
+  /**
+   * Runs the query in this JVM's session to the end of its input; rethrows its failure.
+   *
+   * @return the query run's id (Spark's {@code StreamingQuery.runId})
+   */
+  private static UUID runHere(String provider, String checkpoint, Path in, Path out,
       Path localDir, int format) throws Exception {
     SparkSession s = h.spark.newSession();
     s.conf().set("spark.sql.streaming.stateStore.providerClass", provider);
@@ -92,6 +111,7 @@ class RerunAfterRewindIT {
     if (q.exception().isDefined()) {
       throw q.exception().get();
     }
+    return q.runId();
   }
 
   /** Runs the query in a new driver JVM (local mode) with Strata on {@code localDir}. */
@@ -240,5 +260,120 @@ class RerunAfterRewindIT {
   @ValueSource(ints = {1, 2})
   void aReRunWhoseInputDiffersFromTheFirstRun(int format) throws Exception {
     rewindAndCompare("rewind-more-input-f" + format, format, Restart.SAME_SESSION_KEPT, 2);
+  }
+
+  /** The aggregation's state key ({@code key}) and value ({@code count} buffer) schemas. */
+  private static final StructType STATE_KEY = new StructType().add("key", DataTypes.StringType);
+  private static final StructType STATE_VALUE =
+      new StructType().add("count", DataTypes.LongType);
+
+  /**
+   * A provider of partition 0 of the aggregation's store as a task of query run {@code runId}
+   * would open it on another executor (its own local directory), with the session's S3 settings.
+   */
+  private static StrataStateStoreProvider zombieProvider(String checkpoint, UUID runId,
+      Path localDir) {
+    SQLConf sql = h.spark.sessionState().conf().clone();
+    sql.setConfString("spark.sql.streaming.stateStore.strata.localDir", localDir.toString());
+    Configuration hadoop = h.spark.sessionState().newHadoopConf();
+    hadoop.set(AbstractStrataProvider.RUN_ID_KEY, runId.toString());
+    StrataStateStoreProvider p = new StrataStateStoreProvider();
+    p.init(new StateStoreId(checkpoint + "/state", 0, 0, StateStoreId.DEFAULT_STORE_NAME()),
+        STATE_KEY, STATE_VALUE, new NoPrefixKeyStateEncoderSpec(STATE_KEY), false,
+        new StateStoreConf(sql, Scala.map(Map.of())), hadoop, false, Option.empty());
+    return p;
+  }
+
+  /** Removes every key of {@code s} (a commit that, if it won, would empty the partition). */
+  private static void removeAll(StateStore s) {
+    List<UnsafeRow> keys = new ArrayList<>();
+    StateStoreIterator<UnsafeRowPair> it = s.iterator(StateStore.DEFAULT_COL_FAMILY_NAME());
+    while (it.hasNext()) {
+      keys.add(it.next().key().copy());
+    }
+    assertFalse(keys.isEmpty(), "the zombie's version holds keys");
+    for (UnsafeRow k : keys) {
+      s.remove(k, StateStore.DEFAULT_COL_FAMILY_NAME());
+    }
+  }
+
+  /**
+   * Zombies of an older query run: two tasks of the first run, on executors that never learnt
+   * of the restart, load versions 8 and 10 of partition 0 before it (warm local databases), then,
+   * after the new run re-ran batches 8 and 9 and ran batch 10 and on (versions 9 to 11 and on), delete every
+   * key of the partition and commit versions 9 and 11. Neither commit may replace what the new
+   * run committed: in format 1, the commit of version 11 (a later run's object is in place) fails
+   * as fenced and the commit of version 9 finds its own run's superseded object and is lost; in
+   * format 2 each writes an attempt no checkpoint id names. A restart in a new driver JVM on
+   * wiped local dirs then gives every batch exactly as the HDFS provider does.
+   */
+  @ParameterizedTest(name = "checkpoint format {0}")
+  @ValueSource(ints = {1, 2})
+  void aZombieOfTheOlderRunCommitsAfterTheNewRunCommittedTheSameAndLaterVersions(int format)
+      throws Exception {
+    String name = "zombie-f" + format;
+    Path base = Files.createDirectories(h.work.resolve(name + "-" + UUID.randomUUID()));
+    Path in = Files.createDirectories(base.resolve("in"));
+    for (int b = 0; b < 10; b++) {
+      writeBatch(in, b);
+    }
+    String baseline = h.fileCheckpoint(name);
+    Path outBase = base.resolve("out-hdfs");
+    String strata = h.s3Checkpoint(name);
+    Path outStrata = base.resolve("out-strata");
+    runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
+    UUID first = runHere(SparkS3Harness.PROVIDER, strata, in, outStrata, base.resolve("local-1"),
+        format);
+    assertEquals(outputs(outBase), outputs(outStrata), name + ": the first run");
+
+    StrataStateStoreProvider zombie9 = zombieProvider(strata, first, base.resolve("zombie-9"));
+    StrataStateStoreProvider zombie11 = zombieProvider(strata, first, base.resolve("zombie-11"));
+    try {
+      StateStore at8 = SparkApi.getStore(zombie9, 8);
+      StateStore at10 = SparkApi.getStore(zombie11, 10);
+
+      rewind(baseline, 8, 9);
+      rewind(strata, 8, 9);
+      forget(outBase, 8, 9);
+      forget(outStrata, 8, 9);
+      writeBatch(in, 10);
+      writeBatch(in, 11);
+      runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
+      UUID second = runHere(SparkS3Harness.PROVIDER, strata, in, outStrata,
+          base.resolve("local-2"), format);
+      assertNotEquals(first, second);
+      assertEquals(outputs(outBase), outputs(outStrata), name + ": the re-run");
+      assertEquals(newestCommitted(baseline), newestCommitted(strata));
+      assertTrue(newestCommitted(strata) >= 10,
+          "the new run committed batch 10 (version 11), which the first run never did");
+
+      removeAll(at8);
+      removeAll(at10);
+      if (format == 1) {
+        Exception fenced = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+            at10::commit, "the zombie's commit of version 11 over the new run's is refused");
+        assertTrue(String.valueOf(fenced.getCause()).contains("superseded by a later run"),
+            String.valueOf(fenced.getCause()));
+        at10.abort();
+        try {
+          at8.commit(); // finds the first run's own superseded version 9: lost, not replaced
+        } catch (Exception lost) {
+          at8.abort();
+        }
+      } else {
+        at8.commit();
+        at10.commit();
+      }
+    } finally {
+      zombie9.close();
+      zombie11.close();
+    }
+
+    writeBatch(in, 12);
+    runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
+    runInNewDriver(strata, in, outStrata, base.resolve("local-3"), format, name + "-r3");
+    assertEquals(outputs(outBase), outputs(outStrata),
+        name + ": after the zombies' commits, every batch equals the HDFS provider's");
+    assertEquals(newestCommitted(baseline), newestCommitted(strata));
   }
 }

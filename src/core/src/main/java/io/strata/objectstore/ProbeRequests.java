@@ -125,7 +125,7 @@ final class ProbeRequests {
       try {
         createOnlyAt(probeFullKey, probeBody("first"), first);
       } catch (ObjectStoreException e) {
-        mayExist = e.retryable();
+        mayExist = e.retryable() && !neverSent(e);
         throw e;
       }
       created = true;
@@ -154,6 +154,16 @@ final class ProbeRequests {
         deleteProbe(probeFullKey, location, created);
       }
     }
+  }
+
+  /** True if {@code e} says no request reached a server (connection refused, unknown host). */
+  private static boolean neverSent(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof java.net.ConnectException || t instanceof java.net.UnknownHostException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** {@code S3ObjectStore.createOnly} for a full key outside the key rules of the store's root. */
