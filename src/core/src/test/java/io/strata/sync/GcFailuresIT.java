@@ -43,7 +43,8 @@ import org.junit.jupiter.api.Test;
  * Garbage-collection rounds that fail (DeleteObjects answered 500 by the {@link FaultProxy} in
  * front of S3Proxy) are counted and, after {@link GcTrigger#WARN_AFTER_FAILURES} in a row,
  * reported at WARN with the store and the cause; and DeleteObjects carries {@code Content-MD5}
- * (recorded with {@link HeaderRecorder}) unless {@code s3.legacyMd5} is off.
+ * (recorded with {@link HeaderRecorder}) unless {@code s3.legacyMd5} is off, with or without
+ * {@code s3.payloadChecksums}.
  */
 class GcFailuresIT {
   private static final String JUNK = "sst/0123456789abcdef0123456789abcdef.sst";
@@ -79,11 +80,15 @@ class GcFailuresIT {
   }
 
   private S3Settings s3(boolean legacyMd5) {
+    return s3(legacyMd5, false);
+  }
+
+  private S3Settings s3(boolean legacyMd5, boolean payloadChecksums) {
     return new S3Settings(Optional.of(proxy.endpoint()), "us-east-1", true,
         Optional.of(S3ProxyServer.ACCESS_KEY), Optional.of(S3ProxyServer.SECRET_KEY),
         Optional.empty(), 2, Duration.ofSeconds(20), Duration.ofSeconds(5), 8)
-        .withWrites(new S3WriteSettings("none", Optional.empty(), Optional.empty(), false,
-            legacyMd5));
+        .withWrites(new S3WriteSettings("none", Optional.empty(), Optional.empty(),
+            payloadChecksums, legacyMd5));
   }
 
   private String location() {
@@ -151,8 +156,10 @@ class GcFailuresIT {
 
   @Test
   void deleteObjectsCarriesContentMd5UnlessTurnedOff() throws Exception {
-    for (boolean legacyMd5 : List.of(true, false)) {
-      S3Settings s3 = s3(legacyMd5);
+    for (boolean[] c : List.of(new boolean[] {true, false}, new boolean[] {false, false},
+        new boolean[] {true, true}, new boolean[] {false, true})) {
+      boolean legacyMd5 = c[0];
+      S3Settings s3 = s3(legacyMd5, c[1]);
       try (SyncedStore s = committedStore(s3)) {
         putJunk(s3);
         HeaderRecorder.start();
@@ -163,7 +170,8 @@ class GcFailuresIT {
         assertFalse(deletes.isEmpty(), "a DeleteObjects was sent");
         for (HeaderRecorder.Sent d : deletes) {
           assertEquals(legacyMd5, d.headers().containsKey("content-md5"),
-              "s3.legacyMd5=" + legacyMd5 + ": " + d.headers());
+              "s3.legacyMd5=" + legacyMd5 + ", s3.payloadChecksums=" + c[1] + ": "
+                  + d.headers());
         }
       } finally {
         HeaderRecorder.stop();
