@@ -233,6 +233,11 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
           && (uniqueId.isEmpty() || !checkpointIdsEnabled()
               || uniqueId.get().equals(core.loadedAttempt().orElse(null)))) {
         if (s.mode() == AbstractStrataStore.Mode.READ_ONLY) {
+          try {
+            core.prepareWrite(); // a run that only read so far claims its epoch now
+          } catch (IOException e) {
+            throw SparkErrors.cannotLoad(e);
+          }
           s.upgrade();
         }
         if (s.mode() == AbstractStrataStore.Mode.UPDATING) {
@@ -271,7 +276,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       Optional<String> attempt = checkpointIdsEnabled() && ckptId.isDefined()
           ? Optional.of(ckptId.get()) : Optional.empty();
       RequestCounter.Counts start = requests.snapshot();
-      c.load(version, attempt);
+      c.load(version, attempt, readOnly);
       AbstractStrataStore store = newStore(c, version, readOnly, requests, start);
       store.ownedBy(currentOwner()); // before it is published as the holder
       synchronized (this) {

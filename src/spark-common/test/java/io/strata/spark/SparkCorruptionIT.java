@@ -114,7 +114,8 @@ class SparkCorruptionIT {
 
     // version 3 of partition 0's store: its SST delta starts at byte 0 of the version object
     String prefix = checkpoint.substring(("s3a://" + SparkS3Harness.BUCKET + "/").length());
-    String key = prefix + "/state/0/0/" + StoreLayout.versionObject(3);
+    // a query run commits format 1 in generations: its first run writes generation 1
+    String key = prefix + "/state/0/0/" + StoreLayout.generationVersionObject(3, 1);
     Path object = h.s3.dataDir().resolve(SparkS3Harness.BUCKET).resolve(key);
     assertTrue(Files.exists(object), "partition 0 committed version 3 as " + key);
     try (RandomAccessFile raf = new RandomAccessFile(object.toFile(), "rw")) {

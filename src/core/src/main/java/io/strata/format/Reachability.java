@@ -155,7 +155,8 @@ public final class Reachability {
    * ({@link #garbage}), but what only its manifest names is not.
    *
    * @param listing every object under the store's root (one LIST)
-   * @param knownNewestVersion the newest version the caller itself committed or loaded, or -1
+   * @param knownNewestVersion the newest version the caller itself committed or loaded: N when
+   *     it is &gt;= 0; -1 (a caller with no version, such as a tool) takes N from the listing
    * @param versionsToRetain R (&gt;= 1; Spark's {@code spark.sql.streaming.minBatchesToRetain}):
    *     versions {@code [N - R, N]} stay loadable, as with Spark's own providers
    * @throws IllegalArgumentException if {@code versionsToRetain < 1}
@@ -165,9 +166,15 @@ public final class Reachability {
       throw new IllegalArgumentException("versionsToRetain must be >= 1, was "
           + versionsToRetain);
     }
-    long newest = Math.max(-1, knownNewestVersion);
-    for (Listed l : listing) {
-      newest = Math.max(newest, StoreLayout.versionOf(l.key()));
+    // The caller's own version, when it has one: versions listed above it are either another
+    // instance's of the same run that got ahead (a lower N only keeps more) or an earlier query
+    // run's left above a rewind point (docs/format.md, "Query runs, epochs and generations"),
+    // which must not lift the retention window over the versions the current run needs.
+    long newest = knownNewestVersion;
+    if (newest < 0) {
+      for (Listed l : listing) {
+        newest = Math.max(newest, StoreLayout.versionOf(l.key()));
+      }
     }
     // Spark 4.1, HDFSBackedStateStoreProvider.cleanup():
     //   val earliestVersionToRetain = files.last.version - storeConf.minVersionsToRetain
@@ -276,6 +283,27 @@ public final class Reachability {
       }
       (kind == Kind.VERSION_OBJECT ? versionObjects : others).add(l);
     }
+    // The generations of a format-1 version go together or not at all: were a lower one freed
+    // while a higher one stays, a later run's re-commit would take the freed slot below it and
+    // never be read (and were a higher one freed alone, loads would fall back to the lower).
+    Set<Long> keptVersions = new HashSet<>();
+    Set<String> candidates = new HashSet<>();
+    versionObjects.forEach(l -> candidates.add(l.key()));
+    for (Listed l : listing) {
+      if (StoreLayout.generationOf(l.key()) >= 0 && !candidates.contains(l.key())) {
+        keptVersions.add(StoreLayout.versionOf(l.key()));
+      }
+    }
+    int withKeptGeneration = 0;
+    for (java.util.Iterator<Listed> it = versionObjects.iterator(); it.hasNext(); ) {
+      Listed l = it.next();
+      if (StoreLayout.generationOf(l.key()) >= 0
+          && keptVersions.contains(StoreLayout.versionOf(l.key()))) {
+        it.remove();
+        withKeptGeneration++;
+      }
+    }
+    pinned += withKeptGeneration;
     versionObjects.sort(Comparator.comparing(Listed::key));
     others.sort(Comparator.comparing(Listed::key));
     List<Listed> garbage = new ArrayList<>(versionObjects);

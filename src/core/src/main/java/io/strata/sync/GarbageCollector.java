@@ -14,6 +14,7 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,20 +40,25 @@ final class GarbageCollector {
   private final ManifestCache cache;
   private final ExecutorService readers;
   private final GcSettings settings;
+  private final LongSupplier ownEpoch;
+  private volatile long supersededBy = -1;
 
   /**
    * @param objects the store's object store (for the listing and the deletes)
    * @param reader reads the manifests of the roots (and owns the cache of what they name)
    * @param readers the pool the manifest reads run on (borrowed, not shut down here)
+   * @param ownEpoch the caller's query-run epoch in checkpoint format 1, or -1 for none (then
+   *     or while unknown, rounds do not look at run claims)
    */
   GarbageCollector(StoreIdentity identity, ObjectStore objects, VersionObjectReader reader,
-      ExecutorService readers, GcSettings settings) {
+      ExecutorService readers, GcSettings settings, LongSupplier ownEpoch) {
     this.identity = identity;
     this.objects = objects;
     this.reader = reader;
     this.cache = reader.cache();
     this.readers = readers;
     this.settings = settings;
+    this.ownEpoch = ownEpoch;
   }
 
   /** The store this collector works for (for messages). */
@@ -83,6 +89,24 @@ final class GarbageCollector {
       listing.add(new Reachability.Listed(o.key(), o.size(), o.lastModifiedMillis()));
     }
     long listRequests = Math.max(1, (listing.size() + S3_BATCH - 1) / S3_BATCH);
+    long epoch = ownEpoch.getAsLong();
+    long newestClaim = -1;
+    for (Reachability.Listed l : listing) {
+      newestClaim = Math.max(newestClaim, StoreLayout.claimEpochOf(l.key()));
+    }
+    if (epoch > 0 && newestClaim > epoch) {
+      // A later query run claimed this store (only runs that write claim): this instance
+      // belongs to a superseded run, whose idea of the newest version may be versions the
+      // later run rewound past. Collecting is the later run's job.
+      if (supersededBy != newestClaim) {
+        supersededBy = newestClaim;
+        LOG.info("{} garbage collection round {}: skipped; this instance's query run has "
+            + "epoch {} and a later run claimed epoch {}, which collects instead", identity,
+            round, epoch, newestClaim);
+      }
+      return new GcStats(round, knownNewestVersion, -1, listing.size(), 0, 0, listRequests, 0,
+          0, 0, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+    }
     Reachability.Plan plan = Reachability.plan(listing, knownNewestVersion,
         settings.versionsToRetain());
     long grace = settings.gracePeriodMillis();

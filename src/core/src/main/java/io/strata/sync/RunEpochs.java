@@ -37,7 +37,8 @@ final class RunEpochs {
   private final ObjectStore objects;
   private final String runId;
   private final Clock clock;
-  private long epoch = -1;
+  /** Read by garbage-collection rounds without the store's monitor. */
+  private volatile long epoch = -1;
   private long newest = -1;
 
   RunEpochs(StoreIdentity identity, ObjectStore objects, String runId, Clock clock) {
@@ -92,35 +93,11 @@ final class RunEpochs {
       return epoch;
     }
     for (int tries = 0; tries < MAX_TRIES; tries++) {
-      List<ObjectInfo> listed = objects.list(StoreLayout.RUNS);
-      TreeSet<Long> claims = new TreeSet<>();
-      Map<Long, String> runs = new HashMap<>();
-      for (ObjectInfo o : listed) {
-        long c = StoreLayout.claimEpochOf(o.key());
-        if (c > 0) {
-          claims.add(c);
-        }
-        long m = StoreLayout.markerEpochOf(o.key());
-        if (m > 0) {
-          runs.put(m, StoreLayout.markerRunOf(o.key()));
-        }
+      long[] mineAndMax = lookUp(true);
+      if (mineAndMax[0] > 0) {
+        return found(mineAndMax[0], mineAndMax[1]);
       }
-      long mine = -1;
-      for (long c : claims.descendingSet()) {
-        String run = runs.containsKey(c) ? runs.get(c) : readClaim(c);
-        if (runId.equals(run)) {
-          mine = c;
-          if (!runs.containsKey(c)) {
-            writeMarker(c); // the claimer died between its two PUTs: complete its claim
-          }
-          break;
-        }
-      }
-      long max = claims.isEmpty() ? 0 : claims.last();
-      if (mine > 0) {
-        return found(mine, max);
-      }
-      long next = max + 1;
+      long next = mineAndMax[1] + 1;
       RunClaim claim = new RunClaim(identity.id(), next, runId, clock.millis());
       try {
         objects.putIfAbsent(StoreLayout.runClaim(next), ObjectBody.of(claim.encode()));
@@ -135,6 +112,58 @@ final class RunEpochs {
     }
     throw new IOException("Cannot claim an epoch for " + identity + " run " + runId + ": "
         + MAX_TRIES + " claims in a row lost races under " + objects.describe(StoreLayout.RUNS));
+  }
+
+  /**
+   * For a read-only load: this run's epoch if it claimed one (one LIST the first time), else
+   * -1, and nothing is written: a run that only reads (Spark's state data source gives every
+   * scan a new run id) needs no epoch, no write permission and leaves nothing behind. A later
+   * {@link #epoch()} claims one if the run then writes.
+   *
+   * @throws IOException if storage fails
+   */
+  long find() throws IOException {
+    if (epoch > 0) {
+      return epoch;
+    }
+    long[] mineAndMax = lookUp(false);
+    if (mineAndMax[0] > 0) {
+      return found(mineAndMax[0], mineAndMax[1]);
+    }
+    return -1;
+  }
+
+  /**
+   * One LIST of {@code runs/}: {this run's epoch or -1, the greatest claimed epoch or 0}. With
+   * {@code complete}, a claim of this run without its marker gets the marker (its claimer died
+   * between its PUTs; a read-only caller leaves that to a writing one).
+   */
+  private long[] lookUp(boolean complete) throws IOException {
+    List<ObjectInfo> listed = objects.list(StoreLayout.RUNS);
+    TreeSet<Long> claims = new TreeSet<>();
+    Map<Long, String> runs = new HashMap<>();
+    for (ObjectInfo o : listed) {
+      long c = StoreLayout.claimEpochOf(o.key());
+      if (c > 0) {
+        claims.add(c);
+      }
+      long m = StoreLayout.markerEpochOf(o.key());
+      if (m > 0) {
+        runs.put(m, StoreLayout.markerRunOf(o.key()));
+      }
+    }
+    long mine = -1;
+    for (long c : claims.descendingSet()) {
+      String run = runs.containsKey(c) ? runs.get(c) : readClaim(c);
+      if (runId.equals(run)) {
+        mine = c;
+        if (complete && !runs.containsKey(c)) {
+          writeMarker(c); // the claimer died between its two PUTs: complete its claim
+        }
+        break;
+      }
+    }
+    return new long[] {mine, claims.isEmpty() ? 0 : claims.last()};
   }
 
   private long found(long mine, long max) {

@@ -139,6 +139,9 @@ public final class SyncedStore implements AutoCloseable {
     this.valueSchema = valueSchema;
     this.clock = clock;
     this.pools = new TransferPools(identity, settings.transferThreads());
+    RunEpochs runEpochs = settings.epochKeys()
+        ? new RunEpochs(identity, objects, settings.run().get(), clock) : null;
+    this.epochs = runEpochs;
     GcSettings gcSettings = settings.gc();
     ManifestCache manifests = new ManifestCache((int) Math.min(10_000L,
         gcSettings.versionsToRetain()
@@ -146,15 +149,14 @@ public final class SyncedStore implements AutoCloseable {
     this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(), manifests);
     this.restorer = new Restorer(identity, objects, pools.transfers(), settings.memory());
     this.gc = new GcTrigger(gcSettings, clock,
-        new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings), this);
+        new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,
+            () -> runEpochs == null ? -1 : runEpochs.known()), this);
     this.integrity = new LocalIntegrity(identity, localDir);
     this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
         gcSettings.gracePeriodMillis());
     this.building = new VersionBuilder(identity, objects, gc);
     this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
     this.reads = new LocalReads(identity, db, integrity, this);
-    this.epochs = settings.epochKeys()
-        ? new RunEpochs(identity, objects, settings.run().get(), clock) : null;
   }
 
   /** Which store this is. */
@@ -203,6 +205,22 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IllegalStateException if the store is closed
    */
   public synchronized void load(long version, Optional<String> attempt) throws IOException {
+    load(version, attempt, false);
+  }
+
+  /**
+   * As {@link #load(long, Optional)}; a {@code readOnly} load (Spark's read stores, the state
+   * data source) of a query run that has not claimed its epoch in this store finds it without
+   * claiming one (checkpoint format 1): it writes nothing, and needs no write permission. The
+   * first write of such a run ({@link #prepareWrite}, or {@link #commit}) claims it.
+   *
+   * @param readOnly true if the caller will not commit this load (it may still {@link
+   *     #prepareWrite} later)
+   * @throws StateLoadException as {@link #load(long, Optional)}
+   * @throws IOException as {@link #load(long, Optional)}
+   */
+  public synchronized void load(long version, Optional<String> attempt, boolean readOnly)
+      throws IOException {
     ensureOpen();
     if (version < 0) {
       throw new IllegalArgumentException("version must be >= 0, was " + version);
@@ -212,7 +230,7 @@ public final class SyncedStore implements AutoCloseable {
       invalidateLocal();
     }
     if (epochs != null) {
-      claimEpoch(version);
+      claimEpoch(version, readOnly);
     }
     building.reset(db.committedFamilies());
     db.sweep(snapshots.running());
@@ -252,13 +270,18 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   /**
-   * Finds (first load: one LIST) or claims (plus two create-only PUTs) this run's epoch, and
-   * refuses to load for a run a later run has superseded, as far as this instance has seen.
+   * Finds (first load: one LIST) or, unless {@code readOnly}, claims (plus two create-only
+   * PUTs) this run's epoch, and refuses to load for a run a later run has superseded, as far as
+   * this instance has seen.
    */
-  private void claimEpoch(long version) throws IOException {
+  private void claimEpoch(long version, boolean readOnly) throws IOException {
     if (epochs.known() < 0) {
       try {
-        epochs.epoch();
+        if (readOnly) {
+          epochs.find();
+        } else {
+          epochs.epoch();
+        }
       } catch (StateLoadException e) {
         throw e;
       } catch (IOException e) {
@@ -278,6 +301,22 @@ public final class SyncedStore implements AutoCloseable {
         + ") was superseded by a later run of the query (epoch " + epochs.newestSeen() + "); "
         + "this is a task of a stopped or restarted run (a zombie), whose state must not be "
         + "used", null);
+  }
+
+  /**
+   * Readies a store loaded read-only for writing (Spark 4.1's read-to-write upgrade): claims the
+   * query run's epoch if it has none in this store yet (checkpoint format 1; one LIST and two
+   * create-only PUTs, once per run and store). No request otherwise.
+   *
+   * @throws StateLoadException if the epoch cannot be found or claimed, or the run is fenced
+   * @throws IllegalStateException if nothing is loaded, or the store is closed
+   */
+  public synchronized void prepareWrite() throws IOException {
+    ensureOpen();
+    db.require();
+    if (epochs != null) {
+      claimEpoch(db.version(), false);
+    }
   }
 
   /** The query run's epoch this instance commits under, or -1 (no run, or format 2). */
@@ -470,12 +509,14 @@ public final class SyncedStore implements AutoCloseable {
     LocalStore l = db.require();
     long newVersion = db.version() + 1;
     String attempt = building.attemptForCommit();
-    if (epochs != null && (epochs.known() < 0 || epochs.fenced())) {
-      // Never reached after a successful load (it claims the epoch and checks the fence).
+    if (epochs != null && epochs.known() < 0) {
+      claimEpoch(db.version(), false); // loaded read-only, then written without prepareWrite()
+    }
+    if (epochs != null && epochs.fenced()) {
+      // Never reached after a successful load (it checks the fence).
       throw new IOException("Cannot commit " + identity + " version " + newVersion + ": query run "
-          + epochs.runId() + (epochs.known() < 0 ? " has no epoch in this store"
-              : " (epoch " + epochs.known() + ") was superseded by epoch "
-                  + epochs.newestSeen()));
+          + epochs.runId() + " (epoch " + epochs.known() + ") was superseded by epoch "
+          + epochs.newestSeen());
     }
     long epoch = epochs == null ? 0 : epochs.known();
     long generation = 1;

@@ -94,7 +94,19 @@ final class VersionObjectReader {
       return readAt(version, key(version, attempt.get()), attempt.get());
     }
     Located at = locate(version);
-    return readAt(version, at.key(), at.attempt());
+    try {
+      return readAt(version, at.key(), at.attempt());
+    } catch (StateLoadException e) {
+      if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND && at.generation() == 0) {
+        // Neither a generation under the prefix nor the layout-1 object.
+        throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
+            "Cannot load " + identity + " version " + version + ": no version object under "
+                + objects.describe(StoreLayout.versionPrefix(version)) + " nor "
+                + objects.describe(at.key()) + " (the version was never committed, or its "
+                + "version object was deleted)", e);
+      }
+      throw e;
+    }
   }
 
   /**

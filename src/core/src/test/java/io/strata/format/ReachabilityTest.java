@@ -73,17 +73,23 @@ class ReachabilityTest {
   }
 
   @Test
-  void newestComesFromTheListingOrTheCallerWhicheverIsGreater() {
+  void newestIsTheCallersOwnVersionOrWithoutOneTheListings() {
     List<Reachability.Listed> listing = List.of(old(StoreLayout.versionObject(1)),
         old(StoreLayout.versionObject(2)), old(StoreLayout.versionObject(9, A1)));
-    Reachability.Plan fromListing = Reachability.plan(listing, 4, 3);
-    assertEquals(9, fromListing.newestVersion(), "a stale caller (4) never lowers the newest");
+    Reachability.Plan fromCaller = Reachability.plan(listing, 4, 3);
+    assertEquals(4, fromCaller.newestVersion(),
+        "versions listed above the caller's (an earlier run's above a rewind point, or another "
+            + "instance's ahead) never lift the window");
+    assertEquals(1, fromCaller.oldestRetainedVersion(), "4 - 3, Spark's rule");
+    assertEquals(List.of(StoreLayout.versionObject(1), StoreLayout.versionObject(2),
+        StoreLayout.versionObject(9, A1)), keys(fromCaller.roots()));
+    Reachability.Plan fromListing = Reachability.plan(listing, -1, 3);
+    assertEquals(9, fromListing.newestVersion(), "a caller with no version: the listing's");
     assertEquals(6, fromListing.oldestRetainedVersion(), "9 - 3, Spark's rule");
-    assertEquals(List.of(StoreLayout.versionObject(9, A1)),
-        fromListing.roots().stream().map(Reachability.Listed::key).toList());
-    Reachability.Plan fromCaller = Reachability.plan(listing, 12, 3);
-    assertEquals(12, fromCaller.newestVersion());
-    assertEquals(List.of(StoreLayout.versionObject(9, A1)), keys(fromCaller.roots()),
+    assertEquals(List.of(StoreLayout.versionObject(9, A1)), keys(fromListing.roots()));
+    Reachability.Plan later = Reachability.plan(listing, 12, 3);
+    assertEquals(12, later.newestVersion());
+    assertEquals(List.of(StoreLayout.versionObject(9, A1)), keys(later.roots()),
         "12 - 3 = 9 is the oldest retained version");
     assertEquals(List.of(), keys(Reachability.plan(listing, 13, 3).roots()));
     assertThrows(IllegalArgumentException.class, () -> Reachability.plan(listing, 1, 0));
