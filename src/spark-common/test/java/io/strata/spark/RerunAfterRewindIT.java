@@ -244,9 +244,20 @@ class RerunAfterRewindIT {
             + "would have shown)");
   }
 
+  /**
+   * Checkpoint format 2 in a new driver JVM costs three driver starts per run; it was right
+   * before query runs existed, so it runs on one line (4.1); format 1 runs on every line.
+   */
+  private static void format2NewDriversOnlyOn41(int format) {
+    org.junit.jupiter.api.Assumptions.assumeTrue(format == 1
+        || io.strata.testkit.SparkLineCondition.currentLine().map("4.1"::equals).orElse(true),
+        "checkpoint format 2 with new driver JVMs runs on Spark 4.1 only");
+  }
+
   @ParameterizedTest(name = "checkpoint format {0}")
   @ValueSource(ints = {1, 2})
   void rewindRestartedInANewDriverOnWipedLocalDirs(int format) throws Exception {
+    format2NewDriversOnlyOn41(format);
     rewindAndCompare("rewind-new-driver-f" + format, format, Restart.NEW_DRIVER_WIPED, 0);
   }
 
@@ -311,6 +322,7 @@ class RerunAfterRewindIT {
   @ValueSource(ints = {1, 2})
   void aZombieOfTheOlderRunCommitsAfterTheNewRunCommittedTheSameAndLaterVersions(int format)
       throws Exception {
+    format2NewDriversOnlyOn41(format);
     String name = "zombie-f" + format;
     Path base = Files.createDirectories(h.work.resolve(name + "-" + UUID.randomUUID()));
     Path in = Files.createDirectories(base.resolve("in"));
@@ -336,8 +348,11 @@ class RerunAfterRewindIT {
       rewind(strata, 8, 9);
       forget(outBase, 8, 9);
       forget(outStrata, 8, 9);
-      writeBatch(in, 10);
-      writeBatch(in, 11);
+      // The re-run of batch 8 takes files 8 to 10 (the file source plans anew), 9 takes 11 and
+      // 10 takes 12: the new run reaches version 11, which the first run never committed.
+      for (int b = 10; b <= 12; b++) {
+        writeBatch(in, b);
+      }
       runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
       UUID second = runHere(SparkS3Harness.PROVIDER, strata, in, outStrata,
           base.resolve("local-2"), format);
@@ -369,7 +384,7 @@ class RerunAfterRewindIT {
       zombie11.close();
     }
 
-    writeBatch(in, 12);
+    writeBatch(in, 13);
     runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
     runInNewDriver(strata, in, outStrata, base.resolve("local-3"), format, name + "-r3");
     assertEquals(outputs(outBase), outputs(outStrata),

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.format.ColumnFamily;
 import io.strata.format.Manifest;
+import io.strata.format.ManifestCodec;
 import io.strata.spark.StreamingComparison.QueryDef;
 import io.strata.testkit.OnlyOnSparkLines;
 import java.io.IOException;
@@ -74,7 +75,9 @@ class TransformWithStateIT {
     assertTrue(res.output().values().stream().flatMap(List::stream)
         .anyMatch(s -> s.contains(":fired:")), "some event-time timers fired");
     for (Manifest m : newestManifests(res.checkpoint()).values()) {
-      assertEquals(2, m.formatVersion());
+      // column families (format 2), committed under a query run's epoch (format 3)
+      assertEquals(ManifestCodec.EPOCH_FORMAT_VERSION, m.formatVersion());
+      assertTrue(m.epoch() > 0, "committed under the query run's epoch");
       Map<String, Boolean> internal = new TreeMap<>();
       m.columnFamilies().families().forEach(f -> internal.put(f.name(), f.internal()));
       Map<String, Boolean> expected = Map.of("count", false, "recent", false, "buckets", false,
