@@ -115,7 +115,9 @@ class RuntimeJarCoexistenceIT {
             .stream().map(S3Object::key).forEach(keys::add);
       }
       for (int partition = 0; partition < 2; partition++) {
-        String v4 = CHECKPOINT + "state/0/" + partition + "/v/00000000000000000004.svo";
+        // checkpoint format 1 under a query run: version 4 in generation 1 (the first run)
+        String v4 = CHECKPOINT + "state/0/" + partition
+            + "/v/00000000000000000004/g0000000001.svo";
         assertTrue(keys.contains(v4), v4 + " in " + keys);
       }
       for (int batch = 0; batch < 4; batch++) {
