@@ -49,7 +49,10 @@ public final class Reachability {
 
   /** What a key is, by its shape ({@link StoreLayout}). */
   public enum Kind {
-    /** {@code v/<version>.svo} or {@code v/<version>/<attempt>.svo}. */
+    /**
+     * {@code v/<version>.svo}, {@code v/<version>/g<generation>.svo} (format 1) or {@code
+     * v/<version>/<attempt>.svo} (format 2).
+     */
     VERSION_OBJECT,
     /** {@code spill/<version>-<attempt>-<n>.sst}. */
     SPILL,

@@ -68,10 +68,12 @@ public final class StoreLayout {
   }
 
   /**
-   * Key of the one version object of {@code version} under checkpoint format 1: {@code
-   * v/<version>.svo}. Every attempt of the version writes it create-only ({@code If-None-Match:
-   * *}), so the first attempt to commit wins and a late, zombie or speculative attempt can never
-   * replace it (docs/format.md, "Attempts and zombies").
+   * Key of the layout-1 version object of {@code version} under checkpoint format 1: {@code
+   * v/<version>.svo}, written by stores without a query run (callers outside Spark) and by
+   * builds before query runs; a query run writes {@link #generationVersionObject} instead, and
+   * a load reads this key as generation 0. Every attempt writes it create-only ({@code
+   * If-None-Match: *}), so the first attempt to commit wins and a late, zombie or speculative
+   * attempt can never replace it (docs/format.md, "Attempts and zombies").
    */
   public static String versionObject(long version) {
     requireVersion(version);

@@ -18,8 +18,9 @@ import java.util.Optional;
  * @param memory native memory limits of the local database (see {@link SharedMemory})
  * @param gc retention and garbage collection
  * @param run Spark's query run id ({@code sql.streaming.runId}); under checkpoint format 1 the
- *     run claims an epoch in the store and commits {@code v/<version>/e<epoch>.svo}, which
- *     supersedes older runs' objects of that version (docs/format.md, "Query runs and epochs").
+ *     run claims an epoch in the store when it first writes, and commits {@code
+ *     v/<version>/g<generation>.svo}, the next generation after an older run's object of that
+ *     version, which it supersedes (docs/format.md, "Query runs, epochs and generations").
  *     Empty: the layout-1 key {@code v/<version>.svo}, first writer wins across everything
  *     (callers outside Spark; ignored under format 2)
  */
