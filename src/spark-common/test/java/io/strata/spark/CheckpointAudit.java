@@ -61,10 +61,25 @@ final class CheckpointAudit {
         }
       }
     }
+    // A superseded format-1 generation (an earlier run's object of a version a later run
+    // re-committed) is read by no load: what only it names may be collected.
+    Map<String, Long> greatestGeneration = new HashMap<>();
+    for (String key : keys) {
+      int v = key.lastIndexOf("/v/");
+      String rel = key.substring(v + 1);
+      greatestGeneration.merge(key.substring(0, v + 1) + StoreLayout.versionOf(rel),
+          StoreLayout.generationOf(rel), Math::max);
+    }
     for (String key : keys) {
       Path f = root.resolve(key);
       int v = key.lastIndexOf("/v/");
       String storeRoot = key.substring(0, v + 1);
+      String rel = key.substring(v + 1);
+      long generation = StoreLayout.generationOf(rel);
+      if (generation >= 0 && generation
+          < greatestGeneration.get(storeRoot + StoreLayout.versionOf(rel))) {
+        continue;
+      }
       if (StoreLayout.versionOf(key.substring(v + 1))
           <= newest.get(storeRoot) - (long) retained) {
         continue;
