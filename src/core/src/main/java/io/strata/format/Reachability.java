@@ -30,6 +30,14 @@ import java.util.Set;
  *       old its version.
  *   <li>A spill delta of a version {@code >= N} is retained: it belongs to a batch that may still
  *       be running (its commit has not happened yet, or is the newest).
+ *   <li>A published snapshot ({@code b/...bsm}) that a root can use ({@link
+ *       #usablePublishedSnapshots}: its version lies after the root's base and not after the
+ *       root, and the root's lineage tip there equals the snapshot's) is retained, and so is
+ *       every file it names (the caller adds both to the named keys). A published snapshot no
+ *       root can use is garbage once older than the grace period; a round that deletes one
+ *       deletes nothing else, so the files it named go in a later round, after the published
+ *       object that named them is gone: a load that listed it finds its files or falls back to
+ *       its manifest's own chain.
  *   <li>Keys the caller protects (its own pending base snapshot, its in-flight spills) are
  *       retained.
  *   <li>Anything else is garbage once it is at least the grace period old by its last-modified
@@ -57,6 +65,8 @@ public final class Reachability {
     SNAPSHOT_SST,
     /** {@code snap/<version>-<attempt>-<32 hex>.pack}. */
     SNAPSHOT_PACK,
+    /** {@code b/<version>-<tip>-<32 hex>.bsm}: a published snapshot ({@link PublishedSnapshot}). */
+    PUBLISHED_SNAPSHOT,
     /** Anything else: never touched by garbage collection. */
     FOREIGN
   }
@@ -112,10 +122,12 @@ public final class Reachability {
    * @param protectedByCaller objects kept because the caller protected them
    * @param young unreferenced objects kept because they are younger than the grace period
    * @param foreign keys of other shapes, never touched
+   * @param heldForPublished garbage kept this round because the round deletes a published
+   *     snapshot, which goes alone (the rest goes in a later round)
    */
   public record Verdict(List<Listed> garbage, int retainedVersionObjects, int named,
       int pinnedOldVersionObjects, int inFlightSpills, int protectedByCaller, int young,
-      int foreign) {
+      int foreign, int heldForPublished) {
     public Verdict {
       garbage = List.copyOf(garbage);
     }
@@ -143,6 +155,9 @@ public final class Reachability {
     }
     if (StoreLayout.snapshotPackVersionOf(key) >= 0) {
       return Kind.SNAPSHOT_PACK;
+    }
+    if (StoreLayout.publishedSnapshotVersionOf(key) >= 0) {
+      return Kind.PUBLISHED_SNAPSHOT;
     }
     return Kind.FOREIGN;
   }
@@ -232,6 +247,7 @@ public final class Reachability {
       throw new IllegalArgumentException("graceMillis must be >= 0, was " + graceMillis);
     }
     List<Listed> versionObjects = new ArrayList<>();
+    List<Listed> published = new ArrayList<>();
     List<Listed> others = new ArrayList<>();
     int retained = 0;
     int keptNamed = 0;
@@ -274,14 +290,61 @@ public final class Reachability {
         young++;
         continue;
       }
-      (kind == Kind.VERSION_OBJECT ? versionObjects : others).add(l);
+      (kind == Kind.VERSION_OBJECT ? versionObjects
+          : kind == Kind.PUBLISHED_SNAPSHOT ? published : others).add(l);
+    }
+    int held = 0;
+    if (!published.isEmpty()) {
+      // A published snapshot goes alone: whatever else is garbage (the files it may name among
+      // it) waits for a later round, so a load that listed it finds its files or falls back.
+      held = versionObjects.size() + others.size();
+      versionObjects = new ArrayList<>();
+      others = new ArrayList<>();
     }
     versionObjects.sort(Comparator.comparing(Listed::key));
+    published.sort(Comparator.comparing(Listed::key));
     others.sort(Comparator.comparing(Listed::key));
     List<Listed> garbage = new ArrayList<>(versionObjects);
+    garbage.addAll(published);
     garbage.addAll(others);
     return new Verdict(garbage, retained, keptNamed, pinned, inFlight, keptProtected, young,
-        foreign);
+        foreign, held);
+  }
+
+  /**
+   * The published snapshots in {@code listing} that a root can use: a key {@code
+   * b/<s>-<tip>-<uuid>.bsm} is usable if some root's {@link PublishedSnapshot.TipIndex} has the
+   * tip hash {@code tip} at version {@code s} (decided from the key alone; a hash collision only
+   * keeps more). The caller keeps these and every file they name.
+   *
+   * @param listing the round's listing
+   * @param roots the lineage tips of every root's manifest
+   */
+  public static Set<String> usablePublishedSnapshots(List<Listed> listing,
+      java.util.Collection<PublishedSnapshot.TipIndex> roots) {
+    Set<String> out = new HashSet<>();
+    for (Listed l : listing) {
+      long s = StoreLayout.publishedSnapshotVersionOf(l.key());
+      if (s < 0) {
+        continue;
+      }
+      long tip = StoreLayout.publishedSnapshotTipOf(l.key());
+      for (PublishedSnapshot.TipIndex root : roots) {
+        java.util.OptionalLong h = root.hashAt(s);
+        if (h.isPresent() && h.getAsLong() == tip) {
+          out.add(l.key());
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Every object key {@code p} names: its files. */
+  public static Set<String> namedKeys(PublishedSnapshot p) {
+    Set<String> keys = new HashSet<>();
+    p.files().forEach(f -> keys.add(f.file().key()));
+    return keys;
   }
 
   /** Every object key {@code m} names: its base snapshot's files and its deltas. */

@@ -1,6 +1,7 @@
 package io.strata.sync;
 
 import io.strata.format.Manifest;
+import io.strata.format.PublishedSnapshot;
 import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
 import io.strata.metrics.GcStats;
@@ -39,14 +40,17 @@ final class GarbageCollector {
   private final ManifestCache cache;
   private final ExecutorService readers;
   private final GcSettings settings;
+  private final PublishedSnapshots published;
 
   /**
    * @param objects the store's object store (for the listing and the deletes)
    * @param reader reads the manifests of the roots (and owns the cache of what they name)
    * @param readers the pool the manifest reads run on (borrowed, not shut down here)
+   * @param published reads the published snapshots a root can use (for the files they name)
    */
   GarbageCollector(StoreIdentity identity, ObjectStore objects, VersionObjectReader reader,
-      ExecutorService readers, GcSettings settings) {
+      ExecutorService readers, GcSettings settings, PublishedSnapshots published) {
+    this.published = published;
     this.identity = identity;
     this.objects = objects;
     this.reader = reader;
@@ -95,7 +99,21 @@ final class GarbageCollector {
     int reads = 0;
     if (!upperBound.garbage().isEmpty()) {
       Set<String> named = new HashSet<>();
-      reads = readNamedKeys(plan, named);
+      List<PublishedSnapshot.TipIndex> tips = new ArrayList<>();
+      reads = readNamedKeys(plan, named, tips);
+      // A published snapshot a root can use stays, with every file it names.
+      for (String key : Reachability.usablePublishedSnapshots(listing, tips)) {
+        PublishedSnapshot p;
+        try {
+          p = published.read(key);
+        } catch (IOException e) {
+          throw new IOException("Cannot collect garbage of " + identity + ": a usable "
+              + "published snapshot cannot be read, so nothing is deleted this round: "
+              + e.getMessage(), e);
+        }
+        named.add(key);
+        named.addAll(Reachability.namedKeys(p));
+      }
       verdict = Reachability.garbage(listing, plan, named, protectedKeys, nowMillis, grace);
     }
 
@@ -108,6 +126,7 @@ final class GarbageCollector {
         objects.delete(keys);
       } finally {
         cache.removeAll(keys);
+        published.removeAll(keys);
       }
       FaultPoints.pass(FaultPoints.GC_AFTER_DELETE);
     }
@@ -138,17 +157,20 @@ final class GarbageCollector {
   }
 
   /**
-   * Adds every key the roots' manifests name to {@code named}, reading (in parallel) those not
-   * cached.
+   * Adds every key the roots' manifests name to {@code named} and their lineage tips to {@code
+   * tips}, reading (in parallel) those not cached.
    *
    * @return the number of manifests read from the object store
    * @throws IOException if any root cannot be read
    */
-  private int readNamedKeys(Reachability.Plan plan, Set<String> named) throws IOException {
+  private int readNamedKeys(Reachability.Plan plan, Set<String> named,
+      List<PublishedSnapshot.TipIndex> tips) throws IOException {
     List<Future<Manifest>> futures = new ArrayList<>();
     List<Reachability.Listed> reading = new ArrayList<>();
     for (Reachability.Listed root : plan.roots()) {
-      if (cache.addNamedKeys(root.key(), root.size(), named)) {
+      PublishedSnapshot.TipIndex cached = cache.tips(root.key(), root.size());
+      if (cached != null && cache.addNamedKeys(root.key(), root.size(), named)) {
+        tips.add(cached);
         continue;
       }
       long version = StoreLayout.versionOf(root.key());
@@ -164,6 +186,7 @@ final class GarbageCollector {
       Manifest m = read.get(i);
       cache.put(reading.get(i).key(), reading.get(i).size(), m);
       named.addAll(Reachability.namedKeys(m));
+      tips.add(PublishedSnapshot.TipIndex.of(m));
     }
     return futures.size();
   }

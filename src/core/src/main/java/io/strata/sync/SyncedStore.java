@@ -81,7 +81,12 @@ import org.slf4j.LoggerFactory;
  */
 public final class SyncedStore implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SyncedStore.class);
-  /** How long {@link #close()} waits for a snapshot upload to stop, ms. */
+  /**
+   * How long {@link #close()} lets a running snapshot upload finish (and publish) before it
+   * cancels it, ms.
+   */
+  static final long FINISH_WAIT_MS = 30_000;
+  /** How long {@link #close()} then waits for a cancelled snapshot upload to stop, ms. */
   static final long CLOSE_WAIT_MS = 30_000;
 
   private final StoreIdentity identity;
@@ -95,6 +100,7 @@ public final class SyncedStore implements AutoCloseable {
   private final Restorer restorer;
   private final GcTrigger gc;
   private final BaseSnapshotUploader snapshots;
+  private final PublishedSnapshots published;
   private final LocalIntegrity integrity;
   private final LocalReads reads;
   /** This instance's query run and its epoch (checkpoint format 1 with a run), else null. */
@@ -145,11 +151,13 @@ public final class SyncedStore implements AutoCloseable {
             + 2L * Math.max(gcSettings.roundInterval(), settings.snapshotInterval()) + 16));
     this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(), manifests);
     this.restorer = new Restorer(identity, objects, pools.transfers(), settings.memory());
+    this.published = new PublishedSnapshots(identity, objects, clock);
     this.gc = new GcTrigger(gcSettings, clock,
-        new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings), this);
+        new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings, published),
+        this);
     this.integrity = new LocalIntegrity(identity, localDir);
     this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
-        gcSettings.gracePeriodMillis());
+        gcSettings.gracePeriodMillis(), published);
     this.building = new VersionBuilder(identity, objects, gc);
     this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
     this.reads = new LocalReads(identity, db, integrity, this);
@@ -246,9 +254,71 @@ public final class SyncedStore implements AutoCloseable {
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
-    Restorer.Restored r = restorer.restore(m, db.newDbDir(), db.tmpDir(), start);
-    replaceLocal(r.store(), m, m.version());
-    lastRestore = r.stats();
+    Optional<PublishedSnapshots.Found> found = published.find(m);
+    Restorer.Restored r = null;
+    if (found.isPresent()) {
+      try {
+        r = restorer.restore(found.get().snapshot().rebase(m), db.newDbDir(), db.tmpDir(),
+            start);
+      } catch (IOException e) {
+        if (Thread.currentThread().isInterrupted()) {
+          throw e;
+        }
+        // Its files are gone (a round deleted them after this LIST) or corrupt: the manifest
+        // alone can still serve the load.
+        LOG.warn("{} version {}: cannot restore from published snapshot {} of version {} ({}); "
+            + "restoring from the manifest's own chain", identity, version,
+            objects.describe(found.get().key()), found.get().snapshot().version(),
+            e.getMessage());
+      }
+    }
+    if (r != null) {
+      replaceLocal(r.store(), m, m.version());
+      PublishedSnapshots.Found f = found.get();
+      snapshots.restoredFrom(f.snapshot().snapshot(), db.generation(), f.listedMillis(),
+          f.listedNanos());
+      lastRestore = r.stats().fromPublished();
+    } else {
+      r = restorer.restore(m, db.newDbDir(), db.tmpDir(), start);
+      replaceLocal(r.store(), m, m.version());
+      lastRestore = r.stats();
+    }
+    if (lastRestore.deltasReplayed() >= settings.snapshotInterval()) {
+      scheduleSnapshot();
+    }
+  }
+
+  /**
+   * After a cold load that replayed a long chain: takes a checkpoint of the loaded version now
+   * (hard links, under the monitor) and uploads and publishes it on the store's background
+   * thread, never on the commit path, so the next cold load is short. {@link #close()} lets it
+   * finish. A failure is logged (the next maintenance or cold load tries again). Monitor held.
+   */
+  private void scheduleSnapshot() {
+    BaseSnapshotUploader.Job job;
+    try {
+      job = checkpointIfDue(true);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("{} version {}: cannot take a checkpoint for a base snapshot after a long "
+          + "restore: {}", identity, db.version(), e.toString());
+      return;
+    }
+    if (job == null) {
+      return;
+    }
+    try {
+      pools.background().submit(() -> {
+        try {
+          runSnapshot(job);
+        } catch (IOException | RuntimeException e) {
+          LOG.warn("{} version {}: base snapshot after a long restore failed: {}", identity,
+              job.manifest().version(), e.toString());
+        }
+        return null;
+      });
+    } catch (RuntimeException e) { // rejected: the pools are closed
+      snapshots.abandon(job, this);
+    }
   }
 
   /**
@@ -759,12 +829,17 @@ public final class SyncedStore implements AutoCloseable {
     if (job == null) {
       return false;
     }
+    runSnapshot(job);
+    return true;
+  }
+
+  /** Uploads, publishes and offers the snapshot of {@code job} ({@link BaseSnapshotUploader#run}). */
+  private void runSnapshot(BaseSnapshotUploader.Job job) throws IOException {
     long t0 = System.nanoTime();
     BaseSnapshot snapshot = snapshots.run(job, this, gen -> gen == db.generation() && !closed);
     lastSnapshotVersion = job.manifest().version();
     LOG.debug("{} uploaded base snapshot of version {} ({} files) in {} ms", identity,
         job.manifest().version(), snapshot.files().size(), ms(System.nanoTime() - t0));
-    return true;
   }
 
   /**
@@ -794,18 +869,36 @@ public final class SyncedStore implements AutoCloseable {
       db.deleteQuietly(cpDir);
       throw e;
     }
+    // The lineage as the local database holds it: rebased on the pending snapshot (one this
+    // instance restored from, or uploaded) when the next commit would name it, so its files are
+    // reused rather than uploaded again.
+    Manifest source = db.manifest();
+    if (pending.isPresent() && pending.get().version() > source.base().map(BaseSnapshot::version)
+        .orElse(0L)) {
+      source = rebase(source, pending.get());
+    }
     BaseSnapshotUploader.Job job =
-        new BaseSnapshotUploader.Job(cpDir, db.manifest(), db.generation(), clock.millis(),
+        new BaseSnapshotUploader.Job(cpDir, source, db.generation(), clock.millis(),
             System.nanoTime());
     snapshots.started(job);
     return job;
   }
 
+  /** {@code m} with base {@code b} (a snapshot of a version on its lineage) and the deltas after. */
+  private static Manifest rebase(Manifest m, BaseSnapshot b) {
+    return new Manifest(m.formatVersion(), m.storeId(), m.version(), m.attempt(),
+        m.parentVersion(), m.parentAttempt(), Optional.of(b),
+        m.deltas().stream().filter(d -> d.version() > b.version()).toList(), m.keySchema(),
+        m.valueSchema(), m.numKeys(), m.createdAtMillis(), m.columnFamilies(), m.epoch());
+  }
+
   /**
-   * Closes the store: waits for a running commit, spill or load (the monitor), cancels the
-   * transfers of a snapshot upload and waits up to {@value #CLOSE_WAIT_MS} ms for it to stop,
-   * then closes the local database, the object store, and deletes the local directory; the
-   * store's thread pools are shut down. Idempotent.
+   * Closes the store: waits for a running commit, spill or load (the monitor); lets a running
+   * snapshot upload finish and publish for up to {@value #FINISH_WAIT_MS} ms (so a one-batch
+   * run still publishes the snapshot its cold load scheduled), then cancels its transfers and
+   * waits up to {@value #CLOSE_WAIT_MS} ms more for it to stop; then closes the local database,
+   * the object store, and deletes the local directory; the store's thread pools are shut down.
+   * Idempotent.
    */
   @Override
   public synchronized void close() {
@@ -813,8 +906,9 @@ public final class SyncedStore implements AutoCloseable {
       return;
     }
     closed = true;
+    boolean interrupted = snapshots.awaitFinished(this, FINISH_WAIT_MS);
     pools.close();
-    boolean interrupted = snapshots.awaitStopped(this, CLOSE_WAIT_MS);
+    interrupted |= snapshots.awaitStopped(this, CLOSE_WAIT_MS);
     try {
       db.closeDatabase();
       objects.close();

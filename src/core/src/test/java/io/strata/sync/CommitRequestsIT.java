@@ -122,7 +122,9 @@ class CommitRequestsIT {
   /**
    * A cold load lists the version's prefix once (which generation is the newest: a later query
    * run may have re-committed the version; docs/format.md, "Query runs, epochs and
-   * generations"), then reads the manifest and the files it names. (Before layout 2 this read
+   * generations"), reads the manifest, lists the published snapshots once ({@code b/}: none
+   * here, so no GET of one; docs/format.md, "Published snapshots"), then reads the files the
+   * manifest names. (Before layout 2 this read
    * {@code v/<version>.svo} directly and never listed: that was only right while the first
    * writer of a version won across query runs.)
    */
@@ -139,10 +141,11 @@ class CommitRequestsIT {
     try (SyncedStore fresh = open("c", "s3://commits/cold/state/0/0")) {
       fresh.load(3, Optional.empty());
       Map<String, Long> k = kinds(REQUESTS);
-      assertEquals(1L, k.get("LIST"), "one LIST of v/<version>/: " + REQUESTS);
+      assertEquals(2L, k.get("LIST"), "one LIST of v/<version>/ and one of b/: " + REQUESTS);
       assertTrue(REQUESTS.stream().filter(r -> r.kind().equals("LIST"))
-          .allMatch(r -> r.key().contains("v/00000000000000000003/")), "of the version's prefix: "
-          + REQUESTS);
+          .allMatch(r -> r.key().contains("v/00000000000000000003/")
+              || r.key().endsWith("/b/")), "of the version's prefix and the published "
+          + "snapshots': " + REQUESTS);
       assertEquals(null, k.get("PUT"));
       assertEquals(null, k.get("HEAD"));
       assertTrue(k.get("GET") >= 1 + 3, "manifest tail + 3 deltas: " + k);
@@ -178,7 +181,7 @@ class CommitRequestsIT {
       REQUESTS.clear();
       same.load(3, Optional.empty());
       Map<String, Long> k = kinds(REQUESTS);
-      assertEquals(2L, k.get("LIST"), "runs/ (this run's epoch) and v/<3>/: " + REQUESTS);
+      assertEquals(3L, k.get("LIST"), "runs/ (this run's epoch), v/<3>/ and b/: " + REQUESTS);
       assertEquals(null, k.get("PUT"), "another instance of the run claims nothing");
     }
     try (SyncedStore b = open("run-b", location, java.util.UUID.randomUUID().toString())) {
