@@ -32,12 +32,12 @@ import java.util.Set;
  *       be running (its commit has not happened yet, or is the newest).
  *   <li>A published snapshot ({@code b/...bsm}) that a root can use ({@link
  *       #usablePublishedSnapshots}: its version lies after the root's base and not after the
- *       root, and the root's lineage tip there equals the snapshot's) is retained, and so is
- *       every file it names (the caller adds both to the named keys). A published snapshot no
- *       root can use is garbage once older than the grace period; a round that deletes one
- *       deletes nothing else, so the files it named go in a later round, after the published
- *       object that named them is gone: a load that listed it finds its files or falls back to
- *       its manifest's own chain.
+ *       root, and the root's lineage tip there equals the snapshot's) is retained. Every file
+ *       that any listed published snapshot names is retained (the caller adds these keys to the
+ *       named ones), usable or not: a published snapshot no root can use is garbage once older
+ *       than the grace period, and the files it named become unnamed only once it is gone, so
+ *       they go in a later round than the object naming them (a load that listed it finds its
+ *       files, or falls back to its manifest's own chain).
  *   <li>Keys the caller protects (its own pending base snapshot, its in-flight spills) are
  *       retained.
  *   <li>Anything else is garbage once it is at least the grace period old by its last-modified
@@ -122,12 +122,11 @@ public final class Reachability {
    * @param protectedByCaller objects kept because the caller protected them
    * @param young unreferenced objects kept because they are younger than the grace period
    * @param foreign keys of other shapes, never touched
-   * @param heldForPublished garbage kept this round because the round deletes a published
-   *     snapshot, which goes alone (the rest goes in a later round)
+   * @param publishedSnapshots of {@code garbage}, the published snapshots no root can use
    */
   public record Verdict(List<Listed> garbage, int retainedVersionObjects, int named,
       int pinnedOldVersionObjects, int inFlightSpills, int protectedByCaller, int young,
-      int foreign, int heldForPublished) {
+      int foreign, int publishedSnapshots) {
     public Verdict {
       garbage = List.copyOf(garbage);
     }
@@ -293,14 +292,6 @@ public final class Reachability {
       (kind == Kind.VERSION_OBJECT ? versionObjects
           : kind == Kind.PUBLISHED_SNAPSHOT ? published : others).add(l);
     }
-    int held = 0;
-    if (!published.isEmpty()) {
-      // A published snapshot goes alone: whatever else is garbage (the files it may name among
-      // it) waits for a later round, so a load that listed it finds its files or falls back.
-      held = versionObjects.size() + others.size();
-      versionObjects = new ArrayList<>();
-      others = new ArrayList<>();
-    }
     versionObjects.sort(Comparator.comparing(Listed::key));
     published.sort(Comparator.comparing(Listed::key));
     others.sort(Comparator.comparing(Listed::key));
@@ -308,7 +299,7 @@ public final class Reachability {
     garbage.addAll(published);
     garbage.addAll(others);
     return new Verdict(garbage, retained, keptNamed, pinned, inFlight, keptProtected, young,
-        foreign, held);
+        foreign, published.size());
   }
 
   /**
@@ -340,7 +331,7 @@ public final class Reachability {
     return out;
   }
 
-  /** Every object key {@code p} names: its files. */
+  /** Every object key published snapshot {@code p} names: its files. */
   public static Set<String> namedKeys(PublishedSnapshot p) {
     Set<String> keys = new HashSet<>();
     p.files().forEach(f -> keys.add(f.file().key()));

@@ -101,18 +101,24 @@ final class GarbageCollector {
       Set<String> named = new HashSet<>();
       List<PublishedSnapshot.TipIndex> tips = new ArrayList<>();
       reads = readNamedKeys(plan, named, tips);
-      // A published snapshot a root can use stays, with every file it names.
-      for (String key : Reachability.usablePublishedSnapshots(listing, tips)) {
-        PublishedSnapshot p;
-        try {
-          p = published.read(key);
-        } catch (IOException e) {
-          throw new IOException("Cannot collect garbage of " + identity + ": a usable "
-              + "published snapshot cannot be read, so nothing is deleted this round: "
-              + e.getMessage(), e);
+      // A published snapshot a root can use stays; every file a listed one names stays (those
+      // of one no root can use go in a later round, once it is gone).
+      Set<String> usable = Reachability.usablePublishedSnapshots(listing, tips);
+      named.addAll(usable);
+      for (Reachability.Listed l : listing) {
+        if (Reachability.kindOf(l.key()) != Reachability.Kind.PUBLISHED_SNAPSHOT) {
+          continue;
         }
-        named.add(key);
-        named.addAll(Reachability.namedKeys(p));
+        try {
+          named.addAll(Reachability.namedKeys(published.read(l.key())));
+        } catch (StateLoadException e) {
+          if (e.reason() != StateLoadException.Reason.MISSING_FILE || usable.contains(l.key())) {
+            throw new IOException("Cannot collect garbage of " + identity + ": a published "
+                + "snapshot cannot be read, so nothing is deleted this round: "
+                + e.getMessage(), e);
+          }
+          // deleted by a concurrent round since the listing: it names nothing any more
+        }
       }
       verdict = Reachability.garbage(listing, plan, named, protectedKeys, nowMillis, grace);
     }
@@ -139,15 +145,17 @@ final class GarbageCollector {
     long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
     GcStats stats = new GcStats(round, plan.newestVersion(), plan.oldestRetainedVersion(),
         listing.size(), keys.size(), verdict.garbageBytes(), listRequests, reads,
-        deleteRequests, aborted, ms);
+        deleteRequests, aborted, ms, verdict.publishedSnapshots());
     if (!keys.isEmpty() || aborted > 0) {
       LOG.info("{} garbage collection round {} at version {}: deleted {} objects ({} bytes), "
           + "aborted {} uploads; kept {} retained version objects (versions >= {}), {} named "
           + "({} older version objects), {} in-flight spills, {} protected, {} younger than the "
-          + "grace period; {} manifest reads, {} ms", identity, round, plan.newestVersion(),
+          + "grace period; {} of the deleted were published snapshots no retained version can "
+          + "use; {} manifest reads, {} ms", identity, round, plan.newestVersion(),
           keys.size(), verdict.garbageBytes(), aborted, verdict.retainedVersionObjects(),
           plan.oldestRetainedVersion(), verdict.named(), verdict.pinnedOldVersionObjects(),
-          verdict.inFlightSpills(), verdict.protectedByCaller(), verdict.young(), reads, ms);
+          verdict.inFlightSpills(), verdict.protectedByCaller(), verdict.young(),
+          verdict.publishedSnapshots(), reads, ms);
     } else {
       LOG.debug("{} garbage collection round {} at version {}: nothing to delete ({} objects, "
           + "{} manifest reads, {} ms)", identity, round, plan.newestVersion(), listing.size(),

@@ -884,6 +884,20 @@ public final class SyncedStore implements AutoCloseable {
     return job;
   }
 
+  /**
+   * Waits up to {@code timeoutMs} for a running snapshot upload (such as one a long cold load
+   * scheduled) to finish. For tests.
+   *
+   * @return true if none is running any more
+   */
+  synchronized boolean awaitSnapshotUpload(long timeoutMs) {
+    boolean interrupted = snapshots.awaitFinished(this, timeoutMs);
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return snapshots.running() == null;
+  }
+
   /** {@code m} with base {@code b} (a snapshot of a version on its lineage) and the deltas after. */
   private static Manifest rebase(Manifest m, BaseSnapshot b) {
     return new Manifest(m.formatVersion(), m.storeId(), m.version(), m.attempt(),
