@@ -54,13 +54,18 @@ import org.slf4j.LoggerFactory;
  * is downloaded, unless {@link LocalIntegrity} finds it damaged: then it is dropped and the
  * version restored. Otherwise the manifest is read (with the attempt id known: one GET; else one
  * LIST of the version's prefix: the greatest generation, or the newest attempt, wins) and
- * {@link Restorer} rebuilds the version in a fresh directory. A version not found whose location holds another provider's
- * files fails with an error saying so.
+ * {@link Restorer} rebuilds the version in a fresh directory: from the newest published snapshot on
+ * the manifest's lineage ({@link PublishedSnapshots#find}, one LIST of {@code b/}) plus the
+ * deltas after it, or, if there is none or restoring it fails, from the manifest's own base and
+ * chain. A cold load that replayed at least {@code snapshotInterval} deltas schedules a snapshot
+ * of the loaded version on the store's background thread. A version not found whose location
+ * holds another provider's files fails with an error saying so.
  *
  * <h2>Background work</h2>
  * {@link #maintenance()} takes a RocksDB checkpoint of the committed version when {@code
  * snapshotInterval} versions passed since the last base and uploads it ({@link
- * BaseSnapshotUploader}; the next commit's manifest names it as its base), then runs a
+ * BaseSnapshotUploader}; it is published for every later load ({@link PublishedSnapshots}) and
+ * the next commit's manifest names it as its base), then runs a
  * garbage-collection round when {@link GcTrigger} says one is due (it keeps every object the
  * retained manifests name, plus this instance's pending snapshot, spills and loaded version;
  * see {@link Reachability}).
@@ -76,8 +81,9 @@ import org.slf4j.LoggerFactory;
  * {@link #abort} (the caller serialises tasks). {@link #maintenance()} and {@link #close()} may
  * run on another thread; state changes are serialised by this object's monitor, so close and
  * the checkpoint step of maintenance never overlap a commit, spill or load. The upload of a
- * snapshot runs outside the monitor; {@link #close()} cancels it and waits (up to {@value
- * #CLOSE_WAIT_MS} ms) for it to stop before it closes the object store and deletes the directory.
+ * snapshot runs outside the monitor; {@link #close()} lets it finish (up to {@value
+ * #FINISH_WAIT_MS} ms), then cancels it and waits (up to {@value #CLOSE_WAIT_MS} ms) for it to
+ * stop before it closes the object store and deletes the directory.
  */
 public final class SyncedStore implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SyncedStore.class);
