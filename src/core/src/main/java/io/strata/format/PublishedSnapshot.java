@@ -246,9 +246,6 @@ public record PublishedSnapshot(int formatVersion, String storeId, long version,
       throw new IllegalArgumentException("published snapshot of version " + version
           + " is not on the lineage of the manifest of version " + m.version());
     }
-    List<Delta> after = m.deltas().stream().filter(d -> d.version() > version).toList();
-    return new Manifest(m.formatVersion(), m.storeId(), m.version(), m.attempt(),
-        m.parentVersion(), m.parentAttempt(), Optional.of(snapshot()), after, m.keySchema(),
-        m.valueSchema(), m.numKeys(), m.createdAtMillis(), m.columnFamilies(), m.epoch());
+    return m.rebasedOn(snapshot());
   }
 }

@@ -260,7 +260,9 @@ public final class SyncedStore implements AutoCloseable {
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
-    Optional<PublishedSnapshots.Found> found = published.find(m);
+    // Nothing to replay after the manifest's base: no published snapshot can shorten it.
+    Optional<PublishedSnapshots.Found> found =
+        m.deltas().isEmpty() ? Optional.empty() : published.find(m);
     Restorer.Restored r = null;
     if (found.isPresent()) {
       try {
@@ -881,7 +883,7 @@ public final class SyncedStore implements AutoCloseable {
     Manifest source = db.manifest();
     if (pending.isPresent() && pending.get().version() > source.base().map(BaseSnapshot::version)
         .orElse(0L)) {
-      source = rebase(source, pending.get());
+      source = source.rebasedOn(pending.get());
     }
     BaseSnapshotUploader.Job job =
         new BaseSnapshotUploader.Job(cpDir, source, db.generation(), clock.millis(),
@@ -902,14 +904,6 @@ public final class SyncedStore implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     return snapshots.running() == null;
-  }
-
-  /** {@code m} with base {@code b} (a snapshot of a version on its lineage) and the deltas after. */
-  private static Manifest rebase(Manifest m, BaseSnapshot b) {
-    return new Manifest(m.formatVersion(), m.storeId(), m.version(), m.attempt(),
-        m.parentVersion(), m.parentAttempt(), Optional.of(b),
-        m.deltas().stream().filter(d -> d.version() > b.version()).toList(), m.keySchema(),
-        m.valueSchema(), m.numKeys(), m.createdAtMillis(), m.columnFamilies(), m.epoch());
   }
 
   /**
