@@ -153,6 +153,43 @@ class CommitRequestsIT {
   }
 
   /**
+   * A cold load that restores from a published snapshot (docs/format.md, "Published snapshots")
+   * spends one LIST of {@code b/} and one GET of the published object more than one from the
+   * manifest alone, and downloads only the snapshot's files and the deltas after it; a commit
+   * after it is still one PUT, and it writes nothing else.
+   */
+  @Test
+  void aColdLoadFromAPublishedSnapshotListsAndReadsItOnce() throws Exception {
+    String location = "s3://commits/published/state/0/0";
+    try (SyncedStore s = open("p", location)) {
+      s.load(0, Optional.empty());
+      for (int v = 1; v <= 4; v++) {
+        s.put(("k" + v).getBytes(StandardCharsets.UTF_8), new byte[8]);
+        s.commit();
+      }
+      assertTrue(s.snapshotNow(), "a snapshot of version 4");
+    }
+    REQUESTS.clear();
+    try (SyncedStore fresh = open("p-3", location)) {
+      fresh.load(4, Optional.empty());
+      Map<String, Long> k = kinds(REQUESTS);
+      assertEquals(2L, k.get("LIST"), "v/<4>/ and b/: " + REQUESTS);
+      assertEquals(1L, REQUESTS.stream().filter(r -> r.kind().equals("GET")
+          && r.key().contains("/b/")).count(), "one GET of the published snapshot: " + REQUESTS);
+      assertEquals(null, k.get("PUT"));
+      assertTrue(fresh.lastRestore().fromPublishedSnapshot(), "restored from it: "
+          + fresh.lastRestore());
+      assertEquals(0, fresh.lastRestore().deltasReplayed());
+      fresh.put("k5".getBytes(StandardCharsets.UTF_8), new byte[8]);
+      REQUESTS.clear();
+      CommitResult c = fresh.commit();
+      assertEquals(Map.of("PUT", 1L), kinds(REQUESTS), "commit after it: " + REQUESTS);
+      assertEquals(4, c.manifest().base().orElseThrow().version(),
+          "the commit names the published snapshot as its base");
+    }
+  }
+
+  /**
    * Checkpoint format 1 under a query run (docs/format.md, "Query runs, epochs and
    * generations"): the first load of an instance lists {@code runs/} once, and a run new to the
    * store claims its epoch with two create-only PUTs; a commit is still one PUT, a warm load
