@@ -116,6 +116,19 @@ public record Manifest(
     }
   }
 
+  /**
+   * This version as restored from {@code b}, a base snapshot of a version on its lineage: the
+   * same version, attempt, parent, keys, column families and epoch, with {@code b} as base and
+   * only the deltas after it.
+   *
+   * @throws IllegalArgumentException if {@code b} is newer than this version
+   */
+  public Manifest rebasedOn(BaseSnapshot b) {
+    return new Manifest(formatVersion, storeId, version, attempt, parentVersion, parentAttempt,
+        Optional.of(b), deltas.stream().filter(d -> d.version() > b.version()).toList(),
+        keySchema, valueSchema, numKeys, createdAtMillis, columnFamilies, epoch);
+  }
+
   /** Total bytes of every file this version is made of (base files plus deltas). */
   public long totalBytes() {
     long sum = 0;

@@ -194,19 +194,19 @@ public final class ManifestCodec {
     }
   }
 
-  private static void putRef(ObjectNode n, FileRef r) {
+  static void putRef(ObjectNode n, FileRef r) {
     n.put("key", r.key());
     n.put("offset", r.offset());
     n.put("length", r.length());
     n.put("xxhash64", Checksums.hex(r.checksum()));
   }
 
-  private static FileRef ref(JsonNode n) throws ManifestFormatException {
+  static FileRef ref(JsonNode n) throws ManifestFormatException {
     return new FileRef(str(n, "key"), num(n, "offset"), num(n, "length"),
         Checksums.parseHex(str(n, "xxhash64")));
   }
 
-  private static long num(JsonNode n, String field) throws ManifestFormatException {
+  static long num(JsonNode n, String field) throws ManifestFormatException {
     JsonNode v = n.get(field);
     if (v == null || !v.isIntegralNumber()) {
       throw new ManifestFormatException("field '" + field + "' missing or not an integer", null);
@@ -231,7 +231,7 @@ public final class ManifestCodec {
     return v.asBoolean();
   }
 
-  private static String str(JsonNode n, String field) throws ManifestFormatException {
+  static String str(JsonNode n, String field) throws ManifestFormatException {
     JsonNode v = n.get(field);
     if (v == null || !v.isTextual()) {
       throw new ManifestFormatException("field '" + field + "' missing or not a string", null);
@@ -239,7 +239,7 @@ public final class ManifestCodec {
     return v.asText();
   }
 
-  private static JsonNode obj(JsonNode n, String field) throws ManifestFormatException {
+  static JsonNode obj(JsonNode n, String field) throws ManifestFormatException {
     JsonNode v = n.get(field);
     if (v == null || !v.isObject()) {
       throw new ManifestFormatException("field '" + field + "' missing or not an object", null);
@@ -247,7 +247,7 @@ public final class ManifestCodec {
     return v;
   }
 
-  private static JsonNode arr(JsonNode n, String field) throws ManifestFormatException {
+  static JsonNode arr(JsonNode n, String field) throws ManifestFormatException {
     JsonNode v = n.get(field);
     if (v == null || !v.isArray()) {
       throw new ManifestFormatException("field '" + field + "' missing or not an array", null);

@@ -30,6 +30,14 @@ import java.util.Set;
  *       old its version.
  *   <li>A spill delta of a version {@code >= N} is retained: it belongs to a batch that may still
  *       be running (its commit has not happened yet, or is the newest).
+ *   <li>A published snapshot ({@code b/...bsm}) that a root can use ({@link
+ *       #usablePublishedSnapshots}: its version lies after the root's base and not after the
+ *       root, and the root's lineage tip there equals the snapshot's) is retained. Every file
+ *       that any listed published snapshot names is retained (the caller adds these keys to the
+ *       named ones), usable or not: a published snapshot no root can use is garbage once older
+ *       than the grace period, and the files it named become unnamed only once it is gone, so
+ *       they go in a later round than the object naming them (a load that listed it finds its
+ *       files, or falls back to its manifest's own chain).
  *   <li>Keys the caller protects (its own pending base snapshot, its in-flight spills) are
  *       retained.
  *   <li>Anything else is garbage once it is at least the grace period old by its last-modified
@@ -60,6 +68,8 @@ public final class Reachability {
     SNAPSHOT_SST,
     /** {@code snap/<version>-<attempt>-<32 hex>.pack}. */
     SNAPSHOT_PACK,
+    /** {@code b/<version>-<tip>-<32 hex>.bsm}: a published snapshot ({@link PublishedSnapshot}). */
+    PUBLISHED_SNAPSHOT,
     /** Anything else: never touched by garbage collection. */
     FOREIGN
   }
@@ -115,10 +125,11 @@ public final class Reachability {
    * @param protectedByCaller objects kept because the caller protected them
    * @param young unreferenced objects kept because they are younger than the grace period
    * @param foreign keys of other shapes, never touched
+   * @param publishedSnapshots of {@code garbage}, the published snapshots no root can use
    */
   public record Verdict(List<Listed> garbage, int retainedVersionObjects, int named,
       int pinnedOldVersionObjects, int inFlightSpills, int protectedByCaller, int young,
-      int foreign) {
+      int foreign, int publishedSnapshots) {
     public Verdict {
       garbage = List.copyOf(garbage);
     }
@@ -146,6 +157,9 @@ public final class Reachability {
     }
     if (StoreLayout.snapshotPackVersionOf(key) >= 0) {
       return Kind.SNAPSHOT_PACK;
+    }
+    if (StoreLayout.publishedSnapshotVersionOf(key) >= 0) {
+      return Kind.PUBLISHED_SNAPSHOT;
     }
     return Kind.FOREIGN;
   }
@@ -242,6 +256,7 @@ public final class Reachability {
       throw new IllegalArgumentException("graceMillis must be >= 0, was " + graceMillis);
     }
     List<Listed> versionObjects = new ArrayList<>();
+    List<Listed> published = new ArrayList<>();
     List<Listed> others = new ArrayList<>();
     int retained = 0;
     int keptNamed = 0;
@@ -284,7 +299,8 @@ public final class Reachability {
         young++;
         continue;
       }
-      (kind == Kind.VERSION_OBJECT ? versionObjects : others).add(l);
+      (kind == Kind.VERSION_OBJECT ? versionObjects
+          : kind == Kind.PUBLISHED_SNAPSHOT ? published : others).add(l);
     }
     // The generations of a format-1 version go together or not at all: were a lower one freed
     // while a higher one stays, a later run's re-commit would take the freed slot below it and
@@ -308,11 +324,49 @@ public final class Reachability {
     }
     pinned += withKeptGeneration;
     versionObjects.sort(Comparator.comparing(Listed::key));
+    published.sort(Comparator.comparing(Listed::key));
     others.sort(Comparator.comparing(Listed::key));
     List<Listed> garbage = new ArrayList<>(versionObjects);
+    garbage.addAll(published);
     garbage.addAll(others);
     return new Verdict(garbage, retained, keptNamed, pinned, inFlight, keptProtected, young,
-        foreign);
+        foreign, published.size());
+  }
+
+  /**
+   * The published snapshots in {@code listing} that a root can use: a key {@code
+   * b/<s>-<tip>-<uuid>.bsm} is usable if some root's {@link PublishedSnapshot.TipIndex} has the
+   * tip hash {@code tip} at version {@code s} (decided from the key alone; a hash collision only
+   * keeps more). The caller keeps these and every file they name.
+   *
+   * @param listing the round's listing
+   * @param roots the lineage tips of every root's manifest
+   */
+  public static Set<String> usablePublishedSnapshots(List<Listed> listing,
+      java.util.Collection<PublishedSnapshot.TipIndex> roots) {
+    Set<String> out = new HashSet<>();
+    for (Listed l : listing) {
+      long s = StoreLayout.publishedSnapshotVersionOf(l.key());
+      if (s < 0) {
+        continue;
+      }
+      long tip = StoreLayout.publishedSnapshotTipOf(l.key());
+      for (PublishedSnapshot.TipIndex root : roots) {
+        java.util.OptionalLong h = root.hashAt(s);
+        if (h.isPresent() && h.getAsLong() == tip) {
+          out.add(l.key());
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Every object key published snapshot {@code p} names: its files. */
+  public static Set<String> namedKeys(PublishedSnapshot p) {
+    Set<String> keys = new HashSet<>();
+    p.files().forEach(f -> keys.add(f.file().key()));
+    return keys;
   }
 
   /** Every object key {@code m} names: its base snapshot's files and its deltas. */

@@ -18,6 +18,7 @@ import java.util.regex.Pattern;
  * spill/&lt;version:20&gt;-&lt;attempt&gt;-&lt;n&gt;.sst      extra delta of a large batch, uploaded before commit
  * sst/&lt;uuid&gt;.sst                            SST of a base snapshot not already in S3
  * snap/&lt;version:20&gt;-&lt;attempt&gt;-&lt;uuid&gt;.pack RocksDB metadata files of a base snapshot
+ * b/&lt;version:20&gt;-&lt;tip:16 hex&gt;-&lt;uuid&gt;.bsm  published snapshot: a base snapshot any later load on its lineage may use
  * </pre>
  *
  * Versions are zero-padded so keys sort by version. Attempt ids are {@code <epoch ms, 12 hex>-<64
@@ -34,6 +35,10 @@ public final class StoreLayout {
   public static final String SNAPSHOT_SSTS = "sst/";
   /** Prefix of base-snapshot packs. */
   public static final String SNAPSHOT_PACKS = "snap/";
+  /** Prefix of published snapshots ({@link #publishedSnapshot}). */
+  public static final String PUBLISHED_SNAPSHOTS = "b/";
+  /** Suffix of published snapshots. */
+  public static final String PUBLISHED_SNAPSHOT_SUFFIX = ".bsm";
   /** Prefix of the query runs' epoch claims (layout 2). */
   public static final String RUNS = "runs/";
   private static final Pattern ATTEMPT = Pattern.compile("[0-9a-f]{12}-[0-9a-f]{16}");
@@ -48,6 +53,8 @@ public final class StoreLayout {
   private static final Pattern SNAPSHOT_SST_KEY = Pattern.compile("sst/[0-9a-f]{32}\\.sst");
   private static final Pattern SNAPSHOT_PACK_KEY =
       Pattern.compile("snap/([0-9]{20})-[0-9a-f]{12}-[0-9a-f]{16}-[0-9a-f]{32}\\.pack");
+  private static final Pattern PUBLISHED_SNAPSHOT_KEY =
+      Pattern.compile("b/([0-9]{20})-([0-9a-f]{16})-[0-9a-f]{32}\\.bsm");
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private StoreLayout() { }
@@ -237,6 +244,47 @@ public final class StoreLayout {
       throw new IllegalArgumentException("invalid unique name '" + uniqueName + "'");
     }
     return "snap/" + pad(version) + "-" + attempt + "-" + uniqueName + ".pack";
+  }
+
+  /**
+   * Key of a published snapshot of {@code version} ({@link PublishedSnapshot}): {@code
+   * b/<version:20>-<tip:16 hex>-<uniqueName>.bsm}. {@code tipHash} is {@link
+   * PublishedSnapshot.Tip#hash()} of the lineage it was taken on, so a load or a
+   * garbage-collection round decides from one LIST which published snapshots a manifest can use
+   * (the object's content then confirms it); {@code uniqueName} ({@link #newUniqueName()}) makes
+   * the key unique to one upload.
+   *
+   * @throws IllegalArgumentException if {@code version < 1} or {@code uniqueName} is not 32 hex
+   *     digits
+   */
+  public static String publishedSnapshot(long version, long tipHash, String uniqueName) {
+    if (version < 1) {
+      throw new IllegalArgumentException("version must be >= 1, was " + version);
+    }
+    if (!uniqueName.matches("[0-9a-f]{32}")) {
+      throw new IllegalArgumentException("invalid unique name '" + uniqueName + "'");
+    }
+    return PUBLISHED_SNAPSHOTS + pad(version) + "-" + Checksums.hex(tipHash) + "-" + uniqueName
+        + PUBLISHED_SNAPSHOT_SUFFIX;
+  }
+
+  /** The version of a published-snapshot key ({@link #publishedSnapshot}), or -1. */
+  public static long publishedSnapshotVersionOf(String key) {
+    Matcher m = PUBLISHED_SNAPSHOT_KEY.matcher(key);
+    return m.matches() ? Long.parseLong(m.group(1)) : -1;
+  }
+
+  /**
+   * The lineage tip hash of a published-snapshot key ({@link #publishedSnapshot}).
+   *
+   * @throws IllegalArgumentException if the key does not have that shape
+   */
+  public static long publishedSnapshotTipOf(String key) {
+    Matcher m = PUBLISHED_SNAPSHOT_KEY.matcher(key);
+    if (!m.matches()) {
+      throw new IllegalArgumentException("not a published snapshot key: '" + key + "'");
+    }
+    return Checksums.parseHex(m.group(2));
   }
 
   /** A new attempt id: creation time in ms (12 hex digits) and 64 random bits. */

@@ -22,10 +22,21 @@ package io.strata.metrics;
  * @param uploadsAborted incomplete multipart uploads (or stale temporary files of a local
  *     store) older than the grace period that were aborted
  * @param durationMs wall time of the round, ms
+ * @param publishedSnapshotsDeleted of {@code objectsDeleted}, published snapshots no retained
+ *     version could use (the files they named go in a later round)
  */
 public record GcStats(long round, long newestVersion, long oldestRetainedVersion,
     long objectsListed, long objectsDeleted, long bytesDeleted, long listRequests,
-    long manifestReads, long deleteRequests, long uploadsAborted, long durationMs) {
+    long manifestReads, long deleteRequests, long uploadsAborted, long durationMs,
+    long publishedSnapshotsDeleted) {
   /** No round yet. */
-  public static final GcStats NONE = new GcStats(0, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0);
+  public static final GcStats NONE = new GcStats(0, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+
+  /** A round that deleted no published snapshot. */
+  public GcStats(long round, long newestVersion, long oldestRetainedVersion,
+      long objectsListed, long objectsDeleted, long bytesDeleted, long listRequests,
+      long manifestReads, long deleteRequests, long uploadsAborted, long durationMs) {
+    this(round, newestVersion, oldestRetainedVersion, objectsListed, objectsDeleted,
+        bytesDeleted, listRequests, manifestReads, deleteRequests, uploadsAborted, durationMs, 0);
+  }
 }

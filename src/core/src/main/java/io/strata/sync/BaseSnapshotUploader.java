@@ -7,6 +7,7 @@ import io.strata.format.Checksums;
 import io.strata.format.Delta;
 import io.strata.format.FileRef;
 import io.strata.format.Manifest;
+import io.strata.format.PublishedSnapshot;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectStore;
@@ -39,7 +40,10 @@ import org.slf4j.LoggerFactory;
  * RocksDB metadata files. It remembers the content id (length, XXHash64) of every local SST it
  * hashed, so each file is hashed once per local database.
  *
- * <p>The uploaded snapshot then waits ({@link #offer}) for the next commit, whose manifest names
+ * <p>Once its files are durable, {@link #run} publishes the snapshot ({@link
+ * PublishedSnapshots#write}): every later cold load whose lineage it lies on may restore from it.
+ *
+ * <p>The uploaded snapshot also waits ({@link #offer}) for the next commit, whose manifest names
  * it as its base ({@link #pending}, {@link #published}). One not published within half the
  * garbage-collection grace period is dropped rather than published, since a round may already
  * treat its fresh files as unreferenced; a dropped one's files are orphans ({@link
@@ -96,6 +100,7 @@ final class BaseSnapshotUploader {
   private final ObjectStore objects;
   private final TransferPools pools;
   private final GcTrigger gc;
+  private final PublishedSnapshots published;
   private final LocalIntegrity integrity;
   private final Clock clock;
   private final long gracePeriodMillis;
@@ -116,9 +121,12 @@ final class BaseSnapshotUploader {
    * @param integrity told when an upload finds a local SST corrupt
    * @param clock the wall clock of the grace period
    * @param gracePeriodMillis the garbage-collection grace period, ms
+   * @param published where each uploaded snapshot is published for every later load
    */
   BaseSnapshotUploader(StoreIdentity identity, ObjectStore objects, TransferPools pools,
-      GcTrigger gc, LocalIntegrity integrity, Clock clock, long gracePeriodMillis) {
+      GcTrigger gc, LocalIntegrity integrity, Clock clock, long gracePeriodMillis,
+      PublishedSnapshots published) {
+    this.published = published;
     this.identity = identity;
     this.objects = objects;
     this.pools = pools;
@@ -157,6 +165,40 @@ final class BaseSnapshotUploader {
     return false;
   }
 
+  /**
+   * Waits, on the store's monitor (held by the caller), up to {@code timeoutMs} for a running
+   * upload to finish on its own (the store's close lets it publish before cancelling it).
+   *
+   * @return true if the wait was interrupted (the caller restores the interrupt flag)
+   */
+  boolean awaitFinished(Object monitor, long timeoutMs) {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    while (running != null) {
+      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+      if (left <= 0) {
+        LOG.info("{}: the upload of a base snapshot did not finish within {} ms of close; "
+            + "cancelling it", identity, timeoutMs);
+        return false;
+      }
+      try {
+        monitor.wait(left);
+      } catch (InterruptedException e) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Gives up {@code job} before it ran (its thread could not start): deletes its checkpoint and
+   * clears {@link #running()}. Monitor held.
+   */
+  void abandon(Job job, Object monitor) {
+    LocalIntegrity.deleteQuietly(identity, job.manifest().version(), job.checkpoint());
+    running = null;
+    monitor.notifyAll();
+  }
+
   /** Records that {@code job}'s upload is about to run ({@link #run}). Monitor held. */
   void started(Job job) {
     running = job.checkpoint();
@@ -180,6 +222,12 @@ final class BaseSnapshotUploader {
       BaseSnapshot snapshot;
       try {
         snapshot = upload(job.checkpoint(), job.manifest(), job.generation());
+        // Published last, after every file it names is durable: from now on any load whose
+        // lineage it lies on may restore from it (docs/format.md, "Published snapshots").
+        String key = published.write(PublishedSnapshot.of(job.manifest(), snapshot,
+            clock.millis()));
+        LOG.debug("{} version {}: published base snapshot as {}", identity,
+            job.manifest().version(), objects.describe(key));
       } catch (IOException | RuntimeException e) {
         synchronized (monitor) {
           if (e instanceof CorruptLocalSstException c && current.test(job.generation())) {
@@ -344,6 +392,19 @@ final class BaseSnapshotUploader {
       return Optional.empty();
     }
     return Optional.of(pending.snapshot());
+  }
+
+  /**
+   * Makes the published snapshot a load restored from the pending one, so that the next commit
+   * names it as its base (its manifest then lists only the deltas after it), if that commit
+   * comes within half the grace period of the LIST that found it. Monitor held.
+   *
+   * @param generation the local database restored from it
+   * @param listedMillis the store's wall clock before that LIST, epoch ms
+   * @param listedNanos {@link System#nanoTime()} at the same moment
+   */
+  void restoredFrom(BaseSnapshot snapshot, int generation, long listedMillis, long listedNanos) {
+    offer(snapshot, generation, listedMillis, listedNanos);
   }
 
   /** Records that a committed manifest names {@code base}: if it was pending, it no longer is. */

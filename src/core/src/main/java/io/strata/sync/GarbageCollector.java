@@ -1,6 +1,7 @@
 package io.strata.sync;
 
 import io.strata.format.Manifest;
+import io.strata.format.PublishedSnapshot;
 import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
 import io.strata.metrics.GcStats;
@@ -42,6 +43,7 @@ final class GarbageCollector {
   private final GcSettings settings;
   private final LongSupplier ownEpoch;
   private volatile long supersededBy = -1;
+  private final PublishedSnapshots published;
 
   /**
    * @param objects the store's object store (for the listing and the deletes)
@@ -49,9 +51,12 @@ final class GarbageCollector {
    * @param readers the pool the manifest reads run on (borrowed, not shut down here)
    * @param ownEpoch the caller's query-run epoch in checkpoint format 1, or -1 for none (then
    *     or while unknown, rounds do not look at run claims)
+   * @param published reads the published snapshots a root can use (for the files they name)
    */
   GarbageCollector(StoreIdentity identity, ObjectStore objects, VersionObjectReader reader,
-      ExecutorService readers, GcSettings settings, LongSupplier ownEpoch) {
+      ExecutorService readers, GcSettings settings, LongSupplier ownEpoch,
+      PublishedSnapshots published) {
+    this.published = published;
     this.identity = identity;
     this.objects = objects;
     this.reader = reader;
@@ -119,7 +124,27 @@ final class GarbageCollector {
     int reads = 0;
     if (!upperBound.garbage().isEmpty()) {
       Set<String> named = new HashSet<>();
-      reads = readNamedKeys(plan, named);
+      List<PublishedSnapshot.TipIndex> tips = new ArrayList<>();
+      reads = readNamedKeys(plan, named, tips);
+      // A published snapshot a root can use stays; every file a listed one names stays (those
+      // of one no root can use go in a later round, once it is gone).
+      Set<String> usable = Reachability.usablePublishedSnapshots(listing, tips);
+      named.addAll(usable);
+      for (Reachability.Listed l : listing) {
+        if (Reachability.kindOf(l.key()) != Reachability.Kind.PUBLISHED_SNAPSHOT) {
+          continue;
+        }
+        try {
+          named.addAll(Reachability.namedKeys(published.read(l.key())));
+        } catch (StateLoadException e) {
+          if (e.reason() != StateLoadException.Reason.MISSING_FILE || usable.contains(l.key())) {
+            throw new IOException("Cannot collect garbage of " + identity + ": a published "
+                + "snapshot cannot be read, so nothing is deleted this round: "
+                + e.getMessage(), e);
+          }
+          // deleted by a concurrent round since the listing: it names nothing any more
+        }
+      }
       verdict = Reachability.garbage(listing, plan, named, protectedKeys, nowMillis, grace);
     }
 
@@ -132,6 +157,7 @@ final class GarbageCollector {
         objects.delete(keys);
       } finally {
         cache.removeAll(keys);
+        published.removeAll(keys);
       }
       FaultPoints.pass(FaultPoints.GC_AFTER_DELETE);
     }
@@ -144,15 +170,17 @@ final class GarbageCollector {
     long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
     GcStats stats = new GcStats(round, plan.newestVersion(), plan.oldestRetainedVersion(),
         listing.size(), keys.size(), verdict.garbageBytes(), listRequests, reads,
-        deleteRequests, aborted, ms);
+        deleteRequests, aborted, ms, verdict.publishedSnapshots());
     if (!keys.isEmpty() || aborted > 0) {
       LOG.info("{} garbage collection round {} at version {}: deleted {} objects ({} bytes), "
           + "aborted {} uploads; kept {} retained version objects (versions >= {}), {} named "
           + "({} older version objects), {} in-flight spills, {} protected, {} younger than the "
-          + "grace period; {} manifest reads, {} ms", identity, round, plan.newestVersion(),
+          + "grace period; {} of the deleted were published snapshots no retained version can "
+          + "use; {} manifest reads, {} ms", identity, round, plan.newestVersion(),
           keys.size(), verdict.garbageBytes(), aborted, verdict.retainedVersionObjects(),
           plan.oldestRetainedVersion(), verdict.named(), verdict.pinnedOldVersionObjects(),
-          verdict.inFlightSpills(), verdict.protectedByCaller(), verdict.young(), reads, ms);
+          verdict.inFlightSpills(), verdict.protectedByCaller(), verdict.young(),
+          verdict.publishedSnapshots(), reads, ms);
     } else {
       LOG.debug("{} garbage collection round {} at version {}: nothing to delete ({} objects, "
           + "{} manifest reads, {} ms)", identity, round, plan.newestVersion(), listing.size(),
@@ -162,17 +190,20 @@ final class GarbageCollector {
   }
 
   /**
-   * Adds every key the roots' manifests name to {@code named}, reading (in parallel) those not
-   * cached.
+   * Adds every key the roots' manifests name to {@code named} and their lineage tips to {@code
+   * tips}, reading (in parallel) those not cached.
    *
    * @return the number of manifests read from the object store
    * @throws IOException if any root cannot be read
    */
-  private int readNamedKeys(Reachability.Plan plan, Set<String> named) throws IOException {
+  private int readNamedKeys(Reachability.Plan plan, Set<String> named,
+      List<PublishedSnapshot.TipIndex> tips) throws IOException {
     List<Future<Manifest>> futures = new ArrayList<>();
     List<Reachability.Listed> reading = new ArrayList<>();
     for (Reachability.Listed root : plan.roots()) {
-      if (cache.addNamedKeys(root.key(), root.size(), named)) {
+      PublishedSnapshot.TipIndex cached = cache.tips(root.key(), root.size());
+      if (cached != null && cache.addNamedKeys(root.key(), root.size(), named)) {
+        tips.add(cached);
         continue;
       }
       long version = StoreLayout.versionOf(root.key());
@@ -188,6 +219,7 @@ final class GarbageCollector {
       Manifest m = read.get(i);
       cache.put(reading.get(i).key(), reading.get(i).size(), m);
       named.addAll(Reachability.namedKeys(m));
+      tips.add(PublishedSnapshot.TipIndex.of(m));
     }
     return futures.size();
   }

@@ -154,6 +154,13 @@ final class GcTrigger {
           r.nowMillis(), r.checkUploads());
       last = stats;
       failure = null;
+      if (stats.publishedSnapshotsDeleted() > 0) {
+        // The files a deleted published snapshot named are unnamed now: a round once they are
+        // older than the grace period deletes them.
+        synchronized (monitor) {
+          orphansLeft();
+        }
+      }
       return stats;
     } catch (IOException | RuntimeException | Error e) {
       failure = e;

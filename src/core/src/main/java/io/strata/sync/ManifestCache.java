@@ -3,6 +3,7 @@ package io.strata.sync;
 import io.strata.format.BaseSnapshot;
 import io.strata.format.Delta;
 import io.strata.format.Manifest;
+import io.strata.format.PublishedSnapshot;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -26,7 +27,8 @@ import java.util.Set;
  * re-created by a zombie attempt) is never answered from a stale entry. Thread-safe.
  */
 final class ManifestCache {
-  private record Entry(long objectSize, Set<String> baseKeys, List<String> deltaKeys) { }
+  private record Entry(long objectSize, Set<String> baseKeys, List<String> deltaKeys,
+      PublishedSnapshot.TipIndex tips) { }
 
   private final int capacity;
   private final LinkedHashMap<String, Entry> entries;
@@ -72,7 +74,8 @@ final class ManifestCache {
         deltaKeys.add(d.file().key());
       }
     }
-    entries.put(key, new Entry(objectSize, baseKeys, List.copyOf(deltaKeys)));
+    entries.put(key, new Entry(objectSize, baseKeys, List.copyOf(deltaKeys),
+        PublishedSnapshot.TipIndex.of(m)));
   }
 
   /**
@@ -88,6 +91,16 @@ final class ManifestCache {
     out.addAll(e.baseKeys());
     out.addAll(e.deltaKeys());
     return true;
+  }
+
+  /**
+   * The lineage tips of the cached manifest of {@code key} ({@link
+   * PublishedSnapshot.TipIndex}), or null if the cache has no entry for {@code key} at {@code
+   * objectSize}.
+   */
+  synchronized PublishedSnapshot.TipIndex tips(String key, long objectSize) {
+    Entry e = entries.get(key);
+    return e == null || e.objectSize() != objectSize ? null : e.tips();
   }
 
   /** Forgets deleted version objects. */

@@ -106,9 +106,11 @@ final class Restorer {
       fresh.ingestAll(deltaFiles); // one ingestion for the whole chain, later deltas win
       fresh.setCommittedKeys(m.numKeys());
       RestoreStats stats = new RestoreStats(
-          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos), bytes, files);
-      LOG.info("{} restored version {} from the object store: {} files, {} bytes, {} ms",
-          identity, m.version(), files, bytes, stats.restoreMs());
+          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos), bytes, files,
+          m.deltas().size(), m.base().map(BaseSnapshot::version).orElse(0L), false);
+      LOG.info("{} restored version {} from the object store: base version {}, {} deltas, {} "
+          + "files, {} bytes, {} ms", identity, m.version(), stats.baseVersion(),
+          stats.deltasReplayed(), files, bytes, stats.restoreMs());
       ok = true;
       return new Restored(fresh, stats);
     } finally {

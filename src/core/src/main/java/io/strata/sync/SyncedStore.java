@@ -54,13 +54,18 @@ import org.slf4j.LoggerFactory;
  * is downloaded, unless {@link LocalIntegrity} finds it damaged: then it is dropped and the
  * version restored. Otherwise the manifest is read (with the attempt id known: one GET; else one
  * LIST of the version's prefix: the greatest generation, or the newest attempt, wins) and
- * {@link Restorer} rebuilds the version in a fresh directory. A version not found whose location holds another provider's
- * files fails with an error saying so.
+ * {@link Restorer} rebuilds the version in a fresh directory: from the newest published snapshot on
+ * the manifest's lineage ({@link PublishedSnapshots#find}, one LIST of {@code b/}) plus the
+ * deltas after it, or, if there is none or restoring it fails, from the manifest's own base and
+ * chain. A cold load that replayed at least {@code snapshotInterval} deltas schedules a snapshot
+ * of the loaded version on the store's background thread. A version not found whose location
+ * holds another provider's files fails with an error saying so.
  *
  * <h2>Background work</h2>
  * {@link #maintenance()} takes a RocksDB checkpoint of the committed version when {@code
  * snapshotInterval} versions passed since the last base and uploads it ({@link
- * BaseSnapshotUploader}; the next commit's manifest names it as its base), then runs a
+ * BaseSnapshotUploader}; it is published for every later load ({@link PublishedSnapshots}) and
+ * the next commit's manifest names it as its base), then runs a
  * garbage-collection round when {@link GcTrigger} says one is due (it keeps every object the
  * retained manifests name, plus this instance's pending snapshot, spills and loaded version;
  * see {@link Reachability}).
@@ -76,12 +81,18 @@ import org.slf4j.LoggerFactory;
  * {@link #abort} (the caller serialises tasks). {@link #maintenance()} and {@link #close()} may
  * run on another thread; state changes are serialised by this object's monitor, so close and
  * the checkpoint step of maintenance never overlap a commit, spill or load. The upload of a
- * snapshot runs outside the monitor; {@link #close()} cancels it and waits (up to {@value
- * #CLOSE_WAIT_MS} ms) for it to stop before it closes the object store and deletes the directory.
+ * snapshot runs outside the monitor; {@link #close()} lets it finish (up to {@value
+ * #FINISH_WAIT_MS} ms), then cancels it and waits (up to {@value #CLOSE_WAIT_MS} ms) for it to
+ * stop before it closes the object store and deletes the directory.
  */
 public final class SyncedStore implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SyncedStore.class);
-  /** How long {@link #close()} waits for a snapshot upload to stop, ms. */
+  /**
+   * How long {@link #close()} lets a running snapshot upload finish (and publish) before it
+   * cancels it, ms.
+   */
+  static final long FINISH_WAIT_MS = 30_000;
+  /** How long {@link #close()} then waits for a cancelled snapshot upload to stop, ms. */
   static final long CLOSE_WAIT_MS = 30_000;
 
   private final StoreIdentity identity;
@@ -95,8 +106,14 @@ public final class SyncedStore implements AutoCloseable {
   private final Restorer restorer;
   private final GcTrigger gc;
   private final BaseSnapshotUploader snapshots;
+  private final PublishedSnapshots published;
   private final LocalIntegrity integrity;
   private final LocalReads reads;
+  /**
+   * True after a read-only cold load that replayed at least snapshotInterval deltas and
+   * scheduled no snapshot: {@link #prepareWrite} schedules it. Guarded by this.
+   */
+  private boolean longRestoreUnsnapshotted;
   /** This instance's query run and its epoch (checkpoint format 1 with a run), else null. */
   private final RunEpochs epochs;
 
@@ -148,12 +165,13 @@ public final class SyncedStore implements AutoCloseable {
             + 2L * Math.max(gcSettings.roundInterval(), settings.snapshotInterval()) + 16));
     this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(), manifests);
     this.restorer = new Restorer(identity, objects, pools.transfers(), settings.memory());
+    this.published = new PublishedSnapshots(identity, objects, clock);
     this.gc = new GcTrigger(gcSettings, clock,
         new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,
-            () -> runEpochs == null ? -1 : runEpochs.known()), this);
+            () -> runEpochs == null ? -1 : runEpochs.known(), published), this);
     this.integrity = new LocalIntegrity(identity, localDir);
     this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
-        gcSettings.gracePeriodMillis());
+        gcSettings.gracePeriodMillis(), published);
     this.building = new VersionBuilder(identity, objects, gc);
     this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
     this.reads = new LocalReads(identity, db, integrity, this);
@@ -226,6 +244,7 @@ public final class SyncedStore implements AutoCloseable {
       throw new IllegalArgumentException("version must be >= 0, was " + version);
     }
     lastRestore = RestoreStats.NONE;
+    longRestoreUnsnapshotted = false;
     if (building.localDirty()) {
       invalidateLocal();
     }
@@ -264,9 +283,77 @@ public final class SyncedStore implements AutoCloseable {
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
-    Restorer.Restored r = restorer.restore(m, db.newDbDir(), db.tmpDir(), start);
-    replaceLocal(r.store(), m, m.version());
-    lastRestore = r.stats();
+    // Nothing to replay after the manifest's base: no published snapshot can shorten it.
+    Optional<PublishedSnapshots.Found> found =
+        m.deltas().isEmpty() ? Optional.empty() : published.find(m);
+    Restorer.Restored r = null;
+    if (found.isPresent()) {
+      try {
+        r = restorer.restore(found.get().snapshot().rebase(m), db.newDbDir(), db.tmpDir(),
+            start);
+      } catch (IOException e) {
+        if (Thread.currentThread().isInterrupted()) {
+          throw e;
+        }
+        // Its files are gone (a round deleted them after this LIST) or corrupt: the manifest
+        // alone can still serve the load.
+        LOG.warn("{} version {}: cannot restore from published snapshot {} of version {} ({}); "
+            + "restoring from the manifest's own chain", identity, version,
+            objects.describe(found.get().key()), found.get().snapshot().version(),
+            e.getMessage());
+      }
+    }
+    if (r != null) {
+      replaceLocal(r.store(), m, m.version());
+      PublishedSnapshots.Found f = found.get();
+      snapshots.restoredFrom(f.snapshot().snapshot(), db.generation(), f.listedMillis(),
+          f.listedNanos());
+      lastRestore = r.stats().fromPublished();
+    } else {
+      r = restorer.restore(m, db.newDbDir(), db.tmpDir(), start);
+      replaceLocal(r.store(), m, m.version());
+      lastRestore = r.stats();
+    }
+    longRestoreUnsnapshotted = lastRestore.deltasReplayed() >= settings.snapshotInterval();
+    if (longRestoreUnsnapshotted && !readOnly) {
+      // A read-only load (Spark's state data source) writes nothing into the checkpoint; a
+      // read store that is upgraded schedules it then (prepareWrite).
+      longRestoreUnsnapshotted = false;
+      scheduleSnapshot();
+    }
+  }
+
+  /**
+   * After a cold load that replayed a long chain: takes a checkpoint of the loaded version now
+   * (hard links, under the monitor) and uploads and publishes it on the store's background
+   * thread, never on the commit path, so the next cold load is short. {@link #close()} lets it
+   * finish. A failure is logged (the next maintenance or cold load tries again). Monitor held.
+   */
+  private void scheduleSnapshot() {
+    BaseSnapshotUploader.Job job;
+    try {
+      job = checkpointIfDue(true);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("{} version {}: cannot take a checkpoint for a base snapshot after a long "
+          + "restore: {}", identity, db.version(), e.toString());
+      return;
+    }
+    if (job == null) {
+      return;
+    }
+    try {
+      pools.background().submit(() -> {
+        try {
+          runSnapshot(job);
+        } catch (IOException | RuntimeException e) {
+          LOG.warn("{} version {}: base snapshot after a long restore failed: {}", identity,
+              job.manifest().version(), e.toString());
+        }
+        return null;
+      });
+    } catch (RuntimeException e) { // rejected: the pools are closed
+      snapshots.abandon(job, this);
+    }
   }
 
   /**
@@ -306,7 +393,8 @@ public final class SyncedStore implements AutoCloseable {
   /**
    * Readies a store loaded read-only for writing (Spark 4.1's read-to-write upgrade): claims the
    * query run's epoch if it has none in this store yet (checkpoint format 1; one LIST and two
-   * create-only PUTs, once per run and store). No request otherwise.
+   * create-only PUTs, once per run and store), and schedules the base snapshot a long read-only
+   * cold load left unscheduled (in the background). No request otherwise.
    *
    * @throws StateLoadException if the epoch cannot be found or claimed, or the run is fenced
    * @throws IllegalStateException if nothing is loaded, or the store is closed
@@ -316,6 +404,10 @@ public final class SyncedStore implements AutoCloseable {
     db.require();
     if (epochs != null) {
       claimEpoch(db.version(), false);
+    }
+    if (longRestoreUnsnapshotted) {
+      longRestoreUnsnapshotted = false;
+      scheduleSnapshot();
     }
   }
 
@@ -800,12 +892,17 @@ public final class SyncedStore implements AutoCloseable {
     if (job == null) {
       return false;
     }
+    runSnapshot(job);
+    return true;
+  }
+
+  /** Uploads, publishes and offers the snapshot of {@code job} ({@link BaseSnapshotUploader#run}). */
+  private void runSnapshot(BaseSnapshotUploader.Job job) throws IOException {
     long t0 = System.nanoTime();
     BaseSnapshot snapshot = snapshots.run(job, this, gen -> gen == db.generation() && !closed);
     lastSnapshotVersion = job.manifest().version();
     LOG.debug("{} uploaded base snapshot of version {} ({} files) in {} ms", identity,
         job.manifest().version(), snapshot.files().size(), ms(System.nanoTime() - t0));
-    return true;
   }
 
   /**
@@ -835,18 +932,42 @@ public final class SyncedStore implements AutoCloseable {
       db.deleteQuietly(cpDir);
       throw e;
     }
+    // The lineage as the local database holds it: rebased on the pending snapshot (one this
+    // instance restored from, or uploaded) when the next commit would name it, so its files are
+    // reused rather than uploaded again.
+    Manifest source = db.manifest();
+    if (pending.isPresent() && pending.get().version() > source.base().map(BaseSnapshot::version)
+        .orElse(0L)) {
+      source = source.rebasedOn(pending.get());
+    }
     BaseSnapshotUploader.Job job =
-        new BaseSnapshotUploader.Job(cpDir, db.manifest(), db.generation(), clock.millis(),
+        new BaseSnapshotUploader.Job(cpDir, source, db.generation(), clock.millis(),
             System.nanoTime());
     snapshots.started(job);
     return job;
   }
 
   /**
-   * Closes the store: waits for a running commit, spill or load (the monitor), cancels the
-   * transfers of a snapshot upload and waits up to {@value #CLOSE_WAIT_MS} ms for it to stop,
-   * then closes the local database, the object store, and deletes the local directory; the
-   * store's thread pools are shut down. Idempotent.
+   * Waits up to {@code timeoutMs} for a running snapshot upload (such as one a long cold load
+   * scheduled) to finish. For tests.
+   *
+   * @return true if none is running any more
+   */
+  synchronized boolean awaitSnapshotUpload(long timeoutMs) {
+    boolean interrupted = snapshots.awaitFinished(this, timeoutMs);
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return snapshots.running() == null;
+  }
+
+  /**
+   * Closes the store: waits for a running commit, spill or load (the monitor); lets a running
+   * snapshot upload finish and publish for up to {@value #FINISH_WAIT_MS} ms (so a one-batch
+   * run still publishes the snapshot its cold load scheduled), then cancels its transfers and
+   * waits up to {@value #CLOSE_WAIT_MS} ms more for it to stop; then closes the local database,
+   * the object store, and deletes the local directory; the store's thread pools are shut down.
+   * Idempotent.
    */
   @Override
   public synchronized void close() {
@@ -854,8 +975,9 @@ public final class SyncedStore implements AutoCloseable {
       return;
     }
     closed = true;
+    boolean interrupted = snapshots.awaitFinished(this, FINISH_WAIT_MS);
     pools.close();
-    boolean interrupted = snapshots.awaitStopped(this, CLOSE_WAIT_MS);
+    interrupted |= snapshots.awaitStopped(this, CLOSE_WAIT_MS);
     try {
       db.closeDatabase();
       objects.close();

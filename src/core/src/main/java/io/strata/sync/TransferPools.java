@@ -28,6 +28,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class TransferPools implements AutoCloseable {
   private final ThreadPoolExecutor transfers;
   private final ThreadPoolExecutor ingest;
+  private final ThreadPoolExecutor background;
   private final AtomicBoolean released = new AtomicBoolean();
 
   /**
@@ -39,6 +40,7 @@ final class TransferPools implements AutoCloseable {
     this.transfers = pool(transferThreads, 30, () -> "strata-transfer-" + identity.id() + "-"
         + threadNo.incrementAndGet());
     this.ingest = SharedIngest.acquire();
+    this.background = pool(1, 30, () -> "strata-snapshot-" + identity.id());
   }
 
   /** The shared ingestion pool: created by the first lease, shut down when the last ends. */
@@ -86,6 +88,14 @@ final class TransferPools implements AutoCloseable {
     return transfers;
   }
 
+  /**
+   * The store's one background thread for a base snapshot a cold load scheduled (its uploads
+   * then run on {@link #transfers()}): never the task thread, never the commit path.
+   */
+  ExecutorService background() {
+    return background;
+  }
+
   /** The pool for the local ingestion of commits. */
   ExecutorService ingest() {
     return ingest;
@@ -103,6 +113,11 @@ final class TransferPools implements AutoCloseable {
    */
   @Override
   public void close() {
+    for (Runnable queued : background.shutdownNow()) {
+      if (queued instanceof Future<?> f) {
+        f.cancel(true);
+      }
+    }
     for (Runnable queued : transfers.shutdownNow()) {
       if (queued instanceof Future<?> f) {
         f.cancel(true);

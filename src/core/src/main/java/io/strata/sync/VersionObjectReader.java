@@ -181,8 +181,8 @@ final class VersionObjectReader {
       tail = objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
     } catch (ObjectNotFoundException e) {
       throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
-          "Cannot load " + identity + " version " + version + ": " + objects.describe(key)
-              + " does not exist", e);
+          "Cannot load " + identity + " version " + version + ": no version object "
+              + objects.describe(key) + " (it does not exist)", e);
     } catch (IOException e) {
       throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
           + " version " + version + ": reading " + objects.describe(key) + " failed: "

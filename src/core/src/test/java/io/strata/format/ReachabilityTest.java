@@ -246,6 +246,62 @@ class ReachabilityTest {
     assertTrue(Reachability.namedKeys(manifest(1, List.of(), List.of())).isEmpty());
   }
 
+  /** A published snapshot of version {@code v} on the lineage whose tip is delta {@code d}. */
+  private static String publishedKey(long v, Delta d) {
+    return StoreLayout.publishedSnapshot(v,
+        new PublishedSnapshot.Tip(Optional.of(d), Optional.empty()).hash(),
+        "00112233445566778899aabbccddeeff");
+  }
+
+  @Test
+  void aPublishedSnapshotIsKeptWhileARetainedManifestCanUseIt() {
+    // Version 6 was built from version 1 on: deltas 1..6, no base.
+    Manifest m6 = manifest(6, List.of(), List.of(StoreLayout.versionObject(1),
+        StoreLayout.versionObject(2), StoreLayout.versionObject(3), StoreLayout.versionObject(4),
+        StoreLayout.versionObject(5), StoreLayout.versionObject(6)));
+    String usable = publishedKey(4, m6.deltas().get(3));
+    String superseded = publishedKey(4, new Delta(4, A2, ref(StoreLayout.versionObject(4))));
+    String newer = publishedKey(7, m6.deltas().get(5));
+    List<Reachability.Listed> listing = List.of(old(usable), old(superseded), old(newer),
+        old(StoreLayout.versionObject(6)));
+    Set<String> usableKeys = Reachability.usablePublishedSnapshots(listing,
+        List.of(PublishedSnapshot.TipIndex.of(m6)));
+    assertEquals(Set.of(usable), usableKeys, "same delta of 4; not another attempt's 4, not "
+        + "a snapshot newer than every retained version");
+    // A manifest whose base is at or after the snapshot has no use for it.
+    Manifest based = manifest(6, List.of(SST_X), List.of(StoreLayout.versionObject(4),
+        StoreLayout.versionObject(5), StoreLayout.versionObject(6)));
+    assertTrue(Reachability.usablePublishedSnapshots(List.of(old(publishedKey(3,
+        based.deltas().get(0)))), List.of(PublishedSnapshot.TipIndex.of(based))).isEmpty());
+  }
+
+  @Test
+  void theFilesOfAPublishedSnapshotGoOnlyInARoundAfterIt() {
+    String pub = publishedKey(3, new Delta(3, A1, ref(StoreLayout.versionObject(3))));
+    List<Reachability.Listed> listing = List.of(old(pub), old(PACK), old(SST_X),
+        old(StoreLayout.versionObject(1)), old(StoreLayout.versionObject(20)));
+    Reachability.Plan plan = Reachability.plan(listing, 20, 5);
+    // Usable (the caller names it): kept; its files are named while it is listed.
+    Reachability.Verdict kept = Reachability.garbage(listing, plan, Set.of(pub, PACK, SST_X),
+        Set.of(), NOW, HOUR);
+    assertEquals(List.of(StoreLayout.versionObject(1)), keys(kept.garbage()));
+    // Of no use: deleted (after the version objects); its files, still named by it, stay.
+    Reachability.Verdict first = Reachability.garbage(listing, plan, Set.of(PACK, SST_X),
+        Set.of(), NOW, HOUR);
+    assertEquals(List.of(StoreLayout.versionObject(1), pub), keys(first.garbage()));
+    assertEquals(1, first.publishedSnapshots());
+    // The next round (the published snapshot gone, nothing names them) deletes the files.
+    List<Reachability.Listed> after = List.of(old(PACK), old(SST_X),
+        old(StoreLayout.versionObject(20)));
+    Reachability.Verdict next = Reachability.garbage(after, Reachability.plan(after, 20, 5),
+        Set.of(), Set.of(), NOW, HOUR);
+    assertEquals(List.of(PACK, SST_X), keys(next.garbage()));
+    // A young published snapshot is kept like any young object.
+    List<Reachability.Listed> fresh = List.of(young(pub), old(StoreLayout.versionObject(20)));
+    assertTrue(Reachability.garbage(fresh, Reachability.plan(fresh, 20, 5), Set.of(), Set.of(),
+        NOW, HOUR).garbage().isEmpty());
+  }
+
   private static List<String> keys(List<Reachability.Listed> ls) {
     return ls.stream().map(Reachability.Listed::key).toList();
   }

@@ -122,7 +122,9 @@ class CommitRequestsIT {
   /**
    * A cold load lists the version's prefix once (which generation is the newest: a later query
    * run may have re-committed the version; docs/format.md, "Query runs, epochs and
-   * generations"), then reads the manifest and the files it names. (Before layout 2 this read
+   * generations"), reads the manifest, lists the published snapshots once ({@code b/}: none
+   * here, so no GET of one; docs/format.md, "Published snapshots"), then reads the files the
+   * manifest names. (Before layout 2 this read
    * {@code v/<version>.svo} directly and never listed: that was only right while the first
    * writer of a version won across query runs.)
    */
@@ -139,13 +141,51 @@ class CommitRequestsIT {
     try (SyncedStore fresh = open("c", "s3://commits/cold/state/0/0")) {
       fresh.load(3, Optional.empty());
       Map<String, Long> k = kinds(REQUESTS);
-      assertEquals(1L, k.get("LIST"), "one LIST of v/<version>/: " + REQUESTS);
+      assertEquals(2L, k.get("LIST"), "one LIST of v/<version>/ and one of b/: " + REQUESTS);
       assertTrue(REQUESTS.stream().filter(r -> r.kind().equals("LIST"))
-          .allMatch(r -> r.key().contains("v/00000000000000000003/")), "of the version's prefix: "
-          + REQUESTS);
+          .allMatch(r -> r.key().contains("v/00000000000000000003/")
+              || r.key().endsWith("/b/")), "of the version's prefix and the published "
+          + "snapshots': " + REQUESTS);
       assertEquals(null, k.get("PUT"));
       assertEquals(null, k.get("HEAD"));
       assertTrue(k.get("GET") >= 1 + 3, "manifest tail + 3 deltas: " + k);
+    }
+  }
+
+  /**
+   * A cold load that restores from a published snapshot (docs/format.md, "Published snapshots")
+   * spends one LIST of {@code b/} and one GET of the published object more than one from the
+   * manifest alone, and downloads only the snapshot's files and the deltas after it; a commit
+   * after it is still one PUT, and it writes nothing else.
+   */
+  @Test
+  void aColdLoadFromAPublishedSnapshotListsAndReadsItOnce() throws Exception {
+    String location = "s3://commits/published/state/0/0";
+    try (SyncedStore s = open("p", location)) {
+      s.load(0, Optional.empty());
+      for (int v = 1; v <= 4; v++) {
+        s.put(("k" + v).getBytes(StandardCharsets.UTF_8), new byte[8]);
+        s.commit();
+      }
+      assertTrue(s.snapshotNow(), "a snapshot of version 4");
+    }
+    REQUESTS.clear();
+    try (SyncedStore fresh = open("p-3", location)) {
+      fresh.load(4, Optional.empty());
+      Map<String, Long> k = kinds(REQUESTS);
+      assertEquals(2L, k.get("LIST"), "v/<4>/ and b/: " + REQUESTS);
+      assertEquals(1L, REQUESTS.stream().filter(r -> r.kind().equals("GET")
+          && r.key().contains("/b/")).count(), "one GET of the published snapshot: " + REQUESTS);
+      assertEquals(null, k.get("PUT"));
+      assertTrue(fresh.lastRestore().fromPublishedSnapshot(), "restored from it: "
+          + fresh.lastRestore());
+      assertEquals(0, fresh.lastRestore().deltasReplayed());
+      fresh.put("k5".getBytes(StandardCharsets.UTF_8), new byte[8]);
+      REQUESTS.clear();
+      CommitResult c = fresh.commit();
+      assertEquals(Map.of("PUT", 1L), kinds(REQUESTS), "commit after it: " + REQUESTS);
+      assertEquals(4, c.manifest().base().orElseThrow().version(),
+          "the commit names the published snapshot as its base");
     }
   }
 
@@ -178,7 +218,7 @@ class CommitRequestsIT {
       REQUESTS.clear();
       same.load(3, Optional.empty());
       Map<String, Long> k = kinds(REQUESTS);
-      assertEquals(2L, k.get("LIST"), "runs/ (this run's epoch) and v/<3>/: " + REQUESTS);
+      assertEquals(3L, k.get("LIST"), "runs/ (this run's epoch), v/<3>/ and b/: " + REQUESTS);
       assertEquals(null, k.get("PUT"), "another instance of the run claims nothing");
     }
     try (SyncedStore b = open("run-b", location, java.util.UUID.randomUUID().toString())) {

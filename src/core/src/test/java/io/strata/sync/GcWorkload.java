@@ -90,6 +90,26 @@ final class GcWorkload {
             Optional.ofNullable(StoreLayout.attemptOf(o.key())))));
       }
     }
+    // Published snapshots a retained version can use stay, with the files they name.
+    List<io.strata.format.PublishedSnapshot.TipIndex> tips = new java.util.ArrayList<>();
+    List<Reachability.Listed> listed = new java.util.ArrayList<>();
+    for (ObjectInfo o : listing) {
+      listed.add(new Reachability.Listed(o.key(), o.size(), o.lastModifiedMillis()));
+      long v = StoreLayout.versionOf(o.key());
+      if (v >= newest - retain) {
+        tips.add(io.strata.format.PublishedSnapshot.TipIndex.of(reader.readManifest(v,
+            Optional.ofNullable(StoreLayout.attemptOf(o.key())))));
+      }
+    }
+    for (String key : Reachability.usablePublishedSnapshots(listed, tips)) {
+      expected.add(key);
+      try (java.io.InputStream in = objects.get(key)) {
+        named.addAll(Reachability.namedKeys(
+            io.strata.format.PublishedSnapshotCodec.decode(in.readAllBytes(), key)));
+      } catch (io.strata.format.ManifestFormatException e) {
+        throw new IOException(e);
+      }
+    }
     expected.addAll(named);
     Set<String> actual = new HashSet<>();
     listing.forEach(o -> actual.add(o.key()));

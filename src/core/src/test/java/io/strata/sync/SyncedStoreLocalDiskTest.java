@@ -202,6 +202,9 @@ class SyncedStoreLocalDiskTest {
       commitVersions(s, 5, 6);
       assertEquals(List.of("db-1"), localFiles(dir), "one database, no checkpoint, empty tmp");
       s.load(3, Optional.empty()); // another version: restored into a fresh database
+      // That cold load replayed a chain of snapshotInterval deltas: it scheduled a snapshot,
+      // whose checkpoint goes when its upload ends.
+      assertTrue(s.awaitSnapshotUpload(30_000), "the scheduled snapshot finished");
       List<String> after = localFiles(dir);
       assertEquals(1, count(after, "db-"), after.toString());
       assertEquals(0, count(after, "checkpoint-") + count(after, "tmp/"), after.toString());

@@ -1,0 +1,171 @@
+package io.strata.sync;
+
+import io.strata.format.Manifest;
+import io.strata.format.ManifestFormatException;
+import io.strata.format.PublishedSnapshot;
+import io.strata.format.PublishedSnapshotCodec;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectBody;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectNotFoundException;
+import io.strata.objectstore.ObjectStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one owner of a store's published snapshots ({@code b/...bsm}, {@link PublishedSnapshot}):
+ * writes them (one create-only PUT each, after the files they name), finds the one a cold load
+ * restores from (one LIST of {@code b/}, then one GET of the newest candidate whose key carries
+ * the manifest's lineage tip), and reads them for garbage collection. Decoded objects are
+ * immutable, so they are cached (a bounded LRU of {@value #CACHE} entries). Thread-safe.
+ */
+final class PublishedSnapshots {
+  private static final Logger LOG = LoggerFactory.getLogger(PublishedSnapshots.class);
+  /** Decoded published snapshots cached. */
+  static final int CACHE = 64;
+
+  /**
+   * A published snapshot a load may use.
+   *
+   * @param key its object key
+   * @param snapshot its content
+   * @param listedMillis the store's wall clock before the LIST that found it, epoch ms
+   * @param listedNanos {@link System#nanoTime()} at the same moment
+   */
+  record Found(String key, PublishedSnapshot snapshot, long listedMillis, long listedNanos) { }
+
+  private final StoreIdentity identity;
+  private final ObjectStore objects;
+  private final java.time.Clock clock;
+  private final Map<String, PublishedSnapshot> cache = new LinkedHashMap<>(16, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, PublishedSnapshot> eldest) {
+      return size() > CACHE;
+    }
+  };
+
+  /** @param clock the wall clock recorded with a listing (for the adoption deadline) */
+  PublishedSnapshots(StoreIdentity identity, ObjectStore objects, java.time.Clock clock) {
+    this.identity = identity;
+    this.objects = objects;
+    this.clock = clock;
+  }
+
+  /**
+   * Writes {@code p} under a new key unique to it (one create-only PUT).
+   *
+   * @return the key
+   * @throws IOException if the PUT fails (nothing is published; the snapshot's files stay
+   *     unreferenced)
+   */
+  String write(PublishedSnapshot p) throws IOException {
+    String key = StoreLayout.publishedSnapshot(p.version(), p.tip().hash(),
+        StoreLayout.newUniqueName());
+    objects.putIfAbsent(key, ObjectBody.of(PublishedSnapshotCodec.encode(p)));
+    synchronized (cache) {
+      cache.put(key, p);
+    }
+    return key;
+  }
+
+  /**
+   * The newest published snapshot a load of the version {@code m} describes can restore from:
+   * one LIST of {@code b/}, then one GET of the newest key whose version and tip hash fit {@code
+   * m} (more GETs only if its content does not confirm it). Never fails: a listing or reading
+   * problem is logged and the load uses {@code m}'s own chain.
+   */
+  Optional<Found> find(Manifest m) {
+    long millis = clock.millis();
+    long nanos = System.nanoTime();
+    List<ObjectInfo> listed;
+    try {
+      listed = objects.list(StoreLayout.PUBLISHED_SNAPSHOTS);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("{} version {}: cannot list the published snapshots ({}); restoring from the "
+          + "manifest's own chain", identity, m.version(), e.toString());
+      return Optional.empty();
+    }
+    PublishedSnapshot.TipIndex tips = PublishedSnapshot.TipIndex.of(m);
+    List<String> candidates = new ArrayList<>();
+    for (ObjectInfo o : listed) {
+      long s = StoreLayout.publishedSnapshotVersionOf(o.key());
+      if (s < 0) {
+        continue;
+      }
+      OptionalLong h = tips.hashAt(s);
+      if (h.isPresent() && h.getAsLong() == StoreLayout.publishedSnapshotTipOf(o.key())) {
+        candidates.add(o.key());
+      }
+    }
+    candidates.sort(Comparator.comparing(String::toString).reversed()); // newest version first
+    for (String key : candidates) {
+      try {
+        PublishedSnapshot p = read(key);
+        if (p.usableBy(m)) {
+          return Optional.of(new Found(key, p, millis, nanos));
+        }
+        LOG.debug("{} version {}: published snapshot {} is not on its lineage (tip hash "
+            + "collision)", identity, m.version(), objects.describe(key));
+      } catch (IOException | RuntimeException e) {
+        LOG.warn("{} version {}: cannot read published snapshot {} ({}); trying an older one",
+            identity, m.version(), objects.describe(key), e.getMessage());
+      }
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * Reads (one GET, unless cached) and decodes the published snapshot {@code key}.
+   *
+   * @throws StateLoadException if it does not exist, is invalid (the message names the key) or
+   *     belongs to another store, or storage fails
+   */
+  PublishedSnapshot read(String key) throws IOException {
+    synchronized (cache) {
+      PublishedSnapshot p = cache.get(key);
+      if (p != null) {
+        return p;
+      }
+    }
+    byte[] bytes;
+    try (InputStream in = objects.get(key)) {
+      bytes = in.readAllBytes();
+    } catch (ObjectNotFoundException e) {
+      throw new StateLoadException(StateLoadException.Reason.MISSING_FILE, "Cannot read "
+          + "published snapshot " + objects.describe(key) + " of " + identity
+          + ": it does not exist", e);
+    }
+    PublishedSnapshot p;
+    try {
+      p = PublishedSnapshotCodec.decode(bytes, key);
+    } catch (ManifestFormatException e) {
+      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot read "
+          + objects.describe(key) + " of " + identity + ": " + e.getMessage(), e);
+    }
+    if (!p.storeId().equals(identity.id())) {
+      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot read "
+          + objects.describe(key) + ": it describes store " + p.storeId() + ", expected "
+          + identity.id(), null);
+    }
+    synchronized (cache) {
+      cache.put(key, p);
+    }
+    return p;
+  }
+
+  /** Forgets deleted keys. */
+  void removeAll(List<String> keys) {
+    synchronized (cache) {
+      keys.forEach(cache::remove);
+    }
+  }
+}

@@ -1,0 +1,151 @@
+package io.strata.format;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The published snapshot ({@code b/...bsm}): its golden file, strict decoding, and the lineage
+ * rule that decides which manifests may use it (docs/format.md, "Published snapshots").
+ */
+class PublishedSnapshotCodecTest {
+  private static final String A3 = "018c0a1b2c99-8899aabbccddeeff";
+  private static final String A6 = "018c0a1b2d00-0123456789abcdef";
+  private static final String A7 = "018c0a1b2e00-fedcba9876543210";
+  private static final String OTHER_RUN_A7 = "018c0a1b3e00-0000000000000007";
+  private static final String PACK = "snap/00000000000000000007-" + A7
+      + "-00112233445566778899aabbccddeeff.pack";
+
+  private static Delta delta(long v, String attempt) {
+    return new Delta(v, attempt, new FileRef(StoreLayout.versionObject(v, attempt), 0, 100 + v,
+        0x1000 + v));
+  }
+
+  /** The object golden/published-snapshot-v1.json holds. */
+  static PublishedSnapshot golden() {
+    return new PublishedSnapshot(1, "0/3/default", 7, A7,
+        Optional.of(new PublishedSnapshot.Identity(3, A3)), List.of(delta(6, A6), delta(7, A7)),
+        List.of(new BaseSnapshot.BaseFile("000012.sst",
+                new FileRef("sst/0123456789abcdef0123456789abcdef.sst", 0, 4096, 0xfedcba98L)),
+            new BaseSnapshot.BaseFile("000015.sst", delta(7, A7).file()),
+            new BaseSnapshot.BaseFile("CURRENT", new FileRef(PACK, 0, 16, 1)),
+            new BaseSnapshot.BaseFile("MANIFEST-000016", new FileRef(PACK, 16, 300, 2))),
+        1700000000000L);
+  }
+
+  static String goldenKey() {
+    return StoreLayout.publishedSnapshot(7, golden().tip().hash(),
+        "ffeeddccbbaa99887766554433221100");
+  }
+
+  private static byte[] readGolden() throws IOException {
+    try (InputStream in = PublishedSnapshotCodecTest.class.getResourceAsStream(
+        "/golden/published-snapshot-v1.json")) {
+      return in.readAllBytes();
+    }
+  }
+
+  /** A manifest of version 8: base (3, A3), deltas 6 and 7 of {@code attempt7}, then 8. */
+  private static Manifest manifest(String attempt7) {
+    BaseSnapshot base = new BaseSnapshot(3, A3, List.of(new BaseSnapshot.BaseFile("CURRENT",
+        new FileRef("snap/x", 0, 16, 1))));
+    return new Manifest(1, "0/3/default", 8, "018c0a1b2f00-0000000000000008", 7,
+        Optional.of(attempt7), Optional.of(base),
+        List.of(delta(6, A6), delta(7, attempt7), delta(8, "018c0a1b2f00-0000000000000008")),
+        "{}", "{}", 5, 0);
+  }
+
+  @Test
+  void encodesExactlyTheGoldenFile() throws IOException {
+    assertEquals(new String(readGolden(), StandardCharsets.UTF_8).trim(),
+        new String(PublishedSnapshotCodec.encode(golden()), StandardCharsets.UTF_8),
+        "a change to the published snapshot's bytes must change the golden file on purpose");
+  }
+
+  @Test
+  void decodesTheGoldenFile() throws Exception {
+    assertEquals(golden(), PublishedSnapshotCodec.decode(readGolden(), goldenKey()));
+  }
+
+  @Test
+  void decodingIsStrictAndNamesTheKey() {
+    String key = goldenKey();
+    String text = new String(PublishedSnapshotCodec.encode(golden()), StandardCharsets.UTF_8);
+    ManifestFormatException newer = assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode(text.replace("\"formatVersion\":1",
+            "\"formatVersion\":2").getBytes(StandardCharsets.UTF_8), key));
+    assertTrue(newer.getMessage().contains(key) && newer.getMessage().contains("newer Strata"),
+        newer.getMessage());
+    ManifestFormatException missing = assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode(text.replace("\"storeId\"", "\"store\"")
+            .getBytes(StandardCharsets.UTF_8), key));
+    assertTrue(missing.getMessage().contains("'storeId'"), missing.getMessage());
+    ManifestFormatException bytes = assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode(text.replace("\"bytes\":", "\"bytes\":1")
+            .getBytes(StandardCharsets.UTF_8), key));
+    assertTrue(bytes.getMessage().contains("counts.bytes"), bytes.getMessage());
+    String otherKey = StoreLayout.publishedSnapshot(7, 12345, "ffeeddccbbaa99887766554433221100");
+    ManifestFormatException wrongKey = assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode(text.getBytes(StandardCharsets.UTF_8), otherKey));
+    assertTrue(wrongKey.getMessage().contains("does not match the key"), wrongKey.getMessage());
+    assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode("[]".getBytes(StandardCharsets.UTF_8), key));
+  }
+
+  @Test
+  void keysCarryTheVersionAndTheLineageTip() {
+    String key = goldenKey();
+    assertEquals(7, StoreLayout.publishedSnapshotVersionOf(key));
+    assertEquals(golden().tip().hash(), StoreLayout.publishedSnapshotTipOf(key));
+    assertEquals(Reachability.Kind.PUBLISHED_SNAPSHOT, Reachability.kindOf(key));
+    assertEquals(-1, StoreLayout.publishedSnapshotVersionOf("b/7.bsm"));
+  }
+
+  @Test
+  void aManifestOnTheSameLineageCanUseItAndASupersededOneCannot() {
+    PublishedSnapshot p = golden();
+    Manifest same = manifest(A7);
+    assertTrue(p.usableBy(same), "the same delta of version 7: the same state at 7");
+    Manifest rebased = p.rebase(same);
+    assertEquals(Optional.of(p.snapshot()), rebased.base());
+    assertEquals(List.of(same.deltas().get(2)), rebased.deltas(), "only the deltas after 7");
+    assertEquals(same.numKeys(), rebased.numKeys());
+    // A later query run re-committed 7 (another attempt, another delta): never the same state.
+    Manifest superseded = manifest(OTHER_RUN_A7);
+    assertFalse(p.usableBy(superseded));
+    assertThrows(IllegalArgumentException.class, () -> p.rebase(superseded));
+    // The tips index says the same from cached data.
+    PublishedSnapshot.TipIndex tips = PublishedSnapshot.TipIndex.of(same);
+    assertEquals(p.tip().hash(), tips.hashAt(7).getAsLong());
+    assertTrue(PublishedSnapshot.TipIndex.of(superseded).hashAt(7).getAsLong()
+        != p.tip().hash());
+    assertTrue(tips.hashAt(3).isEmpty(), "not after the manifest's own base");
+    assertTrue(tips.hashAt(9).isEmpty(), "not newer than the manifest");
+  }
+
+  @Test
+  void withoutADeltaTheTipIsTheBaseOrTheEmptyState() {
+    BaseSnapshot base = new BaseSnapshot(3, A3, List.of(new BaseSnapshot.BaseFile("CURRENT",
+        new FileRef("snap/x", 0, 16, 1))));
+    // Versions 4 and 5 wrote nothing: the state at 5 is the base's.
+    Manifest m5 = new Manifest(1, "0/3/default", 5, A6, 4, Optional.of(A3), Optional.of(base),
+        List.of(), "{}", "{}", 1, 0);
+    PublishedSnapshot p = PublishedSnapshot.of(m5, new BaseSnapshot(5, A6, golden().files()), 0);
+    assertEquals(Optional.of(new PublishedSnapshot.Identity(3, A3)), p.tip().base());
+    Manifest m6 = new Manifest(1, "0/3/default", 6, A7, 5, Optional.of(A6), Optional.of(base),
+        List.of(delta(6, A7)), "{}", "{}", 1, 0);
+    assertTrue(p.usableBy(m6));
+    assertEquals(p.tip().hash(), PublishedSnapshot.TipIndex.of(m6).hashAt(5).getAsLong());
+    Manifest fromEmpty = new Manifest(1, "0/3/default", 6, A7, 5, Optional.of(A6),
+        Optional.empty(), List.of(delta(6, A7)), "{}", "{}", 1, 0);
+    assertFalse(p.usableBy(fromEmpty), "another base: not the same state");
+  }
+}
