@@ -231,7 +231,13 @@ class CorruptionIT {
       }
       assertFalse(ssts.isEmpty(), "the local database holds SSTs");
       for (Path sst : ssts) {
+        java.nio.file.attribute.FileTime before = Files.getLastModifiedTime(sst);
         flipByte(sst, 64);
+        // A write lands in the same file-system timestamp tick as the restore when it comes
+        // within a few ms of it: the stamps (size, mtime) cannot see that, only a read's
+        // checksum can (LocalReadErrorTest). This test is about the stamps: a later write.
+        Files.setLastModifiedTime(sst, java.nio.file.attribute.FileTime.fromMillis(
+            before.toMillis() + 2_000));
       }
       Path sst = ssts.get(0);
       // the next batch loads the same version: the change is noticed and the version is
