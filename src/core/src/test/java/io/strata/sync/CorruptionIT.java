@@ -230,16 +230,23 @@ class CorruptionIT {
         ssts = files.filter(p -> p.toString().endsWith(".sst")).toList();
       }
       assertFalse(ssts.isEmpty(), "the local database holds SSTs");
+      java.util.List<Path> flipped = new java.util.ArrayList<>();
       for (Path sst : ssts) {
-        java.nio.file.attribute.FileTime before = Files.getLastModifiedTime(sst);
-        flipByte(sst, 64);
-        // A write lands in the same file-system timestamp tick as the restore when it comes
-        // within a few ms of it: the stamps (size, mtime) cannot see that, only a read's
-        // checksum can (LocalReadErrorTest). This test is about the stamps: a later write.
-        Files.setLastModifiedTime(sst, java.nio.file.attribute.FileTime.fromMillis(
-            before.toMillis() + 2_000));
+        try {
+          java.nio.file.attribute.FileTime before = Files.getLastModifiedTime(sst);
+          flipByte(sst, 64);
+          // A write lands in the same file-system timestamp tick as the restore when it comes
+          // within a few ms of it: the stamps (size, mtime) cannot see that, only a read's
+          // checksum can (LocalReadErrorTest). This test is about the stamps: a later write.
+          Files.setLastModifiedTime(sst, java.nio.file.attribute.FileTime.fromMillis(
+              before.toMillis() + 2_000));
+          flipped.add(sst);
+        } catch (java.nio.file.NoSuchFileException | java.io.FileNotFoundException gone) {
+          // a background compaction of the restored database replaced it meanwhile
+        }
       }
-      Path sst = ssts.get(0);
+      assertFalse(flipped.isEmpty(), "flipped a live SST of " + ssts);
+      Path sst = flipped.get(0);
       // the next batch loads the same version: the change is noticed and the version is
       // restored from the object store instead of reusing the damaged database
       s.load(VERSIONS, Optional.empty());
