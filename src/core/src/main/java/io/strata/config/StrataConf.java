@@ -255,8 +255,9 @@ public record StrataConf(
       .description("Garbage collection deletes an object no retained manifest names only once "
           + "it is this old (by the object store's last-modified time), so in-flight commits "
           + "and base snapshots are never robbed. Must exceed twice the clock skew between "
-          + "executors and the object store, and twice the time between two commits of a store "
-          + "(a base snapshot not published within half of it is dropped).");
+          + "executors and the object store. A commit adopts a base snapshot as its manifest's "
+          + "base only within half of it; cold loads restore from the snapshot's published "
+          + "object (b/) whenever it lies on their lineage.");
 
   /** Every option, in documentation order (the order of README.md's configuration table). */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR,
