@@ -178,6 +178,35 @@ class RerunAfterRewindIT {
     return m;
   }
 
+  /**
+   * Where one test's query runs: its input, both checkpoints and both outputs, and the id of
+   * Strata's first query run.
+   */
+  private record Setup(Path base, Path in, String baseline, Path outBase, String strata,
+      Path outStrata, UUID firstRun) { }
+
+  /**
+   * Writes 10 batch files and runs the query to their end with the HDFS provider and with Strata
+   * (local state in {@code base/local-1}); both outputs must be equal.
+   *
+   */
+  private static Setup firstRun(String name, int format) throws Exception {
+    Path base = Files.createDirectories(h.work.resolve(name + "-" + UUID.randomUUID()));
+    Path in = Files.createDirectories(base.resolve("in"));
+    for (int b = 0; b < 10; b++) {
+      writeBatch(in, b);
+    }
+    String baseline = h.fileCheckpoint(name);
+    Path outBase = base.resolve("out-hdfs");
+    String strata = h.s3Checkpoint(name);
+    Path outStrata = base.resolve("out-strata");
+    runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
+    UUID run = runHere(SparkS3Harness.PROVIDER, strata, in, outStrata, base.resolve("local-1"),
+        format);
+    assertEquals(outputs(outBase), outputs(outStrata), name + ": the first run");
+    return new Setup(base, in, baseline, outBase, strata, outStrata, run);
+  }
+
   private enum Restart { NEW_DRIVER_WIPED, SAME_SESSION_KEPT }
 
   /**
@@ -188,19 +217,14 @@ class RerunAfterRewindIT {
    */
   private void rewindAndCompare(String name, int format, Restart restart, int added)
       throws Exception {
-    Path base = Files.createDirectories(h.work.resolve(name + "-" + UUID.randomUUID()));
-    Path in = Files.createDirectories(base.resolve("in"));
-    for (int b = 0; b < 10; b++) {
-      writeBatch(in, b);
-    }
-    String baseline = h.fileCheckpoint(name);
-    Path outBase = base.resolve("out-hdfs");
-    String strata = h.s3Checkpoint(name);
-    Path outStrata = base.resolve("out-strata");
+    Setup setup = firstRun(name, format);
+    Path base = setup.base();
+    Path in = setup.in();
+    String baseline = setup.baseline();
+    Path outBase = setup.outBase();
+    String strata = setup.strata();
+    Path outStrata = setup.outStrata();
     Path local = base.resolve("local-1");
-    runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
-    runHere(SparkS3Harness.PROVIDER, strata, in, outStrata, local, format);
-    assertEquals(outputs(outBase), outputs(outStrata), name + ": the first run");
     assertEquals(10, outputs(outStrata).size());
     List<String> batch8Before = outputs(outStrata).get(8L);
 
@@ -324,19 +348,14 @@ class RerunAfterRewindIT {
       throws Exception {
     format2NewDriversOnlyOn41(format);
     String name = "zombie-f" + format;
-    Path base = Files.createDirectories(h.work.resolve(name + "-" + UUID.randomUUID()));
-    Path in = Files.createDirectories(base.resolve("in"));
-    for (int b = 0; b < 10; b++) {
-      writeBatch(in, b);
-    }
-    String baseline = h.fileCheckpoint(name);
-    Path outBase = base.resolve("out-hdfs");
-    String strata = h.s3Checkpoint(name);
-    Path outStrata = base.resolve("out-strata");
-    runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
-    UUID first = runHere(SparkS3Harness.PROVIDER, strata, in, outStrata, base.resolve("local-1"),
-        format);
-    assertEquals(outputs(outBase), outputs(outStrata), name + ": the first run");
+    Setup setup = firstRun(name, format);
+    UUID first = setup.firstRun();
+    Path base = setup.base();
+    Path in = setup.in();
+    String baseline = setup.baseline();
+    Path outBase = setup.outBase();
+    String strata = setup.strata();
+    Path outStrata = setup.outStrata();
 
     StrataStateStoreProvider zombie9 = zombieProvider(strata, first, base.resolve("zombie-9"));
     StrataStateStoreProvider zombie11 = zombieProvider(strata, first, base.resolve("zombie-11"));
