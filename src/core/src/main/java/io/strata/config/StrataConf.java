@@ -47,8 +47,7 @@ import java.util.Optional;
  * @param gcEnabled whether maintenance deletes versions older than the retention and
  *     unreferenced objects (docs/format.md, "Retention and garbage collection")
  * @param gcGracePeriod how old an unreferenced object must be before it is deleted (at least
- *     {@link #MIN_GC_GRACE_PERIOD}); a base snapshot not published within half of it is not
- *     published
+ *     {@link #MIN_GC_GRACE_PERIOD})
  */
 public record StrataConf(
     Optional<Path> localDir,
@@ -255,9 +254,7 @@ public record StrataConf(
       .description("Garbage collection deletes an object no retained manifest names only once "
           + "it is this old (by the object store's last-modified time), so in-flight commits "
           + "and base snapshots are never robbed. Must exceed twice the clock skew between "
-          + "executors and the object store. A commit adopts a base snapshot as its manifest's "
-          + "base only within half of it; cold loads restore from the snapshot's published "
-          + "object (b/) whenever it lies on their lineage.");
+          + "executors and the object store.");
 
   /** Every option, in documentation order (the order of README.md's configuration table). */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR,

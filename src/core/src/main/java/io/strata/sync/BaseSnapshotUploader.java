@@ -1,6 +1,5 @@
 package io.strata.sync;
 
-import io.strata.config.StrataConf;
 import io.strata.engine.LocalFiles;
 import io.strata.format.BaseSnapshot;
 import io.strata.format.Checksums;
@@ -44,10 +43,11 @@ import org.slf4j.LoggerFactory;
  * PublishedSnapshots#write}): every later cold load whose lineage it lies on may restore from it.
  *
  * <p>The uploaded snapshot also waits ({@link #offer}) for the next commit, whose manifest names
- * it as its base ({@link #pending}, {@link #published}). One not published within half the
- * garbage-collection grace period is dropped rather than published, since a round may already
- * treat its fresh files as unreferenced; a dropped one's files are orphans ({@link
- * GcTrigger#orphansLeft()}).
+ * it as its base ({@link #pending}, {@link #published}), however long that commit takes to come:
+ * once published, garbage collection keeps the snapshot's object and files while a retained
+ * version can use it ({@code Reachability}), and this instance's newest version can (the
+ * snapshot lies on its lineage), so adopting it is safe at any age. That keeps manifests short
+ * and spares maintenance a new upload when commits come further apart than the grace period.
  *
  * <p>Threading: {@link #upload} runs outside the store's monitor (one at a time); the methods
  * about the pending snapshot are called with the monitor held, which guards it.
@@ -75,14 +75,11 @@ final class BaseSnapshotUploader {
   }
 
   /**
-   * A base snapshot uploaded for the next commit to publish.
+   * A published base snapshot waiting for the next commit to name it as its manifest's base.
    *
    * @param generation the local database it was taken from
-   * @param startedMillis wall time (the store's clock) before its first upload started
-   * @param startedNanos {@link System#nanoTime()} at the same moment
    */
-  private record Pending(BaseSnapshot snapshot, int generation, long startedMillis,
-      long startedNanos) { }
+  private record Pending(BaseSnapshot snapshot, int generation) { }
 
   /**
    * A local checkpoint of a committed version, taken under the store's monitor, to upload.
@@ -90,11 +87,8 @@ final class BaseSnapshotUploader {
    * @param checkpoint the checkpoint's directory (deleted by {@link #run})
    * @param manifest the manifest of the version it holds
    * @param generation the local database it was taken from
-   * @param startedMillis wall time (the store's clock) when it was taken
-   * @param startedNanos {@link System#nanoTime()} at the same moment
    */
-  record Job(Path checkpoint, Manifest manifest, int generation, long startedMillis,
-      long startedNanos) { }
+  record Job(Path checkpoint, Manifest manifest, int generation) { }
 
   private final StoreIdentity identity;
   private final ObjectStore objects;
@@ -103,7 +97,6 @@ final class BaseSnapshotUploader {
   private final PublishedSnapshots published;
   private final LocalIntegrity integrity;
   private final Clock clock;
-  private final long gracePeriodMillis;
   /**
    * (length, checksum) of local SST files already hashed, keyed by {@code <generation>/<file
    * name>}: RocksDB reuses file names across databases, so a name is only an identity within one
@@ -119,13 +112,11 @@ final class BaseSnapshotUploader {
    *     upload stops)
    * @param gc told of the files of a snapshot dropped unpublished
    * @param integrity told when an upload finds a local SST corrupt
-   * @param clock the wall clock of the grace period
-   * @param gracePeriodMillis the garbage-collection grace period, ms
+   * @param clock the wall clock recorded in published snapshots (diagnostics only)
    * @param published where each uploaded snapshot is published for every later load
    */
   BaseSnapshotUploader(StoreIdentity identity, ObjectStore objects, TransferPools pools,
-      GcTrigger gc, LocalIntegrity integrity, Clock clock, long gracePeriodMillis,
-      PublishedSnapshots published) {
+      GcTrigger gc, LocalIntegrity integrity, Clock clock, PublishedSnapshots published) {
     this.published = published;
     this.identity = identity;
     this.objects = objects;
@@ -133,7 +124,6 @@ final class BaseSnapshotUploader {
     this.gc = gc;
     this.integrity = integrity;
     this.clock = clock;
-    this.gracePeriodMillis = gracePeriodMillis;
   }
 
   /** The checkpoint a running upload reads, or null. Monitor held. */
@@ -239,7 +229,7 @@ final class BaseSnapshotUploader {
       }
       synchronized (monitor) {
         if (current.test(job.generation())) {
-          offer(snapshot, job.generation(), job.startedMillis(), job.startedNanos());
+          offer(snapshot, job.generation());
         } else {
           gc.orphansLeft();
         }
@@ -367,28 +357,19 @@ final class BaseSnapshotUploader {
   }
 
   /** Hands an uploaded snapshot to the next commit. Monitor held. */
-  private void offer(BaseSnapshot snapshot, int generation, long startedMillis, long startedNanos) {
-    pending = new Pending(snapshot, generation, startedMillis, startedNanos);
+  private void offer(BaseSnapshot snapshot, int generation) {
+    pending = new Pending(snapshot, generation);
   }
 
   /**
-   * The snapshot waiting to be published, if it was taken from the database of {@code
-   * generation}; one that waited too long is dropped first. Monitor held.
+   * The published snapshot waiting for a commit to name it as its base, if it was taken from (or
+   * restored into) the database of {@code generation}. Monitor held.
    *
-   * @param atVersion the version being committed or snapshotted (for the log)
+   * @param atVersion the version being committed or snapshotted
    */
   Optional<BaseSnapshot> pending(int generation, long atVersion) {
-    if (pending == null || pending.generation() != generation) {
-      return Optional.empty();
-    }
-    if (expired(pending)) {
-      LOG.warn("{} version {}: the base snapshot of version {} was uploaded more than half the "
-          + "garbage-collection grace period ago ({} ms) and is not published: a "
-          + "garbage-collection round may already treat its files as unreferenced. Maintenance "
-          + "takes a new one; if this repeats, commits come further apart than half of {}",
-          identity, atVersion, pending.snapshot().version(), gracePeriodMillis / 2,
-          StrataConf.GC_GRACE_PERIOD.fullKey());
-      drop();
+    if (pending == null || pending.generation() != generation
+        || pending.snapshot().version() > atVersion) {
       return Optional.empty();
     }
     return Optional.of(pending.snapshot());
@@ -396,15 +377,12 @@ final class BaseSnapshotUploader {
 
   /**
    * Makes the published snapshot a load restored from the pending one, so that the next commit
-   * names it as its base (its manifest then lists only the deltas after it), if that commit
-   * comes within half the grace period of the LIST that found it. Monitor held.
+   * names it as its base (its manifest then lists only the deltas after it). Monitor held.
    *
    * @param generation the local database restored from it
-   * @param listedMillis the store's wall clock before that LIST, epoch ms
-   * @param listedNanos {@link System#nanoTime()} at the same moment
    */
-  void restoredFrom(BaseSnapshot snapshot, int generation, long listedMillis, long listedNanos) {
-    offer(snapshot, generation, listedMillis, listedNanos);
+  void restoredFrom(BaseSnapshot snapshot, int generation) {
+    offer(snapshot, generation);
   }
 
   /** Records that a committed manifest names {@code base}: if it was pending, it no longer is. */
@@ -421,22 +399,11 @@ final class BaseSnapshotUploader {
     }
   }
 
-  /** Forgets the pending snapshot; its uploaded files become orphans. Monitor held. */
-  void drop() {
-    if (pending != null) {
-      pending = null;
-      gc.orphansLeft();
-    }
-  }
-
   /**
-   * True if {@code p} was uploaded too long ago to be published: half the grace period has
-   * passed since its upload started, by the store's wall clock or by the monotonic clock,
-   * whichever says more (a wall clock set back never makes it look younger).
+   * Forgets the pending snapshot (its published object still names its files, and garbage
+   * collection collects both once no retained version can use it). Monitor held.
    */
-  private boolean expired(Pending p) {
-    long wall = clock.millis() - p.startedMillis();
-    long mono = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - p.startedNanos());
-    return Math.max(wall, mono) >= gracePeriodMillis / 2;
+  void drop() {
+    pending = null;
   }
 }

@@ -15,8 +15,7 @@ import io.strata.config.StrataConf;
  *     is due, &gt;= 1 (Spark's {@code StateStoreConf.minVersionsToDelete}, that is {@code
  *     ratioExtraSpaceAllowedInCheckpoint * minBatchesToRetain}, at least 1)
  * @param gracePeriodMillis an object no retained manifest names is deleted only once its
- *     last-modified time is at least this old, ms (&gt;= 0; Strata's {@code gc.gracePeriod});
- *     a base snapshot not published within half of it is not published at all
+ *     last-modified time is at least this old, ms (&gt;= 0; Strata's {@code gc.gracePeriod})
  */
 public record GcSettings(boolean enabled, int versionsToRetain, int roundInterval,
     long gracePeriodMillis) {

@@ -38,14 +38,11 @@ final class PublishedSnapshots {
    *
    * @param key its object key
    * @param snapshot its content
-   * @param listedMillis the store's wall clock before the LIST that found it, epoch ms
-   * @param listedNanos {@link System#nanoTime()} at the same moment
    */
-  record Found(String key, PublishedSnapshot snapshot, long listedMillis, long listedNanos) { }
+  record Found(String key, PublishedSnapshot snapshot) { }
 
   private final StoreIdentity identity;
   private final ObjectStore objects;
-  private final java.time.Clock clock;
   private final Map<String, PublishedSnapshot> cache = new LinkedHashMap<>(16, 0.75f, true) {
     @Override
     protected boolean removeEldestEntry(Map.Entry<String, PublishedSnapshot> eldest) {
@@ -53,11 +50,9 @@ final class PublishedSnapshots {
     }
   };
 
-  /** @param clock the wall clock recorded with a listing (for the adoption deadline) */
-  PublishedSnapshots(StoreIdentity identity, ObjectStore objects, java.time.Clock clock) {
+  PublishedSnapshots(StoreIdentity identity, ObjectStore objects) {
     this.identity = identity;
     this.objects = objects;
-    this.clock = clock;
   }
 
   /**
@@ -84,8 +79,6 @@ final class PublishedSnapshots {
    * problem is logged and the load uses {@code m}'s own chain.
    */
   Optional<Found> find(Manifest m) {
-    long millis = clock.millis();
-    long nanos = System.nanoTime();
     List<ObjectInfo> listed;
     try {
       listed = objects.list(StoreLayout.PUBLISHED_SNAPSHOTS);
@@ -111,7 +104,7 @@ final class PublishedSnapshots {
       try {
         PublishedSnapshot p = read(key);
         if (p.usableBy(m)) {
-          return Optional.of(new Found(key, p, millis, nanos));
+          return Optional.of(new Found(key, p));
         }
         LOG.debug("{} version {}: published snapshot {} is not on its lineage (tip hash "
             + "collision)", identity, m.version(), objects.describe(key));

@@ -165,13 +165,13 @@ public final class SyncedStore implements AutoCloseable {
             + 2L * Math.max(gcSettings.roundInterval(), settings.snapshotInterval()) + 16));
     this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(), manifests);
     this.restorer = new Restorer(identity, objects, pools.transfers(), settings.memory());
-    this.published = new PublishedSnapshots(identity, objects, clock);
+    this.published = new PublishedSnapshots(identity, objects);
     this.gc = new GcTrigger(gcSettings, clock,
         new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,
             () -> runEpochs == null ? -1 : runEpochs.known(), published), this);
     this.integrity = new LocalIntegrity(identity, localDir);
     this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
-        gcSettings.gracePeriodMillis(), published);
+        published);
     this.building = new VersionBuilder(identity, objects, gc);
     this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
     this.reads = new LocalReads(identity, db, integrity, this);
@@ -306,8 +306,7 @@ public final class SyncedStore implements AutoCloseable {
     if (r != null) {
       replaceLocal(r.store(), m, m.version());
       PublishedSnapshots.Found f = found.get();
-      snapshots.restoredFrom(f.snapshot().snapshot(), db.generation(), f.listedMillis(),
-          f.listedNanos());
+      snapshots.restoredFrom(f.snapshot().snapshot(), db.generation());
       lastRestore = r.stats().fromPublished();
     } else {
       r = restorer.restore(m, db.newDbDir(), db.tmpDir(), start);
@@ -941,8 +940,7 @@ public final class SyncedStore implements AutoCloseable {
       source = source.rebasedOn(pending.get());
     }
     BaseSnapshotUploader.Job job =
-        new BaseSnapshotUploader.Job(cpDir, source, db.generation(), clock.millis(),
-            System.nanoTime());
+        new BaseSnapshotUploader.Job(cpDir, source, db.generation());
     snapshots.started(job);
     return job;
   }

@@ -37,7 +37,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Published snapshots (docs/format.md, "Published snapshots") on a real S3-compatible server
  * (S3Proxy): one-batch runs on fresh instances keep the chain a cold load replays short; a
- * snapshot is used after a gap longer than half the grace period; a snapshot of a version a
+ * snapshot is adopted by a commit that comes longer than the grace period after it; a snapshot of a version a
  * later query run re-committed is never used; garbage collection keeps a published snapshot while
  * a retained version can use it and deletes it (then its files, in a later round) after; a load
  * whose published snapshot lost or damaged a file falls back to its manifest's own chain.
@@ -158,13 +158,13 @@ class PublishedSnapshotsIT {
   }
 
   /**
-   * (b) Commits further apart than half the grace period: the next commit no longer adopts the
-   * snapshot as its base (its pending upload is dropped), but the published snapshot is still
-   * what the next cold load restores from, and a garbage-collection round after the grace
-   * period keeps it and its files.
+   * (b) Commits further apart than the grace period (a long trigger): the next commit still
+   * names the published snapshot as its manifest's base (so manifests stay short and maintenance
+   * uploads no new snapshot), a garbage-collection round after the grace period keeps the
+   * snapshot's files, and a cold load restores from it with one delta.
    */
   @Test
-  void aSnapshotIsUsedAfterAGapLongerThanHalfTheGracePeriod() throws Exception {
+  void aSnapshotIsAdoptedByACommitLongerThanTheGracePeriodAfterIt() throws Exception {
     GcSettings gc = new GcSettings(true, 100, 1, 60_000);
     OffsetClock clock = new OffsetClock();
     TreeMap<String, String> state;
@@ -173,25 +173,20 @@ class PublishedSnapshotsIT {
       state = commit(a, new TreeMap<>(), 1, 6, "b");
       assertTrue(a.snapshotNow(), "a snapshot of version 6");
       assertEquals(1, keys("gap", StoreLayout.PUBLISHED_SNAPSHOTS).size());
-      clock.advance(Duration.ofSeconds(31)); // beyond half the grace period
+      clock.advance(Duration.ofSeconds(120)); // beyond the grace period
+      a.collectGarbage();
       state = commit(a, state, 7, 7, "b");
       Manifest m7 = a.loadedManifest().orElseThrow();
-      assertTrue(m7.base().isEmpty(), "the expired snapshot is not adopted: " + m7.base());
-      assertEquals(7, m7.deltaChainLength());
+      assertEquals(6, m7.base().orElseThrow().version(),
+          "the published snapshot is the base of the next commit, however late: " + m7.base());
+      assertEquals(1, m7.deltaChainLength());
       clock.advance(Duration.ofSeconds(120)); // every object is now older than the grace period
       a.collectGarbage();
-    }
-    String published = keys("gap", StoreLayout.PUBLISHED_SNAPSHOTS).get(0);
-    PublishedSnapshot p = read("gap", published);
-    for (var f : p.files()) {
-      assertTrue(keys("gap", f.file().key()).contains(f.file().key()),
-          "the round kept " + f.file().key());
     }
     try (SyncedStore b = open("gap", "b", gc, new OffsetClock(), null)) {
       b.load(7, Optional.empty());
       RestoreStats r = b.lastRestore();
-      assertTrue(r.fromPublishedSnapshot(), "restored from the published snapshot: " + r);
-      assertEquals(6, r.baseVersion());
+      assertEquals(6, r.baseVersion(), "restored from the base snapshot of version 6: " + r);
       assertEquals(1, r.deltasReplayed());
       GcWorkload.assertState(b, state, "version 7");
     }
@@ -234,23 +229,31 @@ class PublishedSnapshotsIT {
   }
 
   /**
-   * (d) Garbage collection: a published snapshot stays (with its files) while a retained version
-   * can use it, even past the grace period, and goes once none can; its files only in a later
-   * round; nothing a retained manifest names is ever deleted.
+   * (d) Garbage collection: a published snapshot no manifest names (another instance published
+   * it) stays, with its files, while a retained version can use it, even past the grace period,
+   * and goes once none can; its files only in a later round; nothing a retained manifest names
+   * is ever deleted.
    */
   @Test
   void garbageCollectionKeepsAPublishedSnapshotWhileUsable() throws Exception {
     GcSettings gc = new GcSettings(true, 3, 1, 60_000);
     OffsetClock clock = new OffsetClock();
+    TreeMap<String, String> state;
+    SyncedStore other = open("gc", "other", gc, clock, null);
     try (SyncedStore a = open("gc", "a", gc, clock, null)) {
-      a.load(0, Optional.empty());
-      TreeMap<String, String> state = commit(a, new TreeMap<>(), 1, 5, "d");
-      assertTrue(a.snapshotNow(), "a snapshot of version 5");
+      try {
+        other.load(0, Optional.empty());
+        state = commit(other, new TreeMap<>(), 1, 4, "d");
+        a.load(4, Optional.empty()); // a short chain: schedules no snapshot of its own
+        assertTrue(other.snapshotNow(), "another instance's snapshot of version 4");
+      } finally {
+        other.close();
+      }
       String first = keys("gc", StoreLayout.PUBLISHED_SNAPSHOTS).get(0);
       Set<String> firstFiles = Reachability.namedKeys(read("gc", first));
-      clock.advance(Duration.ofSeconds(31)); // the commits no longer adopt it
-      state = commit(a, state, 6, 9, "d");
-      assertTrue(a.loadedManifest().orElseThrow().base().isEmpty());
+      state = commit(a, state, 5, 9, "d");
+      assertTrue(a.loadedManifest().orElseThrow().base().isEmpty(),
+          "a never saw it: its manifests name no base");
       clock.advance(Duration.ofSeconds(120));
       a.collectGarbage();
       assertTrue(keys("gc", StoreLayout.PUBLISHED_SNAPSHOTS).contains(first),
