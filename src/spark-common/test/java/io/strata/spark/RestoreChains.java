@@ -107,12 +107,13 @@ public final class RestoreChains {
     }
     try (Stream<Path> files = Files.list(dir)) {
       for (Path f : files.filter(Files::isRegularFile).toList()) {
-        String key = storeRoot + StoreLayout.PUBLISHED_SNAPSHOTS + f.getFileName();
+        String rel = StoreLayout.PUBLISHED_SNAPSHOTS + f.getFileName(); // the store's own key
+        String key = storeRoot + rel;
         if (!key.endsWith(StoreLayout.PUBLISHED_SNAPSHOT_SUFFIX)) {
           continue;
         }
         try {
-          out.add(PublishedSnapshotCodec.decode(Files.readAllBytes(f), key));
+          out.add(PublishedSnapshotCodec.decode(Files.readAllBytes(f), rel));
         } catch (Exception ex) {
           throw new IllegalStateException("Cannot decode published snapshot " + key + ": " + ex,
               ex);
