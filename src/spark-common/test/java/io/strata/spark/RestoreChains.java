@@ -107,12 +107,14 @@ public final class RestoreChains {
     }
     try (Stream<Path> files = Files.list(dir)) {
       for (Path f : files.filter(Files::isRegularFile).toList()) {
-        String key = storeRoot + StoreLayout.PUBLISHED_SNAPSHOTS + f.getFileName();
+        // The codec checks the store-relative key (b/<version>-<tip>-<name>.bsm), as a load does.
+        String rel = StoreLayout.PUBLISHED_SNAPSHOTS + f.getFileName();
+        String key = storeRoot + rel;
         if (!key.endsWith(StoreLayout.PUBLISHED_SNAPSHOT_SUFFIX)) {
           continue;
         }
         try {
-          out.add(PublishedSnapshotCodec.decode(Files.readAllBytes(f), key));
+          out.add(PublishedSnapshotCodec.decode(Files.readAllBytes(f), rel));
         } catch (Exception ex) {
           throw new IllegalStateException("Cannot decode published snapshot " + key + ": " + ex,
               ex);
