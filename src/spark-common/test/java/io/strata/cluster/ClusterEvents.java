@@ -26,8 +26,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * so readers poll ({@link #await}).
  */
 final class ClusterEvents extends SparkListener {
-  /** A task of a stateful stage started on {@code executorId} at {@code launchTime}. */
-  record StatefulTask(long launchTime, String executorId, int stageId) { }
+  /**
+   * A task of a stateful stage started on {@code executorId} at {@code launchTime}, for the
+   * stage's partition {@code partition} (so for the state stores of that partition).
+   */
+  record StatefulTask(long launchTime, String executorId, int stageId, int partition) { }
 
   /** A task of a stateful stage that did not succeed, with Spark's reason. */
   record FailedTask(String executorId, String reason) { }
@@ -53,7 +56,7 @@ final class ClusterEvents extends SparkListener {
   public void onTaskStart(SparkListenerTaskStart event) {
     if (statefulStages.getOrDefault(event.stageId(), false)) {
       statefulTasks.add(new StatefulTask(event.taskInfo().launchTime(),
-          event.taskInfo().executorId(), event.stageId()));
+          event.taskInfo().executorId(), event.stageId(), event.taskInfo().partitionId()));
     }
   }
 
@@ -84,6 +87,12 @@ final class ClusterEvents extends SparkListener {
       }
     }
     return ids;
+  }
+
+  /** The stateful tasks (every attempt) started in {@code [fromMs, toMs)}, in start order. */
+  List<StatefulTask> statefulTasks(long fromMs, long toMs) {
+    return statefulTasks.stream().filter(t -> t.launchTime() >= fromMs && t.launchTime() < toMs)
+        .toList();
   }
 
   /** The first stateful task started at or after {@code fromMs}, if any yet. */

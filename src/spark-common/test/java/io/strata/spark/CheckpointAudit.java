@@ -18,9 +18,10 @@ import java.util.stream.Stream;
 /**
  * Checks a checkpoint in S3Proxy's filesystem data directory: every manifest (in every version
  * object under {@code <prefix>/state/}) names only objects that exist. Reads the files directly,
- * as the server stores them (one file per key).
+ * as the server stores them (one file per key). Public for the cluster tests ({@code
+ * io.strata.cluster}).
  */
-final class CheckpointAudit {
+public final class CheckpointAudit {
   private CheckpointAudit() { }
 
   /**
@@ -29,7 +30,7 @@ final class CheckpointAudit {
    *
    * @throws IllegalStateException if a version object cannot be decoded
    */
-  static List<String> missingNamedObjects(Path dataDir, String bucket, String prefix)
+  public static List<String> missingNamedObjects(Path dataDir, String bucket, String prefix)
       throws IOException {
     return missingNamedObjects(dataDir, bucket, prefix, Integer.MAX_VALUE);
   }
@@ -40,7 +41,7 @@ final class CheckpointAudit {
    * version's manifest names (an older version object can stay, pinned, because a retained base
    * snapshot reuses the SST delta inside it), so only retained versions must be loadable.
    */
-  static List<String> missingNamedObjects(Path dataDir, String bucket, String prefix,
+  public static List<String> missingNamedObjects(Path dataDir, String bucket, String prefix,
       int retained) throws IOException {
     Path root = dataDir.resolve(bucket);
     Path state = root.resolve(prefix).resolve("state");
