@@ -186,12 +186,14 @@ final class BaseSnapshotUploader {
   void abandon(Job job, Object monitor) {
     LocalIntegrity.deleteQuietly(identity, job.manifest().version(), job.checkpoint());
     running = null;
+    UploadsAtExit.finished(this);
     monitor.notifyAll();
   }
 
   /** Records that {@code job}'s upload is about to run ({@link #run}). Monitor held. */
   void started(Job job) {
     running = job.checkpoint();
+    UploadsAtExit.started(this); // a JVM exit lets it finish and publish (Spark closes no store)
   }
 
   /**
@@ -241,6 +243,7 @@ final class BaseSnapshotUploader {
         running = null;
         monitor.notifyAll();
       }
+      UploadsAtExit.finished(this);
     }
   }
 

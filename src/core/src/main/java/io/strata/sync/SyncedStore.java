@@ -961,8 +961,9 @@ public final class SyncedStore implements AutoCloseable {
 
   /**
    * Closes the store: waits for a running commit, spill or load (the monitor); lets a running
-   * snapshot upload finish and publish for up to {@value #FINISH_WAIT_MS} ms (so a one-batch
-   * run still publishes the snapshot its cold load scheduled), then cancels its transfers and
+   * snapshot upload finish and publish for up to {@value #FINISH_WAIT_MS} ms (a JVM that exits
+   * without closing its stores, as Spark's do, waits for it in {@link UploadsAtExit}), then
+   * cancels its transfers and
    * waits up to {@value #CLOSE_WAIT_MS} ms more for it to stop; then closes the local database,
    * the object store, and deletes the local directory; the store's thread pools are shut down.
    * Idempotent.

@@ -1,0 +1,130 @@
+package io.strata.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.format.StoreLayout;
+import io.strata.testkit.ChildJvm;
+import io.strata.testkit.FaultProxy;
+import io.strata.testkit.FaultProxy.Fault;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * Issue 15: a one-batch run whose driver JVM exits while the base snapshot its cold load
+ * scheduled is still uploading still publishes it. Spark closes no state store provider when a
+ * JVM exits, so only Strata's shutdown hook ({@code UploadsAtExit}) lets the upload finish. Five
+ * batches build a chain of 5 deltas (snapshot interval 100: no snapshot); then a new driver JVM
+ * (local mode, fresh local directories, snapshot interval 3) runs one batch: its cold loads
+ * replay 5 deltas and schedule a snapshot each, whose pack upload a {@link FaultProxy} in front
+ * of S3Proxy delays by {@value #DELAY_MS} ms, longer than the rest of the run; the driver exits
+ * when the query ends. Asserted: the child exited normally, and each store has a published
+ * snapshot of the version the run loaded, naming only objects that exist.
+ */
+class SnapshotAtExitIT {
+  private static final long DELAY_MS = 6_000;
+  private static SparkS3Harness h;
+  private static FaultProxy proxy;
+  private static S3Client admin;
+
+  @BeforeAll
+  static void start() throws IOException {
+    h = new SparkS3Harness(2);
+    admin = h.s3.client();
+    proxy = new FaultProxy(h.s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
+  }
+
+  @AfterAll
+  static void stop() throws IOException {
+    if (proxy != null) {
+      proxy.close();
+    }
+    if (admin != null) {
+      admin.close();
+    }
+    if (h != null) {
+      h.close();
+    }
+  }
+
+  private static void writeBatch(Path in, int b) throws IOException {
+    StringBuilder sb = new StringBuilder();
+    for (int j = 0; j < 30; j++) {
+      if ((j + b) % 3 != 0) {
+        sb.append("{\"key\":\"k").append(j).append("\"}\n");
+      }
+    }
+    Path tmp = in.resolve(String.format(".part-%03d.tmp", b));
+    Files.writeString(tmp, sb, StandardCharsets.UTF_8);
+    Files.setLastModifiedTime(tmp, FileTime.fromMillis(1_700_000_000_000L + b * 1000L));
+    Files.move(tmp, in.resolve(String.format("part-%03d.json", b)));
+  }
+
+  @Test
+  @Timeout(value = 5, unit = TimeUnit.MINUTES)
+  void aSnapshotStillUploadingWhenTheDriverExitsIsPublished() throws Exception {
+    Path base = Files.createDirectories(h.work.resolve("at-exit-" + UUID.randomUUID()));
+    Path in = Files.createDirectories(base.resolve("in"));
+    String ckpt = h.s3Checkpoint("at-exit");
+    String prefix = ckpt.substring(("s3a://" + SparkS3Harness.BUCKET + "/").length());
+    for (int b = 0; b < 5; b++) {
+      writeBatch(in, b);
+    }
+    SparkSession s = h.spark.newSession();
+    s.conf().set("spark.sql.streaming.stateStore.providerClass", SparkS3Harness.PROVIDER);
+    s.conf().set("spark.sql.streaming.stateStore.strata.localDir",
+        base.resolve("local-0").toString());
+    s.conf().set("spark.sql.streaming.stateStore.strata.snapshotInterval", "100");
+    StreamingQuery q = CrashDriver.start(s, ckpt, in, base.resolve("out-0"), 0);
+    q.awaitTermination();
+    assertTrue(q.exception().isEmpty(), "the first run: " + q.exception());
+    Map<String, RestoreChains.Chain> before =
+        RestoreChains.of(h.s3.dataDir(), SparkS3Harness.BUCKET, prefix);
+    assertEquals(2, before.size(), "two stores: " + before);
+    before.values().forEach(c -> assertEquals(5, c.restoreChain(), "a chain of 5: " + before));
+
+    writeBatch(in, 5);
+    proxy.delayMillis = DELAY_MS;
+    proxy.rule(r -> r.isPut() && r.key().contains("/" + StoreLayout.SNAPSHOT_PACKS)
+        ? Fault.DELAY : Fault.NONE);
+    int delaysBefore = proxy.injected(Fault.DELAY);
+    Path log = Files.createDirectories(Path.of("target", "snapshot-at-exit-logs"))
+        .resolve("driver.log");
+    int code;
+    try (ChildJvm child = ChildJvm.start(CrashDriver.class, log, proxy.endpoint().toString(),
+        ckpt, in.toString(), base.resolve("out-1").toString(),
+        base.resolve("local-1").toString(), "none", "0",
+        "spark.sql.streaming.stateStore.strata.snapshotInterval=3")) {
+      code = child.await(240);
+    } finally {
+      proxy.heal();
+    }
+    assertEquals(0, code, "the driver ran its one batch and exited; log " + log);
+    assertEquals(2, proxy.injected(Fault.DELAY) - delaysBefore,
+        "each store's snapshot pack upload was delayed past the end of the run");
+    Map<String, RestoreChains.Chain> after =
+        RestoreChains.of(h.s3.dataDir(), SparkS3Harness.BUCKET, prefix);
+    for (Map.Entry<String, RestoreChains.Chain> e : after.entrySet()) {
+      assertEquals(6, e.getValue().version(), e.getKey());
+      assertEquals(1, e.getValue().publishedSnapshots(),
+          e.getKey() + ": the snapshot of version 5 was published before the JVM exited");
+      assertEquals(1, e.getValue().restoreChain(),
+          e.getKey() + ": the next cold load replays one delta: " + e.getValue());
+    }
+    assertEquals(java.util.List.of(), CheckpointAudit.missingNamedObjects(h.s3.dataDir(),
+        SparkS3Harness.BUCKET, prefix));
+  }
+}
