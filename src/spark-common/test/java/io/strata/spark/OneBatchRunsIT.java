@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.ChildJvm;
-import io.strata.testkit.SparkLineCondition;
+import io.strata.testkit.OnlyOnSparkLines;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -49,24 +49,20 @@ import org.junit.jupiter.api.Timeout;
  * is missing.
  *
  * <p>Spark does not close the providers when a local-mode driver stops ({@code SparkContext.stop}
- * never calls {@code StateStore.stop}; deactivated providers are only unloaded by the
- * maintenance thread, which does not get to run before the JVM exits), so the upload a cold load
- * scheduled is published only if it finishes before the driver's exit ({@code SyncedStore.close}
- * would wait for it, but nothing calls it). With this state (40 keys) it finishes during the
- * batch, about a second before the exit; each run prints that margin for the snapshots it
- * published. (A state whose snapshot takes longer to upload than the rest of its batch would
- * lose it at every exit, and its chain would grow past the bound.)
+ * never calls {@code StateStore.stop}), so the upload a cold load scheduled finishes either
+ * during the batch (with this state, 40 keys, about a second before the exit; each run prints
+ * that margin for the snapshots it published) or in Strata's shutdown hook ({@code
+ * UploadsAtExit}, which {@link SnapshotAtExitIT} covers on every line).
  *
- * <p>50 runs on Spark 4.1; {@value #RUNS_ELSEWHERE} on the other lines: each run costs a driver
- * JVM start (several seconds), the rhythm is the same on every line (the mechanism is in {@code
- * strata-core}), and {@value #RUNS_ELSEWHERE} runs still pass the first published snapshot (run
- * 10) and the bound. Child logs go to {@code target/one-batch-runs-logs/run-<n>.log}.
+ * <p>Only on Spark 4.1: each run costs a driver JVM start (several seconds), and the rhythm is
+ * the same on every line (the mechanism is in {@code strata-core}; the exit on each line is
+ * {@link SnapshotAtExitIT}'s). Child logs go to {@code target/one-batch-runs-logs/run-<n>.log}.
  */
+@OnlyOnSparkLines(value = {"4.1"}, reason = "50 driver JVMs: minutes; the rhythm's mechanism is "
+    + "in strata-core, and SnapshotAtExitIT covers each line's exit")
 class OneBatchRunsIT {
-  /** Runs on Spark 4.1 (and where the line is not given). */
-  private static final int RUNS_ON_41 = 50;
-  /** Runs on the other lines. */
-  private static final int RUNS_ELSEWHERE = 14;
+  /** One-batch runs, each in a new driver JVM. */
+  private static final int RUNS = 50;
   private static final int KEYS = 40;
   /** Strata's default, set explicitly: the harness's in-JVM session uses 3. */
   private static final int SNAPSHOT_INTERVAL = 10;
@@ -87,11 +83,6 @@ class OneBatchRunsIT {
     if (h != null) {
       h.close();
     }
-  }
-
-  private static int runs() {
-    return SparkLineCondition.currentLine().map(l -> l.equals("4.1") ? RUNS_ON_41 : RUNS_ELSEWHERE)
-        .orElse(RUNS_ON_41);
   }
 
   /**
@@ -178,7 +169,7 @@ class OneBatchRunsIT {
   @Timeout(value = 60, unit = TimeUnit.MINUTES)
   void theRestoreChainStaysBoundedOverOneBatchRunsInNewDriversOnWipedLocalDirs()
       throws Exception {
-    int runs = runs();
+    int runs = RUNS;
     Path base = Files.createDirectories(h.work.resolve("one-batch-runs-" + UUID.randomUUID()));
     Path in = Files.createDirectories(base.resolve("in"));
     String baseline = h.fileCheckpoint("one-batch-runs");

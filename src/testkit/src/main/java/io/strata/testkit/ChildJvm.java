@@ -69,6 +69,10 @@ public final class ChildJvm implements AutoCloseable {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx1g");
+    // Short-lived drivers: the C1 compiler only and the serial collector start Spark faster and
+    // leave the test JVM's cores to it (no behaviour of the code under test depends on either).
+    cmd.add("-XX:TieredStopAtLevel=1");
+    cmd.add("-XX:+UseSerialGC");
     for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
       if (a.startsWith("--add-opens") || a.startsWith("-XX:+IgnoreUnrecognizedVMOptions")
           || a.startsWith("-Djdk.reflect") || a.startsWith("-Dio.netty")) {
