@@ -39,6 +39,12 @@ public final class CrashDriver {
    */
   static StreamingQuery start(SparkSession spark, String checkpoint, Path input, Path out,
       long sinkSleepMs) throws Exception {
+    return start(spark, checkpoint, input, out, sinkSleepMs, Trigger.AvailableNow());
+  }
+
+  /** As {@link #start(SparkSession, String, Path, Path, long)} with another trigger. */
+  static StreamingQuery start(SparkSession spark, String checkpoint, Path input, Path out,
+      long sinkSleepMs, Trigger trigger) throws Exception {
     Files.createDirectories(out);
     VoidFunction2<Dataset<Row>, Long> sink = (df, batchId) -> {
       List<String> lines = new ArrayList<>();
@@ -59,7 +65,7 @@ public final class CrashDriver {
         .groupBy("key").agg(count("*").as("n"))
         .writeStream().outputMode("update")
         .option("checkpointLocation", checkpoint)
-        .trigger(Trigger.AvailableNow())
+        .trigger(trigger)
         .foreachBatch(sink)
         .start();
   }

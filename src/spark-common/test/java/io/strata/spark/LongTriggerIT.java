@@ -1,15 +1,13 @@
 package io.strata.spark;
 
-import static org.apache.spark.sql.functions.count;
+import static io.strata.spark.BatchFiles.outputs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,9 +17,6 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.apache.spark.api.java.function.VoidFunction2;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.StateStore$;
 import org.apache.spark.sql.streaming.StreamingQuery;
@@ -80,35 +75,7 @@ class LongTriggerIT {
         sb.append("{\"key\":\"k").append(j).append("\"}\n");
       }
     }
-    Path tmp = in.resolve(String.format(".part-%03d.tmp", b));
-    Files.writeString(tmp, sb, StandardCharsets.UTF_8);
-    Files.setLastModifiedTime(tmp, FileTime.fromMillis(1_700_000_000_000L + b * 1000L));
-    Files.move(tmp, in.resolve(String.format("part-%03d.json", b)));
-  }
-
-  /** groupBy(key).count() in update mode, one file per batch; each batch's rows to out. */
-  private static StreamingQuery start(SparkSession s, String checkpoint, Path in, Path out,
-      Trigger trigger) throws Exception {
-    Files.createDirectories(out);
-    VoidFunction2<Dataset<Row>, Long> sink = (df, batchId) -> {
-      List<String> lines = new ArrayList<>();
-      for (Row r : df.collectAsList()) {
-        lines.add(r.getString(0) + "," + r.getLong(1));
-      }
-      lines.sort(null);
-      Path tmp = out.resolve("batch-" + batchId + ".tmp");
-      Files.write(tmp, lines, StandardCharsets.UTF_8);
-      Files.move(tmp, out.resolve("batch-" + batchId + ".txt"),
-          StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-    };
-    return s.readStream().schema(CrashDriver.SCHEMA).option("maxFilesPerTrigger", 1)
-        .json(in.toString())
-        .groupBy("key").agg(count("*").as("n"))
-        .writeStream().outputMode("update")
-        .option("checkpointLocation", checkpoint)
-        .trigger(trigger)
-        .foreachBatch(sink)
-        .start();
+    BatchFiles.write(in, b, sb);
   }
 
   private static SparkSession session(String provider, Path localDir) {
@@ -187,19 +154,6 @@ class LongTriggerIT {
     }
   }
 
-  private static TreeMap<Long, List<String>> outputs(Path out) throws IOException {
-    TreeMap<Long, List<String>> m = new TreeMap<>();
-    try (Stream<Path> s = Files.list(out)) {
-      for (Path f : s.filter(p -> p.getFileName().toString().matches("batch-[0-9]+\\.txt"))
-          .toList()) {
-        String n = f.getFileName().toString();
-        m.put(Long.parseLong(n.substring(6, n.length() - 4)),
-            Files.readAllLines(f, StandardCharsets.UTF_8));
-      }
-    }
-    return m;
-  }
-
   @Test
   @Timeout(value = 10, unit = TimeUnit.MINUTES)
   void restoreChainsAndManifestsStayBoundedWithATriggerOf45Minutes() throws Exception {
@@ -211,7 +165,7 @@ class LongTriggerIT {
     int bound = INTERVAL + 2;
     int published = 0;
     SparkSession s = session(SparkS3Harness.PROVIDER, base.resolve("local-1"));
-    StreamingQuery q = start(s, ckpt, in, out, Trigger.ProcessingTime(200));
+    StreamingQuery q = CrashDriver.start(s, ckpt, in, out, 0, Trigger.ProcessingTime(200));
     try {
       for (int b = 0; b < BATCHES; b++) {
         writeBatch(in, b);
@@ -250,15 +204,16 @@ class LongTriggerIT {
     writeBatch(in, BATCHES);
     StateStore$.MODULE$.unloadAll();
     SparkSession s2 = session(SparkS3Harness.PROVIDER, base.resolve("local-2"));
-    StreamingQuery q2 = start(s2, ckpt, in, out, Trigger.AvailableNow());
+    StreamingQuery q2 = CrashDriver.start(s2, ckpt, in, out, 0);
     q2.awaitTermination();
     if (q2.exception().isDefined()) {
       throw q2.exception().get();
     }
 
     Path outHdfs = base.resolve("out-hdfs");
-    StreamingQuery oracle = start(session(SparkS3Harness.HDFS_PROVIDER, base.resolve("local-h")),
-        h.fileCheckpoint("long-trigger-hdfs"), in, outHdfs, Trigger.AvailableNow());
+    StreamingQuery oracle = CrashDriver.start(
+        session(SparkS3Harness.HDFS_PROVIDER, base.resolve("local-h")),
+        h.fileCheckpoint("long-trigger-hdfs"), in, outHdfs, 0);
     oracle.awaitTermination();
     TreeMap<Long, List<String>> expected = outputs(outHdfs);
     assertEquals(BATCHES + 1, expected.size(), "the HDFS provider ran one batch per file");

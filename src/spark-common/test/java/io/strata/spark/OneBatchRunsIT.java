@@ -9,7 +9,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -100,10 +99,7 @@ class OneBatchRunsIT {
         sb.append("{\"key\":\"k").append(j).append("\"}\n");
       }
     }
-    Path tmp = in.resolve(String.format(".part-%03d.tmp", b));
-    Files.writeString(tmp, sb, StandardCharsets.UTF_8);
-    Files.setLastModifiedTime(tmp, FileTime.fromMillis(1_700_000_000_000L + b * 1000L));
-    Files.move(tmp, in.resolve(String.format("part-%03d.json", b)));
+    BatchFiles.write(in, b, sb);
   }
 
   /** Runs the query with Spark's HDFS-backed provider in this JVM's session to its input's end. */

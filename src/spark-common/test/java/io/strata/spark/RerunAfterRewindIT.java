@@ -1,5 +1,6 @@
 package io.strata.spark;
 
+import static io.strata.spark.BatchFiles.outputs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -8,15 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.strata.testkit.ChildJvm;
 import java.io.IOException;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.UUID;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
@@ -82,10 +80,7 @@ class RerunAfterRewindIT {
         sb.append("{\"key\":\"k").append(j).append("\"}\n");
       }
     }
-    Path tmp = in.resolve(String.format(".part-%03d.tmp", b));
-    Files.writeString(tmp, sb, StandardCharsets.UTF_8);
-    Files.setLastModifiedTime(tmp, FileTime.fromMillis(1_700_000_000_000L + b * 1000L));
-    Files.move(tmp, in.resolve(String.format("part-%03d.json", b)));
+    BatchFiles.write(in, b, sb);
   }
 
   private static Map<String, String> formatConf(int format) {
@@ -162,20 +157,6 @@ class RerunAfterRewindIT {
     for (int b : batches) {
       Files.deleteIfExists(out.resolve("batch-" + b + ".txt"));
     }
-  }
-
-  /** Batch id to the batch's output lines. */
-  private static TreeMap<Long, List<String>> outputs(Path out) throws IOException {
-    TreeMap<Long, List<String>> m = new TreeMap<>();
-    try (Stream<Path> s = Files.list(out)) {
-      for (Path f : s.filter(p -> p.getFileName().toString().matches("batch-[0-9]+\\.txt"))
-          .toList()) {
-        String n = f.getFileName().toString();
-        m.put(Long.parseLong(n.substring(6, n.length() - 4)),
-            Files.readAllLines(f, StandardCharsets.UTF_8));
-      }
-    }
-    return m;
   }
 
   /**

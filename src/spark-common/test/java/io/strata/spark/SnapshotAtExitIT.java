@@ -8,10 +8,8 @@ import io.strata.testkit.ChildJvm;
 import io.strata.testkit.FaultProxy;
 import io.strata.testkit.FaultProxy.Fault;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.FileTime;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -67,10 +65,7 @@ class SnapshotAtExitIT {
         sb.append("{\"key\":\"k").append(j).append("\"}\n");
       }
     }
-    Path tmp = in.resolve(String.format(".part-%03d.tmp", b));
-    Files.writeString(tmp, sb, StandardCharsets.UTF_8);
-    Files.setLastModifiedTime(tmp, FileTime.fromMillis(1_700_000_000_000L + b * 1000L));
-    Files.move(tmp, in.resolve(String.format("part-%03d.json", b)));
+    BatchFiles.write(in, b, sb);
   }
 
   @Test
