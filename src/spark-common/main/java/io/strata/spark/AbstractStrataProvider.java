@@ -69,6 +69,12 @@ import scala.Option;
  */
 public abstract class AbstractStrataProvider implements StateStoreProvider {
   private static final Logger LOG = LoggerFactory.getLogger(AbstractStrataProvider.class);
+
+  static {
+    // Before any store uploads: a JVM exit then lets running snapshot uploads finish ahead of
+    // the deletion of Spark's local directories.
+    SparkShutdownHooks.install();
+  }
   private static final String DEFAULT_CF = "default";
   private static final String COLUMN_FAMILIES_DISABLED =
       "multiple column families is disabled in StrataStateStoreProvider";

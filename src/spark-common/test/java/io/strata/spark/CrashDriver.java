@@ -74,9 +74,14 @@ public final class CrashDriver {
    * Runs the query in this JVM: {@code endpoint checkpoint input out localDir faultPoint
    * sinkSleepMs [key=value ...]}, where faultPoint is {@code none} or {@code <name>[@<n>]}
    * (set as the system property {@code strata.test.faultPoint} before any Strata class loads)
-   * and the key=value pairs are extra Spark settings. Exits 0 when the query finished, 3 when it
+   * and the key=value pairs are extra Spark settings; localDir {@value #SPARK_LOCAL_DIRS} leaves
+   * Strata's local directory unset (its default: inside Spark's local directories, which Spark
+   * deletes at exit). Exits 0 when the query finished, 3 when it
    * failed (the failure chain is printed); a fault point halts the JVM with 137.
    */
+  /** The localDir argument that leaves Strata's localDir setting unset. */
+  static final String SPARK_LOCAL_DIRS = "spark-local-dirs";
+
   public static void main(String[] args) throws Exception {
     if (!args[5].equals("none")) {
       System.setProperty("strata.test.faultPoint", args[5]);
@@ -85,12 +90,15 @@ public final class CrashDriver {
     String checkpoint = args[1];
     Path input = Paths.get(args[2]);
     Path out = Paths.get(args[3]);
-    Path localDir = Paths.get(args[4]);
     long sinkSleepMs = Long.parseLong(args[6]);
     Path work = Files.createDirectories(out.resolve("work"));
     SparkSession.Builder b = SparkSession.builder().master("local[2]").appName("crash-driver");
     Map<String, String> conf = CheckpointDriver.sparkConf(endpoint, work);
-    conf.put("spark.sql.streaming.stateStore.strata.localDir", localDir.toString());
+    if (args[4].equals(SPARK_LOCAL_DIRS)) {
+      conf.remove("spark.sql.streaming.stateStore.strata.localDir");
+    } else {
+      conf.put("spark.sql.streaming.stateStore.strata.localDir", args[4]);
+    }
     for (int i = 7; i < args.length; i++) {
       int eq = args[i].indexOf('=');
       conf.put(args[i].substring(0, eq), args[i].substring(eq + 1));

@@ -19,7 +19,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.StateStore$;
+import org.apache.spark.sql.streaming.StateOperatorProgress;
 import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.apache.spark.sql.streaming.Trigger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -39,8 +41,9 @@ import org.junit.jupiter.api.Timeout;
  *
  * <p>Asserted after every batch, from the objects: every store's chain a cold restore replays
  * ({@link RestoreChains}), and its newest manifest's own chain, are at most {@code
- * snapshotInterval + 2}. At the end: published snapshots exist, garbage collection deleted old
- * versions, every retained manifest's objects exist, every batch's output equals that of Spark's
+ * snapshotInterval + 2}. At the end: published snapshots exist, garbage collection deleted
+ * objects (Strata's {@code strataGcDeletedObjects}), every retained manifest's and published
+ * snapshot's objects exist, every batch's output equals that of Spark's
  * HDFS-backed provider on the same input, batch by batch, and a restart on wiped local state (a
  * cold restore from S3) gives the same next batch as the HDFS provider.
  */
@@ -191,14 +194,19 @@ class LongTriggerIT {
     }
     assertTrue(BATCHES > bound + 2, "more batches than the bound");
     assertTrue(published > 0, "stores published base snapshots");
-    long versionObjects;
-    try (Stream<Path> files = Files.walk(dir.resolve("state"))) {
-      versionObjects = files.filter(p -> p.toString().endsWith(".svo")).count();
+    long gcDeleted = 0;
+    for (StreamingQueryProgress p : q.recentProgress()) {
+      for (StateOperatorProgress op : p.stateOperators()) {
+        Long n = op.customMetrics().get("strataGcDeletedObjects");
+        gcDeleted += n == null ? 0 : n;
+      }
     }
-    assertTrue(versionObjects < 2L * BATCHES, "garbage collection deleted versions older than "
-        + "the retention: " + versionObjects + " version objects for " + BATCHES + " batches");
+    assertTrue(gcDeleted > 0, "garbage-collection rounds between the batches deleted objects "
+        + "hours old that no retained version needs: " + gcDeleted);
     assertEquals(List.of(), CheckpointAudit.missingNamedObjects(h.s3.dataDir(),
         SparkS3Harness.BUCKET, prefixOf(ckpt), RETAIN));
+    assertEquals(java.util.List.of(), RestoreChains.missingPublishedFiles(h.s3.dataDir(),
+        SparkS3Harness.BUCKET, prefixOf(ckpt)), "every published snapshot's files exist");
 
     // A restart on wiped local state: the first batch restores from S3 alone.
     writeBatch(in, BATCHES);

@@ -231,5 +231,7 @@ class OneBatchRunsIT {
     List<String> missing =
         CheckpointAudit.missingNamedObjects(h.s3.dataDir(), SparkS3Harness.BUCKET, prefix);
     assertTrue(missing.isEmpty(), "nothing a retained manifest names is missing: " + missing);
+    assertEquals(List.of(), RestoreChains.missingPublishedFiles(h.s3.dataDir(),
+        SparkS3Harness.BUCKET, prefix), "every published snapshot's files exist");
   }
 }

@@ -3,6 +3,7 @@ package io.strata.spark;
 import io.strata.format.Manifest;
 import io.strata.format.PublishedSnapshot;
 import io.strata.format.PublishedSnapshotCodec;
+import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -96,6 +97,26 @@ public final class RestoreChains {
   public static int longest(Path dataDir, String bucket, String prefix) throws IOException {
     return of(dataDir, bucket, prefix).values().stream().mapToInt(Chain::restoreChain).max()
         .orElse(0);
+  }
+
+  /**
+   * Files a published snapshot under {@code b/} names that do not exist, as "store root: key";
+   * empty when every published snapshot of the checkpoint is whole.
+   */
+  public static List<String> missingPublishedFiles(Path dataDir, String bucket, String prefix)
+      throws IOException {
+    Path root = dataDir.resolve(bucket);
+    List<String> missing = new ArrayList<>();
+    for (String storeRoot : of(dataDir, bucket, prefix).keySet()) {
+      for (PublishedSnapshot p : published(root, storeRoot)) {
+        for (String key : Reachability.namedKeys(p)) {
+          if (!Files.exists(root.resolve(storeRoot + key))) {
+            missing.add(storeRoot + ": " + key);
+          }
+        }
+      }
+    }
+    return missing;
   }
 
   private static List<PublishedSnapshot> published(Path root, String storeRoot)

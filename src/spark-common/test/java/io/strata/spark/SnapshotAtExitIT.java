@@ -26,11 +26,13 @@ import software.amazon.awssdk.services.s3.S3Client;
  * scheduled is still uploading still publishes it. Spark closes no state store provider when a
  * JVM exits, so only Strata's shutdown hook ({@code UploadsAtExit}) lets the upload finish. Five
  * batches build a chain of 5 deltas (snapshot interval 100: no snapshot); then a new driver JVM
- * (local mode, fresh local directories, snapshot interval 3) runs one batch: its cold loads
+ * (local mode, snapshot interval 3, Strata's local directory left at its default: inside Spark's
+ * local directories, which Spark's own shutdown hook deletes) runs one batch: its cold loads
  * replay 5 deltas and schedule a snapshot each, whose pack upload a {@link FaultProxy} in front
  * of S3Proxy delays by {@value #DELAY_MS} ms, longer than the rest of the run; the driver exits
  * when the query ends. Asserted: the child exited normally, and each store has a published
- * snapshot of the version the run loaded, naming only objects that exist.
+ * snapshot of the version the run loaded, written seconds after the batch's output (so during
+ * the JVM's exit), with which the next cold load replays one delta.
  */
 class SnapshotAtExitIT {
   private static final long DELAY_MS = 6_000;
@@ -101,7 +103,7 @@ class SnapshotAtExitIT {
     int code;
     try (ChildJvm child = ChildJvm.start(CrashDriver.class, log, proxy.endpoint().toString(),
         ckpt, in.toString(), base.resolve("out-1").toString(),
-        base.resolve("local-1").toString(), "none", "0",
+        CrashDriver.SPARK_LOCAL_DIRS, "none", "0",
         "spark.sql.streaming.stateStore.strata.snapshotInterval=3")) {
       code = child.await(240);
     } finally {
@@ -121,5 +123,19 @@ class SnapshotAtExitIT {
     }
     assertEquals(java.util.List.of(), CheckpointAudit.missingNamedObjects(h.s3.dataDir(),
         SparkS3Harness.BUCKET, prefix));
+    assertEquals(java.util.List.of(), RestoreChains.missingPublishedFiles(h.s3.dataDir(),
+        SparkS3Harness.BUCKET, prefix), "every published snapshot's files exist");
+    // The scenario is the intended one: each published snapshot was written well after the
+    // batch's output, when only the JVM's exit was left to do.
+    long batchDone = Files.getLastModifiedTime(base.resolve("out-1").resolve("batch-5.txt"))
+        .toMillis();
+    Path state = h.s3.dataDir().resolve(SparkS3Harness.BUCKET).resolve(prefix).resolve("state");
+    try (java.util.stream.Stream<Path> files = Files.walk(state)) {
+      for (Path f : files.filter(p -> p.toString().endsWith(".bsm")).toList()) {
+        long at = Files.getLastModifiedTime(f).toMillis();
+        assertTrue(at - batchDone >= 2_000, f + " was written " + (at - batchDone)
+            + " ms after the batch's output: the upload outlasted the batch");
+      }
+    }
   }
 }

@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A round is due after this instance committed {@link GcSettings#roundInterval()} versions
  * since the last round started (the first round follows its first commit), or once an object
- * this instance left unreferenced (an aborted batch's spills, a dropped base snapshot, a lost
+ * this instance left unreferenced (an aborted batch's spills, a failed base snapshot upload, a lost
  * race: an <em>orphan</em>) is older than the grace period, then at most one failed try per grace
  * period. Only instances that commit collect: nothing new can have become garbage otherwise.
  *

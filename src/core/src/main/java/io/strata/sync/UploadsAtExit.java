@@ -4,6 +4,7 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,8 +18,13 @@ import org.slf4j.LoggerFactory;
  * shutdown hook, registered when the first upload starts, waits for the uploads running then;
  * an exit with none running is not delayed, and a halted JVM (SIGKILL, {@link Runtime#halt})
  * runs no hook: the upload's objects then stay unreferenced until garbage collection.
+ *
+ * <p>JVM shutdown hooks run concurrently, and Spark's own hook deletes its local directories
+ * (where Strata's local databases and their checkpoints live by default) at exit: the Spark layer
+ * therefore installs the wait through Spark's ordered hooks ({@link #installHookWith}), to run
+ * before that deletion. Without it (no Spark), a plain JVM hook is used.
  */
-final class UploadsAtExit {
+public final class UploadsAtExit {
   private static final Logger LOG = LoggerFactory.getLogger(UploadsAtExit.class);
   /** Longest the shutdown hook waits for running uploads, ms. */
   static final long BUDGET_MS = 30_000;
@@ -26,8 +32,26 @@ final class UploadsAtExit {
   private static final Object LOCK = new Object();
   private static final Set<Object> RUNNING = Collections.newSetFromMap(new IdentityHashMap<>());
   private static boolean hooked;
+  private static Consumer<Runnable> installer = wait -> Runtime.getRuntime().addShutdownHook(
+      new Thread(wait, "strata-snapshot-uploads-at-exit"));
 
   private UploadsAtExit() { }
+
+  /**
+   * Sets how the shutdown wait is installed when the first upload starts (once per class
+   * loader); a call after that has no effect. The Spark layer passes one that adds it to Spark's
+   * ordered shutdown hooks ahead of the deletion of Spark's local directories.
+   *
+   * @param hookInstaller registers the given wait to run at JVM shutdown; it may throw {@link
+   *     IllegalStateException} if shutdown has begun (then nothing waits)
+   */
+  public static void installHookWith(Consumer<Runnable> hookInstaller) {
+    synchronized (LOCK) {
+      if (!hooked) {
+        installer = java.util.Objects.requireNonNull(hookInstaller, "hookInstaller");
+      }
+    }
+  }
 
   /** Records that {@code upload} runs (one entry per uploader at a time). */
   static void started(Object upload) {
@@ -35,8 +59,7 @@ final class UploadsAtExit {
       if (!hooked) {
         hooked = true;
         try {
-          Runtime.getRuntime().addShutdownHook(
-              new Thread(UploadsAtExit::awaitRunning, "strata-snapshot-uploads-at-exit"));
+          installer.accept(UploadsAtExit::awaitRunning);
         } catch (IllegalStateException shuttingDown) {
           // the JVM is already shutting down: nothing will wait
         }
