@@ -1,5 +1,6 @@
 package io.strata.sync;
 
+import io.strata.config.StrataConf;
 import io.strata.engine.LocalFiles;
 import io.strata.format.BaseSnapshot;
 import io.strata.format.Checksums;
@@ -48,6 +49,10 @@ import org.slf4j.LoggerFactory;
  * version can use it ({@code Reachability}), and this instance's newest version can (the
  * snapshot lies on its lineage), so adopting it is safe at any age. That keeps manifests short
  * and spares maintenance a new upload when commits come further apart than the grace period.
+ * What is bounded instead is the upload: one that took half the grace period or more from the
+ * moment its checkpoint was taken to its publication is never offered, since a round that
+ * listed before the publication may have found its first files old and unnamed (docs/format.md,
+ * "The grace period").
  *
  * <p>Threading: {@link #upload} runs outside the store's monitor (one at a time); the methods
  * about the pending snapshot are called with the monitor held, which guards it.
@@ -87,8 +92,11 @@ final class BaseSnapshotUploader {
    * @param checkpoint the checkpoint's directory (deleted by {@link #run})
    * @param manifest the manifest of the version it holds
    * @param generation the local database it was taken from
+   * @param startedMillis wall time (the store's clock) when it was taken, before any upload
+   * @param startedNanos {@link System#nanoTime()} at the same moment
    */
-  record Job(Path checkpoint, Manifest manifest, int generation) { }
+  record Job(Path checkpoint, Manifest manifest, int generation, long startedMillis,
+      long startedNanos) { }
 
   private final StoreIdentity identity;
   private final ObjectStore objects;
@@ -97,6 +105,7 @@ final class BaseSnapshotUploader {
   private final PublishedSnapshots published;
   private final LocalIntegrity integrity;
   private final Clock clock;
+  private final long gracePeriodMillis;
   /**
    * (length, checksum) of local SST files already hashed, keyed by {@code <generation>/<file
    * name>}: RocksDB reuses file names across databases, so a name is only an identity within one
@@ -112,11 +121,13 @@ final class BaseSnapshotUploader {
    *     upload stops)
    * @param gc told of the files of a snapshot dropped unpublished
    * @param integrity told when an upload finds a local SST corrupt
-   * @param clock the wall clock recorded in published snapshots (diagnostics only)
+   * @param clock the wall clock of the grace period (an upload's duration)
+   * @param gracePeriodMillis the garbage-collection grace period, ms
    * @param published where each uploaded snapshot is published for every later load
    */
   BaseSnapshotUploader(StoreIdentity identity, ObjectStore objects, TransferPools pools,
-      GcTrigger gc, LocalIntegrity integrity, Clock clock, PublishedSnapshots published) {
+      GcTrigger gc, LocalIntegrity integrity, Clock clock, long gracePeriodMillis,
+      PublishedSnapshots published) {
     this.published = published;
     this.identity = identity;
     this.objects = objects;
@@ -124,6 +135,7 @@ final class BaseSnapshotUploader {
     this.gc = gc;
     this.integrity = integrity;
     this.clock = clock;
+    this.gracePeriodMillis = gracePeriodMillis;
   }
 
   /** The checkpoint a running upload reads, or null. Monitor held. */
@@ -229,11 +241,20 @@ final class BaseSnapshotUploader {
         }
         throw e;
       }
+      long took = elapsedMillis(job);
       synchronized (monitor) {
-        if (current.test(job.generation())) {
-          offer(snapshot, job.generation());
-        } else {
+        if (!current.test(job.generation())) {
           gc.orphansLeft();
+        } else if (took >= gracePeriodMillis / 2) {
+          // Its first files were written before anything named them, long enough ago that a
+          // round which listed before the publication may have deleted them: published for the
+          // loads (which fall back to their manifest's chain if a file is gone), never adopted.
+          LOG.warn("{} version {}: the base snapshot took {} ms to upload and publish, more "
+              + "than half the garbage-collection grace period ({}); no commit adopts it as its "
+              + "base (cold loads may still restore from it)", identity,
+              job.manifest().version(), took, StrataConf.GC_GRACE_PERIOD.fullKey());
+        } else {
+          offer(snapshot, job.generation());
         }
       }
       return snapshot;
@@ -357,6 +378,16 @@ final class BaseSnapshotUploader {
   void localDatabaseReplaced() {
     localFileIds.clear();
     drop();
+  }
+
+  /**
+   * Time since {@code job} was taken, by the store's wall clock or the monotonic clock, whichever
+   * says more (a wall clock set back never makes an upload look shorter), ms.
+   */
+  private long elapsedMillis(Job job) {
+    long wall = clock.millis() - job.startedMillis();
+    long mono = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - job.startedNanos());
+    return Math.max(wall, mono);
   }
 
   /** Hands an uploaded snapshot to the next commit. Monitor held. */

@@ -171,7 +171,7 @@ public final class SyncedStore implements AutoCloseable {
             () -> runEpochs == null ? -1 : runEpochs.known(), published), this);
     this.integrity = new LocalIntegrity(identity, localDir);
     this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
-        published);
+        gcSettings.gracePeriodMillis(), published);
     this.building = new VersionBuilder(identity, objects, gc);
     this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
     this.reads = new LocalReads(identity, db, integrity, this);
@@ -940,7 +940,8 @@ public final class SyncedStore implements AutoCloseable {
       source = source.rebasedOn(pending.get());
     }
     BaseSnapshotUploader.Job job =
-        new BaseSnapshotUploader.Job(cpDir, source, db.generation());
+        new BaseSnapshotUploader.Job(cpDir, source, db.generation(), clock.millis(),
+            System.nanoTime());
     snapshots.started(job);
     return job;
   }

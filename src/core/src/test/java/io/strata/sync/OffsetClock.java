@@ -10,10 +10,16 @@ import java.util.concurrent.atomic.AtomicLong;
 /** The system clock moved forward by an adjustable offset: lets a test age things without waiting. */
 final class OffsetClock extends Clock {
   private final AtomicLong offsetMillis = new AtomicLong();
+  private volatile long stepMillis;
 
   /** Moves the clock forward by {@code d}. */
   void advance(Duration d) {
     offsetMillis.addAndGet(d.toMillis());
+  }
+
+  /** From now on every read moves the clock forward by {@code d} (zero: no more). */
+  void advanceOnEveryRead(Duration d) {
+    stepMillis = d.toMillis();
   }
 
   @Override
@@ -28,7 +34,7 @@ final class OffsetClock extends Clock {
 
   @Override
   public long millis() {
-    return System.currentTimeMillis() + offsetMillis.get();
+    return System.currentTimeMillis() + offsetMillis.getAndAdd(stepMillis);
   }
 
   @Override

@@ -229,6 +229,39 @@ class PublishedSnapshotsIT {
   }
 
   /**
+   * (f) An upload that took half the grace period or more, from its checkpoint to its
+   * publication, is published for the loads but no commit adopts it: a round that listed before
+   * the publication may have found its first files old and unnamed.
+   */
+  @Test
+  void aSnapshotThatTookHalfTheGracePeriodToUploadIsPublishedButNotAdopted() throws Exception {
+    GcSettings gc = new GcSettings(true, 100, 1, 60_000);
+    OffsetClock clock = new OffsetClock();
+    TreeMap<String, String> state;
+    try (SyncedStore a = open("slow", "a", gc, clock, null)) {
+      a.load(0, Optional.empty());
+      state = commit(a, new TreeMap<>(), 1, 6, "s");
+      clock.advanceOnEveryRead(Duration.ofSeconds(31)); // each step of the upload "takes" 31 s
+      try {
+        assertTrue(a.snapshotNow(), "a snapshot of version 6");
+      } finally {
+        clock.advanceOnEveryRead(Duration.ZERO);
+      }
+      assertEquals(1, keys("slow", StoreLayout.PUBLISHED_SNAPSHOTS).size(), "published");
+      state = commit(a, state, 7, 7, "s");
+      assertTrue(a.loadedManifest().orElseThrow().base().isEmpty(),
+          "no commit adopts a snapshot whose upload took half the grace period");
+    }
+    try (SyncedStore b = open("slow", "b", gc, new OffsetClock(), null)) {
+      b.load(7, Optional.empty());
+      RestoreStats r = b.lastRestore();
+      assertTrue(r.fromPublishedSnapshot(), "a cold load still restores from it: " + r);
+      assertEquals(1, r.deltasReplayed());
+      GcWorkload.assertState(b, state, "version 7");
+    }
+  }
+
+  /**
    * (d) Garbage collection: a published snapshot no manifest names (another instance published
    * it) stays, with its files, while a retained version can use it, even past the grace period,
    * and goes once none can; its files only in a later round; nothing a retained manifest names
