@@ -100,6 +100,32 @@ public final class RestoreChains {
   }
 
   /**
+   * The longest chain any committed version's manifest of the checkpoint lists (deltas after its
+   * own base; every version object, every generation and attempt), 0 without stores: how far
+   * past a base the commits went before adopting a newer one.
+   *
+   * @throws IllegalStateException if a version object does not decode
+   */
+  public static int longestManifestChain(Path dataDir, String bucket, String prefix)
+      throws IOException {
+    Path root = dataDir.resolve(bucket);
+    Path state = root.resolve(prefix).resolve("state");
+    if (!Files.exists(state)) {
+      return 0;
+    }
+    int longest = 0;
+    try (Stream<Path> files = Files.walk(state)) {
+      for (Path f : files.filter(Files::isRegularFile).toList()) {
+        String key = root.relativize(f).toString().replace('\\', '/');
+        if (key.contains("/v/") && key.endsWith(StoreLayout.VERSION_OBJECT_SUFFIX)) {
+          longest = Math.max(longest, CheckpointAudit.manifest(f, key).deltaChainLength());
+        }
+      }
+    }
+    return longest;
+  }
+
+  /**
    * Files a published snapshot under {@code b/} names that do not exist, as "store root: key";
    * empty when every published snapshot of the checkpoint is whole.
    */

@@ -36,6 +36,8 @@ import java.util.Optional;
  * @param s3 how to reach S3
  * @param snapshotInterval upload a base snapshot once this many versions were committed since
  *     the last one (versions, &gt;= 1)
+ * @param snapshotOnCommit true if the commit that reaches {@code snapshotInterval} starts that
+ *     base snapshot on the store's background thread; false if only maintenance does
  * @param transferThreads parallel uploads/downloads per store for snapshots and restore (&gt;= 1)
  * @param spillThresholdBytes pending writes of one batch (approximate heap bytes) above which
  *     they are spilled to a spill delta uploaded before commit; 0 disables spilling
@@ -54,6 +56,7 @@ public record StrataConf(
     boolean fileCheckpointShared,
     S3Settings s3,
     int snapshotInterval,
+    boolean snapshotOnCommit,
     int transferThreads,
     long spillThresholdBytes,
     Duration lockAcquireTimeout,
@@ -202,8 +205,20 @@ public record StrataConf(
   public static final ConfigOption<Integer> SNAPSHOT_INTERVAL = ConfigOption.key("snapshotInterval")
       .type(OptionType.intAtLeast(1))
       .defaultValue(10)
-      .description("Versions committed after the last base snapshot before maintenance uploads "
-          + "a new one (bounds the delta chain a restore replays).");
+      .description("Versions committed after the last base snapshot before a new one is "
+          + "uploaded: started by the commit that reaches it (`snapshotOnCommit`), else by "
+          + "maintenance. Bounds the delta chain a restore replays.");
+  /** {@code snapshotOnCommit}: the commit that reaches the interval starts the snapshot. */
+  public static final ConfigOption<Boolean> SNAPSHOT_ON_COMMIT =
+      ConfigOption.key("snapshotOnCommit")
+          .type(OptionType.bool())
+          .defaultValue(true)
+          .description("`true`: the commit that reaches `snapshotInterval` versions since the "
+              + "last base snapshot starts the next one on the store's background thread (its "
+              + "checkpoint and upload run there, never in the commit), so the chain a restore "
+              + "replays stays bounded when batches come faster than Spark's maintenance "
+              + "(`spark.sql.streaming.stateStore.maintenanceInterval`, 60 s by default). "
+              + "`false`: only maintenance and a long restore start one.");
   /** {@code transferThreads}: parallel S3 transfers per store. */
   public static final ConfigOption<Integer> TRANSFER_THREADS = ConfigOption.key("transferThreads")
       .type(OptionType.intAtLeast(1))
@@ -262,7 +277,7 @@ public record StrataConf(
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, S3_SSE, S3_SSE_KMS_KEY_ID,
       S3_STORAGE_CLASS, S3_PAYLOAD_CHECKSUMS, S3_LEGACY_MD5, SNAPSHOT_INTERVAL,
-      TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
+      SNAPSHOT_ON_COMMIT, TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
       GC_GRACE_PERIOD);
 
   /**
@@ -325,6 +340,7 @@ public record StrataConf(
         r.get(FILE_CHECKPOINT_SHARED),
         s3,
         r.get(SNAPSHOT_INTERVAL),
+        r.get(SNAPSHOT_ON_COMMIT),
         r.get(TRANSFER_THREADS),
         r.get(SPILL_THRESHOLD),
         r.get(LOCK_TIMEOUT),

@@ -23,9 +23,15 @@ import java.util.Optional;
  *     version, which it supersedes (docs/format.md, "Query runs, epochs and generations").
  *     Empty: the layout-1 key {@code v/<version>.svo}, first writer wins across everything
  *     (callers outside Spark; ignored under format 2)
+ * @param snapshotOnCommit true: the commit that reaches {@code snapshotInterval} versions since
+ *     the last base starts a base snapshot on the store's background thread (its checkpoint and
+ *     upload both run there, never on the commit path), so the chain stays bounded however
+ *     rarely {@link SyncedStore#maintenance()} runs; false: only maintenance (and a long cold
+ *     load) start one
  */
 public record StoreSettings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
-    boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc, Optional<String> run) {
+    boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc, Optional<String> run,
+    boolean snapshotOnCommit) {
   /** @throws NullPointerException if {@code memory}, {@code gc} or {@code run} is null */
   public StoreSettings {
     Objects.requireNonNull(memory, "memory");
@@ -33,7 +39,14 @@ public record StoreSettings(int snapshotInterval, int transferThreads, long spil
     Objects.requireNonNull(run, "run");
   }
 
-  /** Settings without a query run (see {@code run}). */
+  /** Settings without {@code snapshotOnCommit}: only maintenance starts base snapshots. */
+  public StoreSettings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
+      boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc, Optional<String> run) {
+    this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys, memory, gc, run,
+        false);
+  }
+
+  /** Settings without a query run (see {@code run}) or {@code snapshotOnCommit}. */
   public StoreSettings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
       boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc) {
     this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys, memory, gc,
@@ -43,7 +56,13 @@ public record StoreSettings(int snapshotInterval, int transferThreads, long spil
   /** These settings for the query run {@code runId}. */
   public StoreSettings withRun(String runId) {
     return new StoreSettings(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
-        memory, gc, Optional.of(runId));
+        memory, gc, Optional.of(runId), snapshotOnCommit);
+  }
+
+  /** These settings with {@code snapshotOnCommit} set to {@code on}. */
+  public StoreSettings withSnapshotOnCommit(boolean on) {
+    return new StoreSettings(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
+        memory, gc, run, on);
   }
 
   /** True if versions are committed under a query run's epoch (format 1 with a run). */

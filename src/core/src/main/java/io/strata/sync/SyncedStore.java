@@ -68,7 +68,10 @@ import org.slf4j.LoggerFactory;
  * the next commit's manifest names it as its base), then runs a
  * garbage-collection round when {@link GcTrigger} says one is due (it keeps every object the
  * retained manifests name, plus this instance's pending snapshot, spills and loaded version;
- * see {@link Reachability}).
+ * see {@link Reachability}). With {@link StoreSettings#snapshotOnCommit()}, the commit that
+ * reaches {@code snapshotInterval} versions since its base queues the same snapshot on the
+ * store's background thread, so a job whose batches come faster than maintenance still has a
+ * bounded chain.
  *
  * <h2>Column families and local disk</h2>
  * Column families are virtual: every key starts with its family's 2-byte id ({@link
@@ -114,6 +117,11 @@ public final class SyncedStore implements AutoCloseable {
    * scheduled no snapshot: {@link #prepareWrite} schedules it. Guarded by this.
    */
   private boolean longRestoreUnsnapshotted;
+  /**
+   * True while a base snapshot a commit started ({@link StoreSettings#snapshotOnCommit()}) waits
+   * on the background thread for its checkpoint. Guarded by this.
+   */
+  private boolean snapshotQueued;
   /** This instance's query run and its epoch (checkpoint format 1 with a run), else null. */
   private final RunEpochs epochs;
 
@@ -352,6 +360,50 @@ public final class SyncedStore implements AutoCloseable {
       });
     } catch (RuntimeException e) { // rejected: the pools are closed
       snapshots.abandon(job, this);
+    }
+  }
+
+  /**
+   * After a commit that reached {@code snapshotInterval} versions since its base ({@link
+   * StoreSettings#snapshotOnCommit()}): queues a base snapshot on the store's background thread,
+   * unless one is queued or running. The checkpoint (hard links, under the monitor, so it waits
+   * for a commit or load in progress) and the upload both run there; the commit returns at once.
+   * The checkpoint is skipped if it is no longer due (maintenance took one) or the next batch has
+   * spilled into the local database; the next commit queues another then. Monitor held.
+   */
+  private void snapshotAfterCommit() {
+    if (snapshotQueued || snapshots.running() != null) {
+      return;
+    }
+    snapshotQueued = true;
+    try {
+      pools.background().submit(() -> {
+        BaseSnapshotUploader.Job job;
+        synchronized (this) {
+          snapshotQueued = false;
+          try {
+            job = checkpointIfDue(false);
+          } catch (IOException | RuntimeException e) {
+            LOG.warn("{} version {}: cannot take a checkpoint for a base snapshot after commit: {}",
+                identity, db.version(), e.toString());
+            return null;
+          } finally {
+            notifyAll(); // awaitSnapshotUpload
+          }
+        }
+        if (job != null) {
+          try {
+            runSnapshot(job);
+          } catch (IOException | RuntimeException e) {
+            LOG.warn("{} version {}: base snapshot after commit failed (the next commit or "
+                + "maintenance tries again): {}", identity, job.manifest().version(),
+                e.toString());
+          }
+        }
+        return null;
+      });
+    } catch (RuntimeException e) { // rejected: the pools are closed
+      snapshotQueued = false;
     }
   }
 
@@ -690,6 +742,9 @@ public final class SyncedStore implements AutoCloseable {
       db.committed(m);
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
+      if (settings.snapshotOnCommit() && m.versionsSinceBase() >= settings.snapshotInterval()) {
+        snapshotAfterCommit();
+      }
       return new CommitResult(m, key, stats(t0, t1, t2, t3, ingestNanos, delta, body, m));
     } finally {
       db.deleteQuietly(sst);
@@ -953,7 +1008,21 @@ public final class SyncedStore implements AutoCloseable {
    * @return true if none is running any more
    */
   synchronized boolean awaitSnapshotUpload(long timeoutMs) {
-    boolean interrupted = snapshots.awaitFinished(this, timeoutMs);
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    while (snapshotQueued) { // one a commit queued: wait for its checkpoint first
+      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+      if (left <= 0) {
+        return false;
+      }
+      try {
+        wait(left);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+    boolean interrupted = snapshots.awaitFinished(this,
+        Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
