@@ -65,6 +65,9 @@ final class StrataMetrics {
       "strataRestoreMs", "Strata: time to restore state from S3");
   static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
       "strataRestoreBytes", "Strata: bytes downloaded to restore state");
+  static final StateStoreCustomTimingMetric RESTORE_DOWNLOAD_MS = new StateStoreCustomTimingMetric(
+      "strataRestoreDownloadMs", "Strata: time downloading and verifying the files of restores "
+          + "(part of strataRestoreMs)");
 
   static final StateStoreCustomSumMetric FORCED_SNAPSHOTS = new StateStoreCustomSumMetric(
       "strataForcedSnapshots", "Strata: base snapshots uploaded at commit because Spark asked "
@@ -77,7 +80,8 @@ final class StrataMetrics {
   static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
       INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_HEADS, S3_DELETES,
       S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, GC_DELETED_OBJECTS, GC_DELETED_BYTES,
-      GC_FAILED_ROUNDS, RESTORE_MS, RESTORE_BYTES, BLOCK_CACHE_BYTES, FORCED_SNAPSHOTS);
+      GC_FAILED_ROUNDS, RESTORE_MS, RESTORE_BYTES, RESTORE_DOWNLOAD_MS, BLOCK_CACHE_BYTES,
+      FORCED_SNAPSHOTS);
 
   /**
    * What one store reports for a batch.
@@ -129,6 +133,7 @@ final class StrataMetrics {
     m.put(GC_FAILED_ROUNDS, b.gcFailedRounds());
     m.put(RESTORE_MS, b.restore().restoreMs());
     m.put(RESTORE_BYTES, b.restore().bytesDownloaded());
+    m.put(RESTORE_DOWNLOAD_MS, b.restore().downloadMs());
     m.put(BLOCK_CACHE_BYTES, b.memory().blockCacheBytes());
     m.put(FORCED_SNAPSHOTS, (long) b.forcedSnapshots());
     return longs(m);

@@ -10,20 +10,23 @@ package io.strata.metrics;
  * @param baseVersion the version of the base snapshot restored, 0 for none
  * @param fromPublishedSnapshot true if that base was a published snapshot found by listing
  *     (docs/format.md, "Published snapshots"), not the manifest's own base
+ * @param downloadMs wall time of the downloads and their checksum verification, ms (part of
+ *     {@code restoreMs}; the rest is reading the manifest, finding the published snapshot,
+ *     opening the database and ingesting the deltas)
  */
 public record RestoreStats(long restoreMs, long bytesDownloaded, long filesDownloaded,
-    long deltasReplayed, long baseVersion, boolean fromPublishedSnapshot) {
+    long deltasReplayed, long baseVersion, boolean fromPublishedSnapshot, long downloadMs) {
   /** No restore. */
   public static final RestoreStats NONE = new RestoreStats(0, 0, 0);
 
   /** A restore of {@code filesDownloaded} files, without chain details. */
   public RestoreStats(long restoreMs, long bytesDownloaded, long filesDownloaded) {
-    this(restoreMs, bytesDownloaded, filesDownloaded, 0, 0, false);
+    this(restoreMs, bytesDownloaded, filesDownloaded, 0, 0, false, 0);
   }
 
   /** The same restore, marked as restored from a published snapshot. */
   public RestoreStats fromPublished() {
     return new RestoreStats(restoreMs, bytesDownloaded, filesDownloaded, deltasReplayed,
-        baseVersion, true);
+        baseVersion, true, downloadMs);
   }
 }

@@ -172,7 +172,8 @@ public final class SyncedStore implements AutoCloseable {
         gcSettings.versionsToRetain()
             + 2L * Math.max(gcSettings.roundInterval(), settings.snapshotInterval()) + 16));
     this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(), manifests);
-    this.restorer = new Restorer(identity, objects, pools.transfers(), settings.memory());
+    this.restorer = new Restorer(identity, objects, pools.transfers(),
+        settings.transferThreads(), settings.memory());
     this.published = new PublishedSnapshots(identity, objects);
     this.gc = new GcTrigger(gcSettings, clock,
         new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,

@@ -258,4 +258,75 @@ class CorruptionIT {
       assertFalse(Files.exists(sst), "the damaged database was dropped");
     }
   }
+
+  // Files larger than a transfer thread's share of the restore are downloaded as ranged GETs
+  // of parts written at their offsets, and verified once all parts are in (Restorer).
+
+  private static final int BIG_KEYS = 3000;
+
+  /** Version 1: 3000 keys of 1 KiB values (a delta of about 3 MB, several parts of >= 1 MiB). */
+  private static void commitBigVersion(String name) throws IOException {
+    try (SyncedStore s = open(name, name + "-writer")) {
+      s.load(0, Optional.empty());
+      java.util.Random r = new java.util.Random(42);
+      for (int i = 0; i < BIG_KEYS; i++) {
+        byte[] v = new byte[1024];
+        r.nextBytes(v); // incompressible: the SST stays about 3 MB
+        s.put(b("big-" + i), v);
+      }
+      s.commit();
+    }
+  }
+
+  private static byte[] bigValue(int i) {
+    java.util.Random r = new java.util.Random(42);
+    byte[] v = new byte[1024];
+    for (int k = 0; k <= i; k++) {
+      r.nextBytes(v);
+    }
+    return v;
+  }
+
+  @Test
+  void aFileDownloadedInPartsRestoresExactly() throws Exception {
+    commitBigVersion("parts-intact");
+    long size = Files.size(file("parts-intact", versionKey(1)));
+    assertTrue(size > 2 * Restorer.MIN_PART_BYTES, "the delta spans several parts: " + size);
+    try (SyncedStore s = open("parts-intact", "parts-intact-reader")) {
+      s.load(1, Optional.empty());
+      assertEquals(BIG_KEYS, s.numKeys());
+      for (int i : new int[] {0, 1, 1234, BIG_KEYS - 1}) {
+        assertArrayEquals(bigValue(i), s.get(b("big-" + i)), "key big-" + i);
+      }
+      assertTrue(s.lastRestore().bytesDownloaded() > 2 * Restorer.MIN_PART_BYTES);
+      assertTrue(s.lastRestore().downloadMs() <= s.lastRestore().restoreMs());
+    }
+  }
+
+  @Test
+  void oneFlippedByteInTheLastPartOfAFile() throws Exception {
+    commitBigVersion("parts-flip");
+    Path f = file("parts-flip", versionKey(1));
+    flipByte(f, Files.size(f) * 3 / 4); // in the SST delta, past its first part
+    try (SyncedStore s = open("parts-flip", "parts-flip-reader")) {
+      StateLoadException e = assertThrows(StateLoadException.class,
+          () -> s.load(1, Optional.empty()));
+      assertEquals(StateLoadException.Reason.CORRUPT, e.reason(), e.getMessage());
+      assertNames(e, "parts-flip", 1, versionKey(1), "do not match the manifest");
+    }
+  }
+
+  @Test
+  void aFileTruncatedInsideItsLastPart() throws Exception {
+    commitBigVersion("parts-trunc");
+    Path f = file("parts-trunc", versionKey(1));
+    try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw")) {
+      raf.setLength(Restorer.MIN_PART_BYTES + 100); // the manifest tail is gone too
+    }
+    try (SyncedStore s = open("parts-trunc", "parts-trunc-reader")) {
+      StateLoadException e = assertThrows(StateLoadException.class,
+          () -> s.load(1, Optional.empty()));
+      assertNames(e, "parts-trunc", 1, versionKey(1), "invalid");
+    }
+  }
 }
