@@ -34,7 +34,8 @@ import java.util.function.Function;
 public final class BenchReport {
   private static final ObjectMapper JSON = new ObjectMapper();
   static final List<String> BLOCKS = List.of("e2e-meta", "e2e-headline", "e2e-commit",
-      "e2e-requests", "e2e-restore", "e2e-targets", "e2e-not-ahead", "jmh", "jmh-put");
+      "e2e-requests", "e2e-restore", "e2e-runs", "e2e-targets", "e2e-not-ahead", "jmh",
+      "jmh-put");
   /** Set-ups whose commit Strata should beat by 10x (the issue's "default set-ups"). */
   private static final List<String> DEFAULT_SETUPS = List.of("rocksdb-default",
       "rocksdb-changelog-default", "hdfs-default");
@@ -180,6 +181,7 @@ public final class BenchReport {
     blocks.put("e2e-requests", requestTables());
     blocks.put("e2e-driver", driverTables());
     blocks.put("e2e-restore", restoreTables());
+    blocks.put("e2e-runs", runsTables());
     blocks.put("e2e-targets", targets());
     blocks.put("e2e-not-ahead", notAhead());
     blocks.put("e2e-strata-split", strataSplit());
@@ -673,6 +675,30 @@ public final class BenchReport {
             sb.append("`").append(setup).append("` restore (Strata's metrics, mean per "
                 + "partition): ").append(String.join("; ", parts)).append(".\n\n");
           }
+          List<String> rates = new ArrayList<>();
+          for (long n : sizes) {
+            JsonNode r = find("main", setup, workload, n, latency);
+            JsonNode c = r == null ? null : r.path("getCeiling");
+            if (c == null || c.isMissingNode()) {
+              continue;
+            }
+            double rate = restoreRate(r);
+            rates.add(String.format(Locale.ROOT, "%s keys: %.0f MiB/s against %.0f MiB/s "
+                + "(%.0f %%; %d ranged GETs of at most %s over %d objects, %s, %d at a time, "
+                + "best of %s ms)", keys(n), rate, c.path("mibPerS").asDouble(),
+                100 * rate / Math.max(1e-9, c.path("mibPerS").asDouble()),
+                c.path("ranges").asInt(), bytes(c.path("rangeBytes").asLong()),
+                c.path("objects").asInt(), bytes(c.path("bytes").asLong()),
+                c.path("streams").asInt(), c.path("triesMs").toString()));
+          }
+          if (!rates.isEmpty()) {
+            sb.append("`").append(setup).append("` download rate against the ceiling: bytes "
+                + "restored over the stores' download time (`strataRestoreDownloadMs`: the "
+                + "GETs and their checksum verification, summed over stores, divided by the "
+                + "stores restoring at once) against plain parallel ranged GETs of the same "
+                + "objects through the same gateway once the run's queries stopped: ")
+                .append(String.join("; ", rates)).append(".\n\n");
+          }
         }
         String file = "restore-" + workload + "-" + latency + ".svg";
         plot(file, SvgChart.bars("Restore time added to the first batch (" + workload
@@ -683,6 +709,152 @@ public final class BenchReport {
       }
     }
     return sb.toString();
+  }
+
+  /**
+   * A Strata run's restore download rate, MiB/s: bytes restored over the stores' download time
+   * ({@code strataRestoreBytes} / ({@code strataRestoreDownloadMs} / the stores restoring at
+   * once, {@code min(cores, partitions)})); runs without that metric use {@code strataRestoreMs}.
+   */
+  private static double restoreRate(JsonNode r) {
+    JsonNode c = r.path("summary").path("restore").path("customMetrics");
+    int parallel = Math.max(1, Math.min(r.path("spec").path("cores").asInt(),
+        r.path("spec").path("partitions").asInt()));
+    // The download time where the run has it (strataRestoreDownloadMs), else the whole restore.
+    double ms = (c.has("strataRestoreDownloadMs") ? c.path("strataRestoreDownloadMs")
+        : c.path("strataRestoreMs")).asDouble() / parallel;
+    return ms <= 0 ? 0 : c.path("strataRestoreBytes").asDouble() / (1024.0 * 1024.0)
+        / (ms / 1000.0);
+  }
+
+  /**
+   * Restore cost against the number of runs (issue 15): for the {@code runs} plan, each
+   * one-batch run's restore time (its batch's {@code addBatch} minus a steady batch's p50) and
+   * state GET requests, per set-up, as a table and two line plots; then what restoring 1 TB
+   * over 20 executors would take, from the measured per-stream ceiling.
+   */
+  private String runsTables() throws IOException {
+    List<JsonNode> rs = new ArrayList<>();
+    for (JsonNode r : runs) {
+      if (r.path("spec").path("plan").asText().equals("runs")) {
+        rs.add(r);
+      }
+    }
+    StringBuilder sb = new StringBuilder();
+    if (rs.isEmpty()) {
+      sb.append("_No one-batch-run results yet._\n\n");
+    } else {
+      JsonNode spec0 = rs.get(0).path("spec");
+      int n = spec0.path("runs").asInt();
+      sb.append(String.format(Locale.ROOT, "**Restore cost against the number of one-batch "
+          + "runs: agg at %s keys, %d partitions, latency `%s`, maintenance never running; per "
+          + "run, time the restore added (ms) / state GET requests of the run's batch**%n%n",
+          keys(spec0.path("stateKeys").asLong()), spec0.path("partitions").asInt(),
+          spec0.path("latency").asText()));
+      sb.append("| run |");
+      for (JsonNode r : rs) {
+        sb.append(" `").append(r.path("spec").path("setup").asText()).append("` |");
+      }
+      sb.append("\n|---|").append("---|".repeat(rs.size())).append('\n');
+      Map<String, List<Double>> times = new LinkedHashMap<>();
+      Map<String, List<Double>> gets = new LinkedHashMap<>();
+      List<String> x = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        x.add(Integer.toString(i + 1));
+      }
+      for (JsonNode r : rs) {
+        List<Double> t = new ArrayList<>();
+        List<Double> g = new ArrayList<>();
+        for (JsonNode one : r.path("summary").path("runs")) {
+          t.add(one.path("estimateMs").asDouble());
+          g.add(one.path("stateRequests").path("GET").asDouble());
+        }
+        times.put(r.path("spec").path("setup").asText(), t);
+        gets.put(r.path("spec").path("setup").asText(), g);
+      }
+      for (int i = 0; i < n; i++) {
+        if (i >= 5 && (i + 1) % 5 != 0 && i != n - 1) {
+          continue; // runs 1-5, every fifth, and the last
+        }
+        sb.append("| ").append(i + 1).append(" |");
+        for (JsonNode r : rs) {
+          String id = r.path("spec").path("setup").asText();
+          List<Double> t = times.get(id);
+          List<Double> g = gets.get(id);
+          sb.append(i < t.size() ? String.format(Locale.ROOT, " %.0f / %.0f |", t.get(i),
+              g.get(i)) : " – |");
+        }
+        sb.append('\n');
+      }
+      sb.append('\n');
+      for (JsonNode r : rs) {
+        JsonNode c = r.path("getCeiling");
+        if (!c.isMissingNode()) {
+          double rate = restoreRate(r);
+          sb.append(String.format(Locale.ROOT, "`%s`, run 1 (the same restore as a `main` run's): "
+              + "download rate %.0f MiB/s against a parallel ranged-GET ceiling of %.0f MiB/s "
+              + "(%.0f %%; %d GETs of at most %s over %d objects, %s, %d at a time, tries %s "
+              + "ms).%n%n", r.path("spec").path("setup").asText(), rate,
+              c.path("mibPerS").asDouble(), 100 * rate / Math.max(1e-9,
+                  c.path("mibPerS").asDouble()), c.path("ranges").asInt(),
+              bytes(c.path("rangeBytes").asLong()), c.path("objects").asInt(),
+              bytes(c.path("bytes").asLong()), c.path("streams").asInt(),
+              c.path("triesMs").toString()));
+        }
+      }
+      plot("runs-restore-ms.svg", SvgChart.lines("Restore time added per one-batch run",
+          "run", "ms", x, times, false));
+      plot("runs-restore-gets.svg", SvgChart.lines("State GET requests per one-batch run",
+          "run", "GET requests", x, gets, false));
+      sb.append("![restore time per run](").append(plotsRel).append("/runs-restore-ms.svg)\n\n");
+      sb.append("![GET requests per run](").append(plotsRel)
+          .append("/runs-restore-gets.svg)\n\n");
+    }
+    sb.append(terabyte());
+    return sb.toString();
+  }
+
+  /** What 1 TB over 20 executors would take, from the largest Strata run's measured figures. */
+  private String terabyte() {
+    JsonNode best = null;
+    for (JsonNode r : runs) {
+      if (!r.path("spec").path("plan").asText().equals("requests")
+          && r.path("spec").path("setup").asText().equals("strata") && r.has("getCeiling")
+          && (best == null || r.path("spec").path("stateKeys").asLong()
+              > best.path("spec").path("stateKeys").asLong())) {
+        best = r;
+      }
+    }
+    if (best == null) {
+      return "_No ceiling measured yet, so no estimate for 1 TB._\n";
+    }
+    JsonNode c = best.path("getCeiling");
+    int streams = c.path("streams").asInt();
+    int parallel = Math.max(1, Math.min(best.path("spec").path("cores").asInt(),
+        best.path("spec").path("partitions").asInt()));
+    double perStream = c.path("mibPerSPerStream").asDouble();
+    double strataPerStore = restoreRate(best) / parallel;
+    double efficiency = restoreRate(best) / Math.max(1e-9, c.path("mibPerS").asDouble());
+    double perExecutorMiB = 1024.0 * 1024.0 / 20; // 1 TiB over 20 executors, MiB
+    int slots = 4;
+    double nic = 10e9 / 8 / (1024 * 1024); // a 10 Gbit/s network interface, MiB/s
+    double perExecRate = slots * E2ERun.TRANSFER_THREADS * perStream * efficiency;
+    return String.format(Locale.ROOT, "**1 TB of state over 20 executors**, from the measured "
+        + "figures of the largest run (agg at %s keys, `%s`): the ranged-GET ceiling was %.1f "
+        + "MiB/s per stream (%d streams, %.0f MiB/s), and Strata's restore reached %.0f %% of "
+        + "it, %.0f MiB/s per store with its %d transfer threads. Each executor restores "
+        + "about 51 GiB (1 TiB / 20). With %d task slots per executor restoring at once (%d "
+        + "streams) at these per-stream figures and this share of the ceiling, an executor "
+        + "restores %.0f MiB/s, so the restore takes about %.0f s, all 20 executors in "
+        + "parallel. Whatever the per-stream rate, a 10 Gbit/s network interface (%.0f MiB/s) "
+        + "bounds it below by %.0f s. On S3 itself the per-stream rate of a GET, not this "
+        + "server's, decides, and S3 serves at least 5,500 GETs per second per prefix; a "
+        + "store's restore is the base snapshot's files plus at most `snapshotInterval` + 2 "
+        + "deltas whatever the job's rhythm (the one-batch runs above).%n",
+        keys(best.path("spec").path("stateKeys").asLong()), best.path("spec").path("latency")
+            .asText(), perStream, streams, c.path("mibPerS").asDouble(), 100 * efficiency,
+        strataPerStore, E2ERun.TRANSFER_THREADS, slots, slots * E2ERun.TRANSFER_THREADS,
+        perExecRate, perExecutorMiB / perExecRate, nic, perExecutorMiB / nic);
   }
 
   /** The issue's goals, each checked against the results. */
@@ -727,12 +899,18 @@ public final class BenchReport {
       }
       if (sHi != null) {
         JsonNode pp = sHi.path("summary").path("stateRequestsPerPartitionCommit");
-        boolean one = pp.path("total").asDouble() <= 1.0 && pp.path("LIST").asDouble() == 0
-            && pp.path("HEAD").asDouble() == 0 && pp.path("COPY").asDouble() == 0;
+        JsonNode vp = sHi.path("summary").path("versionObjectPutsPerPartitionCommit");
+        // The commit path: one version-object PUT per partition per commit; the rest of the
+        // state requests in the steady window are background snapshots and GC.
+        double commitPath = vp.isMissingNode() ? pp.path("total").asDouble() : vp.asDouble();
+        boolean one = commitPath <= 1.0 && pp.path("HEAD").asDouble() == 0
+            && pp.path("COPY").asDouble() == 0;
         JsonNode peer = find("main", PEER, "agg", hi, latency);
-        sb.append(String.format(Locale.ROOT, "| 1 S3 request per partition per commit, 0 LIST,"
-            + " 0 HEAD, 0 COPY (%s keys) | `%s` | %s per partition (PUT %s, LIST %s, HEAD %s, "
-            + "COPY %s)%s | %s |%n", keys(hi), latency, num(pp.path("total").asDouble()),
+        sb.append(String.format(Locale.ROOT, "| 1 S3 request per partition per commit, 0 HEAD,"
+            + " 0 COPY (%s keys) | `%s` | commit path: %s version-object PUT per partition; all "
+            + "state requests in the steady batches, background snapshots and GC included: %s "
+            + "per partition per batch (PUT %s, LIST %s, HEAD %s, COPY %s)%s | %s |%n",
+            keys(hi), latency, num(commitPath), num(pp.path("total").asDouble()),
             num(pp.path("PUT").asDouble()), num(pp.path("LIST").asDouble()),
             num(pp.path("HEAD").asDouble()), num(pp.path("COPY").asDouble()),
             peer == null ? "" : "; " + PEER + ": " + num(peer.path("summary")
@@ -759,6 +937,23 @@ public final class BenchReport {
               + " | %.0f ms vs %.0f ms: %.1f× | %s |%n", peerSetup, keys(n), latency, a, b, r,
               r >= 3 ? "yes" : "**no**"));
         }
+      }
+      TreeSet<Long> ceilingSizes = new TreeSet<>(sizes);
+      ceilingSizes.addAll(sizes("runs", "agg", latency));
+      for (long n : ceilingSizes) {
+        JsonNode s = find("main", "strata", "agg", n, latency);
+        if (s == null || !s.has("getCeiling")) {
+          s = find("runs", "strata", "agg", n, latency); // its first run is the same restore
+        }
+        if (n < 1_000_000 || s == null || !s.has("getCeiling")) {
+          continue;
+        }
+        double rate = restoreRate(s);
+        double ceiling = s.path("getCeiling").path("mibPerS").asDouble();
+        sb.append(String.format(Locale.ROOT, "| restore download rate ≥ 80 %% of a parallel "
+            + "ranged-GET ceiling, %s keys | `%s` | %.0f MiB/s vs %.0f MiB/s: %.0f %% | %s |%n",
+            keys(n), latency, rate, ceiling, 100 * rate / Math.max(1e-9, ceiling),
+            rate >= 0.8 * ceiling ? "yes" : "**no**"));
       }
       if (!any) {
         sb.append("| restore ≥ 3× faster than Spark's RocksDB provider at ≥ 1 M keys | `")

@@ -54,6 +54,8 @@ public final class E2EBenchmark {
     int cores = Runtime.getRuntime().availableProcessors();
     String heap = "12g";
     String maintenanceInterval = "";
+    int oneBatchRuns = 0;
+    long runsSize = 100_000;
     long runTimeoutMin = 120;
     Path out = Paths.get("target", "bench", "e2e-results.json");
     Path work = Paths.get("target", "bench", "e2e-work");
@@ -80,7 +82,7 @@ public final class E2EBenchmark {
                                  4 partitions, 5 steady batches of 2000 keys, no request run)
         --full                   full profile (default: sizes 100000,1000000,10000000; 8 partitions;
                                  20 steady batches of 10000 keys; request run with 200 partitions)
-        --sizes a,b,c            state sizes (keys) of the agg workload
+        --sizes a,b,c|none       state sizes (keys) of the agg workload
         --dedup-sizes a,b|none   state sizes of the dedup workload
         --setups x,y             provider set-ups, of: %s
         --latency x,y            latency profiles, of: s3-like, none
@@ -92,6 +94,9 @@ public final class E2EBenchmark {
         --request-partitions n   partitions of the request-count run (0: no such run)
         --request-size n         state size of the request-count run
         --request-steady n       measured batches of the request-count run
+        --one-batch-runs n       per set-up, a run of n one-batch runs (0: none): each restarts
+                                 the query on wiped local state for one batch, no maintenance
+        --runs-size n            state size of the one-batch runs (default 100000)
         --cores n                Spark local[n]
         --heap 12g               heap of each run's JVM (quick: 3g)
         --maintenance-interval d Spark's stateStore.maintenanceInterval (default: Spark's, 60s)
@@ -140,7 +145,9 @@ public final class E2EBenchmark {
       customized |= !List.of("--out", "--work", "--heap", "--cores", "--run-timeout-min")
           .contains(a);
       switch (a) {
-        case "--sizes" -> o.sizes = longs(a, v);
+        case "--sizes" -> o.sizes = v.equals("none") ? List.of() : longs(a, v);
+        case "--one-batch-runs" -> o.oneBatchRuns = (int) nonNegative(a, v);
+        case "--runs-size" -> o.runsSize = positive(a, v);
         case "--dedup-sizes" -> o.dedupSizes = v.isBlank() || v.equals("none") ? List.of()
             : longs(a, v);
         case "--setups" -> o.setups = checked(v, ProviderSetup::of);
@@ -175,13 +182,13 @@ public final class E2EBenchmark {
       for (long size : o.sizes) {
         for (String setup : o.setups) {
           runs.add(new RunSpec(setup, "agg", size, latency, o.partitions, o.batchKeys,
-              o.loadBatchKeys, o.warmup, o.steady, o.cores, o.maintenanceInterval, "main"));
+              o.loadBatchKeys, o.warmup, o.steady, o.cores, o.maintenanceInterval, "main", 1));
         }
       }
       for (long size : o.dedupSizes) {
         for (String setup : o.setups) {
           runs.add(new RunSpec(setup, "dedup", size, latency, o.partitions, o.batchKeys,
-              o.loadBatchKeys, o.warmup, o.steady, o.cores, o.maintenanceInterval, "main"));
+              o.loadBatchKeys, o.warmup, o.steady, o.cores, o.maintenanceInterval, "main", 1));
         }
       }
     }
@@ -189,7 +196,16 @@ public final class E2EBenchmark {
       for (String setup : o.setups) {
         runs.add(new RunSpec(setup, "agg", o.requestSize, "none", o.requestPartitions,
             o.batchKeys, o.loadBatchKeys, 1, o.requestSteady, o.cores, o.maintenanceInterval,
-            "requests"));
+            "requests", 1));
+      }
+    }
+    if (o.oneBatchRuns > 0) {
+      // Each run is a driver that starts, processes one batch and stops: as in a new driver
+      // JVM, Spark's maintenance never runs (maintenanceInterval 1 h), so whatever bounds the
+      // chain happens in the runs themselves.
+      for (String setup : o.setups) {
+        runs.add(new RunSpec(setup, "agg", o.runsSize, o.latencies.get(0), o.partitions,
+            o.batchKeys, o.loadBatchKeys, 1, 3, o.cores, "1h", "runs", o.oneBatchRuns));
       }
     }
     return runs;

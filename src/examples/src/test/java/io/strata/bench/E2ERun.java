@@ -63,6 +63,8 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 final class E2ERun {
   static final String BUCKET = "strata-bench";
+  /** Strata's {@code transferThreads} default: parallel transfers per store in a restore. */
+  static final int TRANSFER_THREADS = 8;
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private E2ERun() { }
@@ -150,15 +152,39 @@ final class E2ERun {
         writeIds(input, load + steadyTotal, from, from + spec.batchKeys(), mtimeBase);
         runQuery(spark, spec, input, checkpoint);
         progress.await(mainBatches + 1, 60_000);
-        commits.await(queryId, mainBatches + 1, spec.partitions(), 30_000);
+        // One-batch runs: each restarts the query on wiped local state for one new batch.
+        for (int run = 1; run < spec.runs(); run++) {
+          StateStore$.MODULE$.unloadAll();
+          deleteRecursively(strataLocal);
+          long f = spec.stateKeys() + (long) (steadyTotal + run) * spec.batchKeys();
+          writeIds(input, load + steadyTotal + run, f, f + spec.batchKeys(), mtimeBase);
+          runQuery(spark, spec, input, checkpoint);
+          progress.await(mainBatches + 1 + run, 60_000);
+        }
+        commits.await(queryId, mainBatches + spec.runs(), spec.partitions(), 30_000);
+        // Closes the providers: a Strata store lets its background snapshot upload finish, so
+        // nothing else uses the server while the ceiling below is measured.
+        StateStore$.MODULE$.unloadAll();
 
         Map<String, Object> result = new LinkedHashMap<>();
         result.put("spec", spec);
         List<Map<String, Object>> batches = batches(spec, progress.sorted(), commits, queryId,
             gateway.requests());
-        if (batches.size() != mainBatches + 1) {
+        if (batches.size() != mainBatches + spec.runs()) {
           throw new IllegalStateException("Run " + spec.name() + " ran " + batches.size()
-              + " batches with data, expected " + (mainBatches + 1));
+              + " batches with data, expected " + (mainBatches + spec.runs()));
+        }
+        if (setup.provider() == ProviderSetup.Provider.STRATA && s3Data != null
+            && !spec.plan().equals("requests")) {
+          Map<String, Object> restore = batches.get(mainBatches);
+          long start = (Long) restore.get("startMs");
+          List<String> keys = gateway.requests().stream()
+              .filter(r -> r.state() && r.kind() == S3Kind.GET && r.timeMs() >= start
+                  && r.timeMs() <= start + (Long) restore.get("durationMs"))
+              .map(S3Request::key).distinct().sorted().toList();
+          int streams = Math.min(spec.cores(), spec.partitions()) * TRANSFER_THREADS;
+          result.put("getCeiling", RangedGetCeiling.measure(gateway.endpoint(), BUCKET,
+              s3Data.resolve(BUCKET), keys, streams));
         }
         env.put("loadAvgEnd", loadAverage());
         env.put("mainRunMs", mainMs);
@@ -271,8 +297,12 @@ final class E2ERun {
       }
       String phase = index < load ? "load" : index < load + warm ? "warmup"
           : index < load + warm + steady ? "steady" : "restore";
+      int run = index - (load + warm + steady) + 1; // the restore batches' one-batch run
       index++;
       Map<String, Object> b = new LinkedHashMap<>();
+      if (phase.equals("restore")) {
+        b.put("run", run);
+      }
       long start = Instant.parse(p.timestamp()).toEpochMilli();
       long trigger = p.durationMs().getOrDefault("triggerExecution", 0L);
       b.put("batchId", p.batchId());
@@ -331,6 +361,13 @@ final class E2ERun {
     s.put("steadyWallMs", to - from);
     s.put("requestsPerBatch", w.perBatch(n, 1));
     s.put("stateRequestsPerPartitionCommit", w.perBatch(n, spec.partitions()).get("state"));
+    // Strata's commit path is the PUT of each version object (v/...svo); everything else in the
+    // window (base snapshots, published snapshots, garbage collection) is background work.
+    long versionPuts = requests.stream().filter(x -> x.state() && x.kind() == S3Kind.PUT
+        && x.timeMs() >= from && x.timeMs() <= to && x.key().contains("/v/")
+        && x.key().endsWith(".svo")).count();
+    s.put("versionObjectPutsPerPartitionCommit",
+        Math.round(100.0 * versionPuts / n / spec.partitions()) / 100.0);
     Map<String, Long> bytes = w.bytes();
     s.put("bytesUpPerBatch", Map.of("state", bytes.get("state") / n, "all",
         bytes.get("all") / n));
@@ -338,7 +375,9 @@ final class E2ERun {
         .filter(b -> b.get("phase").equals("load")).toList();
     s.put("loadMs", loads.stream().mapToLong(b -> (Long) b.get("durationMs")).sum());
     s.put("stateRowsEnd", last.get("stateRows"));
-    Map<String, Object> restore = batches.get(batches.size() - 1);
+    List<Map<String, Object>> restores = batches.stream()
+        .filter(b -> b.get("phase").equals("restore")).toList();
+    Map<String, Object> restore = restores.get(0);
     Map<String, Object> r = new LinkedHashMap<>();
     // The restore batch does one steady batch's work plus loading every store from S3; its
     // addBatch (the tasks: load, process, commit) minus a steady batch's median addBatch is the
@@ -350,6 +389,21 @@ final class E2ERun {
     r.put("requests", restore.get("requests"));
     r.put("customMetrics", restore.get("customMetrics"));
     s.put("restore", r);
+    if (restores.size() > 1) {
+      // Every one-batch run's batch is a restore: what it added, and its state requests.
+      List<Map<String, Object>> runs = new ArrayList<>();
+      for (Map<String, Object> b : restores) {
+        Map<String, Object> one = new LinkedHashMap<>();
+        one.put("run", b.get("run"));
+        one.put("batchMs", b.get("durationMs"));
+        one.put("addBatchMs", addBatch(b));
+        one.put("estimateMs", Math.max(0, addBatch(b) - Stats.of(addBatchMs).p50()));
+        one.put("stateRequests", ((Map<String, Object>) b.get("requests")).get("state"));
+        one.put("customMetrics", b.get("customMetrics"));
+        runs.add(one);
+      }
+      s.put("runs", runs);
+    }
     return s;
   }
 

@@ -18,12 +18,15 @@ package io.strata.bench;
  * @param cores Spark local-mode task slots ({@code local[cores]})
  * @param maintenanceInterval {@code spark.sql.streaming.stateStore.maintenanceInterval}, or
  *     empty for Spark's default (60 s)
- * @param plan {@code main} (commit time and restore) or {@code requests} (the request-count
- *     run with many partitions)
+ * @param plan {@code main} (commit time and restore), {@code requests} (the request-count
+ *     run with many partitions) or {@code runs} (one-batch runs: restore cost against the number
+ *     of runs)
+ * @param runs one-batch runs after the steady batches, each a query restarted on wiped local
+ *     state that processes one new steady batch (&gt;= 1; the first is the restore measurement)
  */
 record RunSpec(String setup, String workload, long stateKeys, String latency, int partitions,
     long batchKeys, long loadBatchKeys, int warmupBatches, int steadyBatches, int cores,
-    String maintenanceInterval, String plan) {
+    String maintenanceInterval, String plan, int runs) {
 
   RunSpec {
     ProviderSetup.of(setup);
@@ -32,7 +35,7 @@ record RunSpec(String setup, String workload, long stateKeys, String latency, in
       throw new IllegalArgumentException("workload must be agg or dedup, was " + workload);
     }
     if (stateKeys < 1 || partitions < 1 || batchKeys < 1 || loadBatchKeys < 1
-        || warmupBatches < 0 || steadyBatches < 1 || cores < 1) {
+        || warmupBatches < 0 || steadyBatches < 1 || cores < 1 || runs < 1) {
       throw new IllegalArgumentException("bad run sizes: " + this);
     }
   }

@@ -319,7 +319,8 @@ final class S3Gateway implements AutoCloseable {
       };
       String scopeKey = kind == S3Kind.LIST ? param("prefix") : key;
       long bytes = kind == S3Kind.PUT ? (decodedLength >= 0 ? decodedLength : contentLength) : 0;
-      return new S3Request(timeMs, kind, isStateKey(scopeKey), bytes);
+      return new S3Request(timeMs, kind, isStateKey(scopeKey), bytes,
+          scopeKey == null ? "" : scopeKey);
     }
 
     private boolean hasParam(String name) {
