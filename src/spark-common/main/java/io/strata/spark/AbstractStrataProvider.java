@@ -104,6 +104,8 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   private long reportedGcRound;
   private long reportedGcFailures;
   private volatile boolean closed;
+  /** The newest snapshot version reported to Spark, -1 for none. Guarded by this. */
+  private long reportedSnapshotVersion = -1;
 
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
   protected AbstractStrataProvider() { }
@@ -419,11 +421,31 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       return;
     }
     try {
-      if (c.maintenance()) {
-        reportSnapshotUploaded(c.lastSnapshotVersion());
-      }
+      c.maintenance();
     } catch (Exception e) {
       LOG.warn("{}: maintenance failed; it will be retried", this, e);
+    }
+    // Whoever uploaded it (this maintenance, or a commit's background snapshot since the last
+    // round): Spark's coordinator counts a store that never reports as lagging, and Spark 4.2
+    // then forces a snapshot inside a commit.
+    reportSnapshotIfNew(c.lastSnapshotVersion());
+  }
+
+  /**
+   * Reports {@code version} to Spark ({@link #reportSnapshotUploaded}) if it is newer than the
+   * last snapshot version reported; -1 (none yet) is never reported.
+   */
+  final void reportSnapshotIfNew(long version) {
+    synchronized (this) {
+      if (version <= reportedSnapshotVersion) {
+        return;
+      }
+      reportedSnapshotVersion = version;
+    }
+    try {
+      reportSnapshotUploaded(version);
+    } catch (RuntimeException e) {
+      LOG.warn("{}: reporting the snapshot of version {} to Spark failed", this, version, e);
     }
   }
 

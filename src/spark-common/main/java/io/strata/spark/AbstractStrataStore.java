@@ -689,7 +689,7 @@ abstract class AbstractStrataStore implements StateStore {
     try {
       if (core.snapshotNow()) {
         forcedSnapshotUploaded = true;
-        provider.reportSnapshotUploaded(core.lastSnapshotVersion());
+        provider.reportSnapshotIfNew(core.lastSnapshotVersion());
       }
     } catch (IOException | RuntimeException e) {
       LOG.warn("{}: the forced snapshot after commit failed; maintenance will retry", this, e);

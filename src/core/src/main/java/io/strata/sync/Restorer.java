@@ -48,6 +48,9 @@ final class Restorer {
   static final long MIN_PART_BYTES = 1L << 20;
   /** Largest part of a ranged download, bytes. */
   static final long MAX_PART_BYTES = 8L << 20;
+  /** Numbers the restores of this JVM, for unique temporary file names. */
+  private static final java.util.concurrent.atomic.AtomicLong RESTORES =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /**
    * A restored version.
@@ -85,6 +88,9 @@ final class Restorer {
    * waiting for a thread, and no more requests than that needs.
    */
   static long partBytes(List<Long> lengths, int parallelism) {
+    if (parallelism <= 1) {
+      return Long.MAX_VALUE; // one thread: parts would only add requests and a read-back
+    }
     long lo = MIN_PART_BYTES;
     long hi = MAX_PART_BYTES;
     if (gets(lengths, hi) > parallelism) {
@@ -122,6 +128,7 @@ final class Restorer {
    */
   Restored restore(Manifest m, Path dbDir, Path tmp, long startNanos) throws IOException {
     Files.createDirectories(dbDir);
+    long restore = RESTORES.incrementAndGet();
     List<FileRef> refs = new ArrayList<>();
     List<Path> targets = new ArrayList<>();
     List<Path> deltaFiles = new ArrayList<>();
@@ -132,7 +139,9 @@ final class Restorer {
       }
     }
     for (Delta d : m.deltas()) {
-      Path target = tmp.resolve("restore-" + deltaFiles.size() + ".sst");
+      // Unique per restore: a fallback restore in the same load never shares a name with a
+      // download of the failed one that is still being cancelled.
+      Path target = tmp.resolve("restore-" + restore + "-" + deltaFiles.size() + ".sst");
       deltaFiles.add(target);
       refs.add(d.file());
       targets.add(target);

@@ -97,6 +97,10 @@ public final class SyncedStore implements AutoCloseable {
   static final long FINISH_WAIT_MS = 30_000;
   /** How long {@link #close()} then waits for a cancelled snapshot upload to stop, ms. */
   static final long CLOSE_WAIT_MS = 30_000;
+  /** Base snapshots started by commits that run at once in one JVM (all stores together). */
+  static final int COMMIT_SNAPSHOTS_AT_ONCE = 4;
+  private static final java.util.concurrent.Semaphore COMMIT_SNAPSHOTS =
+      new java.util.concurrent.Semaphore(COMMIT_SNAPSHOTS_AT_ONCE);
 
   private final StoreIdentity identity;
   private final ObjectStore objects;
@@ -122,6 +126,11 @@ public final class SyncedStore implements AutoCloseable {
    * on the background thread for its checkpoint. Guarded by this.
    */
   private boolean snapshotQueued;
+  /**
+   * The version before which no commit starts another snapshot: the version of the last commit
+   * that started one plus {@code snapshotInterval}. Guarded by this.
+   */
+  private long commitSnapshotFloor;
   /** This instance's query run and its epoch (checkpoint format 1 with a run), else null. */
   private final RunEpochs epochs;
 
@@ -292,6 +301,7 @@ public final class SyncedStore implements AutoCloseable {
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
+    commitSnapshotFloor = 0; // another database: its first due commit may start a snapshot
     // Nothing to replay after the manifest's base: no published snapshot can shorten it.
     Optional<PublishedSnapshots.Found> found =
         m.deltas().isEmpty() ? Optional.empty() : published.find(m);
@@ -367,41 +377,62 @@ public final class SyncedStore implements AutoCloseable {
   /**
    * After a commit that reached {@code snapshotInterval} versions since its base ({@link
    * StoreSettings#snapshotOnCommit()}): queues a base snapshot on the store's background thread,
-   * unless one is queued or running. The checkpoint (hard links, under the monitor, so it waits
-   * for a commit or load in progress) and the upload both run there; the commit returns at once.
-   * The checkpoint is skipped if it is no longer due (maintenance took one) or the next batch has
-   * spilled into the local database; the next commit queues another then. Monitor held.
+   * unless one is queued or running, or the last one a commit started was fewer than {@code
+   * snapshotInterval} versions ago (a snapshot that failed, or was published too late to be
+   * adopted, is not retried on every commit). On that thread it waits for one of the JVM's
+   * {@value #COMMIT_SNAPSHOTS_AT_ONCE} permits (every store of a query reaches the interval on
+   * the same batch; the permits keep their uploads from taking every connection the next
+   * batch's commits need), then takes the checkpoint (hard links, under the monitor, so never
+   * during a commit or load) and uploads it; the commit returns at once. The checkpoint is
+   * skipped if the local database is no longer the one the commit left (a later load replaced
+   * it), if no snapshot is due any more (maintenance took one), or if the next batch has spilled
+   * into it. Monitor held.
    */
   private void snapshotAfterCommit() {
-    if (snapshotQueued || snapshots.running() != null) {
+    if (snapshotQueued || snapshots.running() != null || db.version() < commitSnapshotFloor) {
       return;
     }
     snapshotQueued = true;
+    commitSnapshotFloor = db.version() + settings.snapshotInterval();
+    long generation = db.generation();
     try {
       pools.background().submit(() -> {
-        BaseSnapshotUploader.Job job;
-        synchronized (this) {
-          snapshotQueued = false;
-          try {
-            job = checkpointIfDue(false);
-          } catch (IOException | RuntimeException e) {
-            LOG.warn("{} version {}: cannot take a checkpoint for a base snapshot after commit: {}",
-                identity, db.version(), e.toString());
-            return null;
-          } finally {
-            notifyAll(); // awaitSnapshotUpload
+        try {
+          COMMIT_SNAPSHOTS.acquire();
+        } catch (InterruptedException e) { // the pools were shut down: the store is closing
+          synchronized (this) {
+            snapshotQueued = false;
+            notifyAll();
           }
+          return null;
         }
-        if (job != null) {
-          try {
-            runSnapshot(job);
-          } catch (IOException | RuntimeException e) {
-            LOG.warn("{} version {}: base snapshot after commit failed (the next commit or "
-                + "maintenance tries again): {}", identity, job.manifest().version(),
-                e.toString());
+        try {
+          BaseSnapshotUploader.Job job;
+          synchronized (this) {
+            snapshotQueued = false;
+            try {
+              job = db.generation() == generation ? checkpointIfDue(false) : null;
+            } catch (IOException | RuntimeException e) {
+              LOG.warn("{} version {}: cannot take a checkpoint for a base snapshot after "
+                  + "commit: {}", identity, db.version(), e.toString());
+              return null;
+            } finally {
+              notifyAll(); // awaitSnapshotUpload
+            }
           }
+          if (job != null) {
+            try {
+              runSnapshot(job);
+            } catch (IOException | RuntimeException e) {
+              LOG.warn("{} version {}: base snapshot after commit failed (maintenance, or a "
+                  + "commit {} versions later, tries again): {}", identity,
+                  job.manifest().version(), settings.snapshotInterval(), e.toString());
+            }
+          }
+          return null;
+        } finally {
+          COMMIT_SNAPSHOTS.release();
         }
-        return null;
       });
     } catch (RuntimeException e) { // rejected: the pools are closed
       snapshotQueued = false;

@@ -29,6 +29,11 @@ class RestorerPartsTest {
   }
 
   @Test
+  void oneThreadSplitsNothing() {
+    assertEquals(Long.MAX_VALUE, Restorer.partBytes(List.of(100 * MIB, 1L), 1));
+  }
+
+  @Test
   void aFileThatFillsTheThreadsIsSplitEvenly() {
     assertEquals(3 * MIB / 2, Restorer.partBytes(List.of(3 * MIB), 2));
   }
