@@ -4,18 +4,14 @@ import static io.strata.spark.BatchFiles.outputs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.ChildJvm;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
-import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StreamingQuery;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -79,28 +75,11 @@ class FastTriggerIT {
   /** Runs the query to its input's end in a new driver JVM with Strata on {@code local}. */
   private static void runInNewDriver(String checkpoint, Path in, Path out, Path local,
       boolean onCommit, String name) throws Exception {
-    List<String> args = new ArrayList<>(List.of(h.s3.endpoint().toString(), checkpoint,
-        in.toString(), out.toString(), local.toString(), "none", "300",
+    DriverRuns.inNewDriver(h, checkpoint, in, out, local, 300, logs.resolve(name + ".log"),
+        CHILD_TIMEOUT_S,
         "spark.sql.streaming.stateStore.strata.snapshotInterval=" + INTERVAL,
         "spark.sql.streaming.stateStore.strata.snapshotOnCommit=" + onCommit,
-        "spark.sql.streaming.stateStore.maintenanceInterval=1h"));
-    Path log = logs.resolve(name + ".log");
-    int code;
-    try (ChildJvm child = ChildJvm.start(CrashDriver.class, log, args.toArray(new String[0]))) {
-      code = child.await(CHILD_TIMEOUT_S);
-    }
-    assertEquals(0, code, name + ": the driver ran the query to the end; log " + log);
-  }
-
-  private static void runOracle(String checkpoint, Path in, Path out) throws Exception {
-    SparkSession s = h.spark.newSession();
-    s.conf().set("spark.sql.streaming.stateStore.providerClass", SparkS3Harness.HDFS_PROVIDER);
-    s.conf().set("spark.sql.streaming.noDataMicroBatches.enabled", "false");
-    StreamingQuery q = CrashDriver.start(s, checkpoint, in, out, 0);
-    q.awaitTermination();
-    if (q.exception().isDefined()) {
-      throw q.exception().get();
-    }
+        "spark.sql.streaming.stateStore.maintenanceInterval=1h");
   }
 
   private static String prefixOf(String checkpoint) {
@@ -117,7 +96,7 @@ class FastTriggerIT {
     }
     Path outHdfs = base.resolve("out-hdfs");
     String hdfs = h.fileCheckpoint("fast-trigger-hdfs");
-    runOracle(hdfs, in, outHdfs);
+    DriverRuns.oracle(h, hdfs, in, outHdfs);
     TreeMap<Long, List<String>> expected = outputs(outHdfs);
     assertEquals(BATCHES, expected.size(), "the HDFS provider ran one batch per file");
 
@@ -150,7 +129,7 @@ class FastTriggerIT {
 
     // The next batch, in a new driver on wiped local state: a cold restore from S3.
     writeBatch(in, BATCHES);
-    runOracle(hdfs, in, outHdfs);
+    DriverRuns.oracle(h, hdfs, in, outHdfs);
     runInNewDriver(on, in, outOn, base.resolve("local-on-2"), true, "on-restart");
     assertEquals(outputs(outHdfs), outputs(outOn), "after the cold restore too");
   }

@@ -3,7 +3,6 @@ package io.strata.spark;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.ChildJvm;
 import io.strata.testkit.OnlyOnSparkLines;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -15,8 +14,6 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StreamingQuery;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -102,30 +99,12 @@ class OneBatchRunsIT {
     BatchFiles.write(in, b, sb);
   }
 
-  /** Runs the query with Spark's HDFS-backed provider in this JVM's session to its input's end. */
-  private static void runOracle(String checkpoint, Path in, Path out) throws Exception {
-    SparkSession s = h.spark.newSession();
-    s.conf().set("spark.sql.streaming.stateStore.providerClass", SparkS3Harness.HDFS_PROVIDER);
-    s.conf().set("spark.sql.streaming.noDataMicroBatches.enabled", "false");
-    StreamingQuery q = CrashDriver.start(s, checkpoint, in, out, 0);
-    q.awaitTermination();
-    if (q.exception().isDefined()) {
-      throw q.exception().get();
-    }
-  }
-
   /** Runs the query with Strata in a new driver JVM (local mode) with Strata on {@code local}. */
   private static void runInNewDriver(String checkpoint, Path in, Path out, Path local, int run)
       throws Exception {
-    List<String> args = new ArrayList<>(List.of(h.s3.endpoint().toString(), checkpoint,
-        in.toString(), out.toString(), local.toString(), "none", "0",
-        "spark.sql.streaming.stateStore.strata.snapshotInterval=" + SNAPSHOT_INTERVAL));
-    Path log = logs.resolve("run-" + run + ".log");
-    int code;
-    try (ChildJvm child = ChildJvm.start(CrashDriver.class, log, args.toArray(new String[0]))) {
-      code = child.await(CHILD_TIMEOUT_S);
-    }
-    assertEquals(0, code, "run " + run + ": the new driver ran the query to the end; log " + log);
+    DriverRuns.inNewDriver(h, checkpoint, in, out, local, 0, logs.resolve("run-" + run + ".log"),
+        CHILD_TIMEOUT_S,
+        "spark.sql.streaming.stateStore.strata.snapshotInterval=" + SNAPSHOT_INTERVAL);
   }
 
   /** The batch ids of the outputs in {@code out}. */
@@ -177,7 +156,7 @@ class OneBatchRunsIT {
     Path previous = null;
     for (int run = 0; run < runs; run++) {
       writeBatch(in, run);
-      runOracle(baseline, in, outBase);
+      DriverRuns.oracle(h, baseline, in, outBase);
       assertEquals(run, batches(outBase).get(batches(outBase).size() - 1).intValue(),
           "run " + run + ": the HDFS provider ran batch " + run);
 
