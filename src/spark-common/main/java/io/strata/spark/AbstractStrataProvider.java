@@ -425,10 +425,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
     } catch (Exception e) {
       LOG.warn("{}: maintenance failed; it will be retried", this, e);
     }
-    // Whoever uploaded it (this maintenance, or a commit's background snapshot since the last
-    // round): Spark's coordinator counts a store that never reports as lagging, and Spark 4.2
-    // then forces a snapshot inside a commit.
-    reportSnapshotIfNew(c.lastSnapshotVersion());
+    reportSnapshotIfNew(c.lastSnapshotVersion()); // reported on upload already; a no-op then
   }
 
   /**
@@ -608,6 +605,9 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       String run = queryRunId();
       core = new SyncedStore(identity, objects, localDir(),
           run == null ? settings : settings.withRun(run), keySchema.json(), valueSchema.json());
+      // Spark's coordinator counts a store that never reports as lagging (Spark 4.2 then forces
+      // snapshots inside commits): report each snapshot when it is up, whoever started it.
+      core.onSnapshotUploaded(this::reportSnapshotIfNew);
     }
     return core;
   }

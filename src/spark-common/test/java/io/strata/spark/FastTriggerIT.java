@@ -25,8 +25,9 @@ import org.junit.jupiter.api.Timeout;
  * snapshotInterval} versions since its base starts the next base snapshot on the store's
  * background thread.
  *
- * <p>A new driver JVM ({@link CrashDriver}, local mode, 2 shuffle partitions) runs {@value
- * #BATCHES} batches back to back ({@code Trigger.AvailableNow}, one input file per batch, 300 ms
+ * <p>A new driver JVM ({@link CrashDriver}, local mode, {@value #PARTITIONS} shuffle
+ * partitions, so more stores than the JVM's 4 commit-snapshot threads) runs {@value #BATCHES}
+ * batches back to back ({@code Trigger.AvailableNow}, one input file per batch, 300 ms
  * in the sink per batch) with maintenance set to once an hour, so it never runs, and {@code
  * snapshotInterval} 3. From the objects alone ({@link RestoreChains}): no committed version's
  * manifest lists more than {@code snapshotInterval + 2} deltas after its base, and a cold restore
@@ -41,6 +42,11 @@ class FastTriggerIT {
   private static final int BATCHES = 15;
   private static final int INTERVAL = 3;
   private static final int BOUND = INTERVAL + 2;
+  /**
+   * Stores of the Strata runs: more than the JVM's 4 commit-snapshot threads, so every interval
+   * the stores' snapshots queue for them.
+   */
+  private static final int PARTITIONS = 12;
   private static final long CHILD_TIMEOUT_S = 300;
   private static SparkS3Harness h;
   private static Path logs;
@@ -79,7 +85,8 @@ class FastTriggerIT {
         CHILD_TIMEOUT_S,
         "spark.sql.streaming.stateStore.strata.snapshotInterval=" + INTERVAL,
         "spark.sql.streaming.stateStore.strata.snapshotOnCommit=" + onCommit,
-        "spark.sql.streaming.stateStore.maintenanceInterval=1h");
+        "spark.sql.streaming.stateStore.maintenanceInterval=1h",
+        "spark.sql.shuffle.partitions=" + PARTITIONS);
   }
 
   private static String prefixOf(String checkpoint) {
@@ -115,7 +122,7 @@ class FastTriggerIT {
         + "its base: " + manifests);
     Map<String, RestoreChains.Chain> chains =
         RestoreChains.of(h.s3.dataDir(), SparkS3Harness.BUCKET, prefixOf(on));
-    assertEquals(2, chains.size(), chains.toString());
+    assertEquals(PARTITIONS, chains.size(), chains.toString());
     for (Map.Entry<String, RestoreChains.Chain> e : chains.entrySet()) {
       assertEquals(BATCHES, e.getValue().version(), e.getKey());
       assertTrue(e.getValue().restoreChain() <= BOUND, e.getKey() + ": " + e.getValue());

@@ -99,8 +99,24 @@ public final class SyncedStore implements AutoCloseable {
   static final long CLOSE_WAIT_MS = 30_000;
   /** Base snapshots started by commits that run at once in one JVM (all stores together). */
   static final int COMMIT_SNAPSHOTS_AT_ONCE = 4;
-  private static final java.util.concurrent.Semaphore COMMIT_SNAPSHOTS =
-      new java.util.concurrent.Semaphore(COMMIT_SNAPSHOTS_AT_ONCE);
+  /**
+   * The JVM's threads for snapshots that commits start: shared by every store, so a store's own
+   * background thread (the upload a long cold load scheduled) never waits behind them, and at
+   * most {@value #COMMIT_SNAPSHOTS_AT_ONCE} run at once. Daemons, gone when idle.
+   */
+  private static final java.util.concurrent.ThreadPoolExecutor COMMIT_SNAPSHOTS;
+
+  static {
+    java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+    COMMIT_SNAPSHOTS = new java.util.concurrent.ThreadPoolExecutor(COMMIT_SNAPSHOTS_AT_ONCE,
+        COMMIT_SNAPSHOTS_AT_ONCE, 30, TimeUnit.SECONDS,
+        new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, "strata-commit-snapshot-" + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+    COMMIT_SNAPSHOTS.allowCoreThreadTimeOut(true);
+  }
 
   private final StoreIdentity identity;
   private final ObjectStore objects;
@@ -142,6 +158,7 @@ public final class SyncedStore implements AutoCloseable {
   private final VersionBuilder building;
   private volatile RestoreStats lastRestore = RestoreStats.NONE;
   private volatile long lastSnapshotVersion = -1;
+  private volatile java.util.function.LongConsumer snapshotListener = v -> { };
 
   /**
    * Creates the store; no I/O happens until {@link #load}.
@@ -193,6 +210,16 @@ public final class SyncedStore implements AutoCloseable {
     this.building = new VersionBuilder(identity, objects, gc);
     this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
     this.reads = new LocalReads(identity, db, integrity, this);
+  }
+
+  /**
+   * Calls {@code listener} with the version of every base snapshot this instance uploads and
+   * publishes, on the thread that uploaded it (a maintenance call, a commit-snapshot thread, the
+   * store's background thread), after {@link #lastSnapshotVersion()} moved to it. The Spark layer
+   * reports it to Spark's coordinator. A listener that throws is logged and ignored.
+   */
+  public void onSnapshotUploaded(java.util.function.LongConsumer listener) {
+    this.snapshotListener = java.util.Objects.requireNonNull(listener, "listener");
   }
 
   /** Which store this is. */
@@ -301,7 +328,6 @@ public final class SyncedStore implements AutoCloseable {
     // The old database holds another version and is never reused for this one: drop it before
     // downloading, so the disk holds one database at a time.
     invalidateLocal();
-    commitSnapshotFloor = 0; // another database: its first due commit may start a snapshot
     // Nothing to replay after the manifest's base: no published snapshot can shorten it.
     Optional<PublishedSnapshots.Found> found =
         m.deltas().isEmpty() ? Optional.empty() : published.find(m);
@@ -376,65 +402,52 @@ public final class SyncedStore implements AutoCloseable {
 
   /**
    * After a commit that reached {@code snapshotInterval} versions since its base ({@link
-   * StoreSettings#snapshotOnCommit()}): queues a base snapshot on the store's background thread,
-   * unless one is queued or running, or the last one a commit started was fewer than {@code
-   * snapshotInterval} versions ago (a snapshot that failed, or was published too late to be
-   * adopted, is not retried on every commit). On that thread it waits for one of the JVM's
-   * {@value #COMMIT_SNAPSHOTS_AT_ONCE} permits (every store of a query reaches the interval on
-   * the same batch; the permits keep their uploads from taking every connection the next
-   * batch's commits need), then takes the checkpoint (hard links, under the monitor, so never
-   * during a commit or load) and uploads it; the commit returns at once. The checkpoint is
-   * skipped if the local database is no longer the one the commit left (a later load replaced
-   * it), if no snapshot is due any more (maintenance took one), or if the next batch has spilled
-   * into it. Monitor held.
+   * StoreSettings#snapshotOnCommit()}): queues a base snapshot on the JVM's commit-snapshot
+   * threads ({@value #COMMIT_SNAPSHOTS_AT_ONCE}, shared by every store: every store of a query
+   * reaches the interval on the same batch, and their uploads must not take every connection the
+   * next batch's commits need), unless one is queued or running, or the last snapshot a commit
+   * started was taken fewer than {@code snapshotInterval} versions ago (one that failed, or was
+   * published too late to be adopted, is not retried on every commit). There it takes the
+   * checkpoint (hard links, under the monitor, so never during a commit or load) and uploads
+   * it; the commit returns at once. The checkpoint is skipped, leaving the next commit free to
+   * queue again, if the store closed, a later load replaced the database, no snapshot is due any
+   * more (maintenance took one), or the next batch has spilled into the database. Monitor held.
    */
   private void snapshotAfterCommit() {
     if (snapshotQueued || snapshots.running() != null || db.version() < commitSnapshotFloor) {
       return;
     }
     snapshotQueued = true;
-    commitSnapshotFloor = db.version() + settings.snapshotInterval();
     long generation = db.generation();
     try {
-      pools.background().submit(() -> {
-        try {
-          COMMIT_SNAPSHOTS.acquire();
-        } catch (InterruptedException e) { // the pools were shut down: the store is closing
-          synchronized (this) {
-            snapshotQueued = false;
-            notifyAll();
-          }
-          return null;
-        }
-        try {
-          BaseSnapshotUploader.Job job;
-          synchronized (this) {
-            snapshotQueued = false;
-            try {
-              job = db.generation() == generation ? checkpointIfDue(false) : null;
-            } catch (IOException | RuntimeException e) {
-              LOG.warn("{} version {}: cannot take a checkpoint for a base snapshot after "
-                  + "commit: {}", identity, db.version(), e.toString());
-              return null;
-            } finally {
-              notifyAll(); // awaitSnapshotUpload
-            }
+      COMMIT_SNAPSHOTS.execute(() -> {
+        BaseSnapshotUploader.Job job;
+        synchronized (this) {
+          snapshotQueued = false;
+          try {
+            job = closed || db.generation() != generation ? null : checkpointIfDue(false);
+          } catch (IOException | RuntimeException e) {
+            LOG.warn("{} version {}: cannot take a checkpoint for a base snapshot after "
+                + "commit: {}", identity, db.version(), e.toString());
+            job = null;
+          } finally {
+            notifyAll(); // awaitSnapshotUpload
           }
           if (job != null) {
-            try {
-              runSnapshot(job);
-            } catch (IOException | RuntimeException e) {
-              LOG.warn("{} version {}: base snapshot after commit failed (maintenance, or a "
-                  + "commit {} versions later, tries again): {}", identity,
-                  job.manifest().version(), settings.snapshotInterval(), e.toString());
-            }
+            commitSnapshotFloor = job.manifest().version() + settings.snapshotInterval();
           }
-          return null;
-        } finally {
-          COMMIT_SNAPSHOTS.release();
+        }
+        if (job != null) {
+          try {
+            runSnapshot(job);
+          } catch (IOException | RuntimeException e) {
+            LOG.warn("{} version {}: base snapshot after commit failed (maintenance, or a "
+                + "commit {} versions later, tries again): {}", identity,
+                job.manifest().version(), settings.snapshotInterval(), e.toString());
+          }
         }
       });
-    } catch (RuntimeException e) { // rejected: the pools are closed
+    } catch (RuntimeException e) { // rejected
       snapshotQueued = false;
     }
   }
@@ -987,6 +1000,11 @@ public final class SyncedStore implements AutoCloseable {
     long t0 = System.nanoTime();
     BaseSnapshot snapshot = snapshots.run(job, this, gen -> gen == db.generation() && !closed);
     lastSnapshotVersion = job.manifest().version();
+    try {
+      snapshotListener.accept(job.manifest().version());
+    } catch (RuntimeException e) {
+      LOG.warn("{}: the listener of uploaded snapshots failed", identity, e);
+    }
     LOG.debug("{} uploaded base snapshot of version {} ({} files) in {} ms", identity,
         job.manifest().version(), snapshot.files().size(), ms(System.nanoTime() - t0));
   }
@@ -1106,6 +1124,7 @@ public final class SyncedStore implements AutoCloseable {
   /** Publishes {@code fresh}, holding {@code version} ({@code m}, null for 0), as the live one. */
   private void replaceLocal(LocalStore fresh, Manifest m, long version) {
     db.replace(fresh, m, version);
+    commitSnapshotFloor = 0; // another database: its first due commit may start a snapshot
     building.reset(db.committedFamilies());
   }
 

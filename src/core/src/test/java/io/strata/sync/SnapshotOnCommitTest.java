@@ -13,6 +13,7 @@ import io.strata.objectstore.RequestListener;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -49,10 +50,15 @@ class SnapshotOnCommitTest {
     }
   }
 
+  /** Versions the stores' snapshot listeners heard of, in order (the Spark layer reports them). */
+  private final java.util.List<Long> reported =
+      java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+
   /** Commits VERSIONS versions with no maintenance; returns the longest manifest chain seen. */
   private long commitWithoutMaintenance(String root, boolean onCommit) throws Exception {
     long longest = 0;
     try (SyncedStore w = open(root, onCommit)) {
+      w.onSnapshotUploaded(reported::add);
       w.load(0, Optional.empty());
       for (long v = 1; v <= VERSIONS; v++) {
         w.put(b("k" + v), b("v" + v));
@@ -74,6 +80,11 @@ class SnapshotOnCommitTest {
         + "the commit that adopts the snapshot: " + longest);
     assertTrue(published(root) >= VERSIONS / INTERVAL - 1,
         "a snapshot was published every interval: " + published(root));
+    assertEquals(published(root), reported.size(), "each upload was reported: " + reported);
+    for (long v : reported) {
+      assertEquals(0, v % INTERVAL, "snapshots of the commits that reached the interval: "
+          + reported);
+    }
     try (SyncedStore cold = open(root, true)) {
       cold.load(VERSIONS, Optional.empty());
       assertTrue(cold.lastRestore().deltasReplayed() <= INTERVAL + 1,
@@ -90,6 +101,7 @@ class SnapshotOnCommitTest {
     long longest = commitWithoutMaintenance(root, false);
     assertEquals(VERSIONS, longest, "every version since version 0 is in the chain");
     assertEquals(0, published(root));
+    assertEquals(List.of(), reported, "nothing uploaded, nothing reported");
     try (SyncedStore cold = open(root, false)) {
       cold.load(VERSIONS, Optional.empty());
       assertEquals(VERSIONS, cold.lastRestore().deltasReplayed(), cold.lastRestore().toString());
