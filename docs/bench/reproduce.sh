@@ -8,15 +8,17 @@
 #      Strata with its checkpoint file manager, both RocksDB changelog set-ups and tuned HDFS;
 #   4. latency s3-like, 30 one-batch runs at 1 M keys (restore cost against the number of runs),
 #      Strata, the tuned RocksDB changelog set-up and tuned HDFS.
-# Each writes its file after every run; the last one regenerates the page from all four.
+# Each writes its file after every run and regenerates the page from all four files, so any
+# one line can be re-run alone.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=$PWD/docs/bench
 common="--warmup 2 --steady 10 --request-partitions 0"
-mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-s3-like.json" -Dbench.e2e="$B/e2e-s3-like.json" \
+mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-s3-like.json" \
+  -Dbench.e2e="$B/e2e-s3-like.json,$B/e2e-s3-like-10m.json,$B/e2e-none.json,$B/e2e-runs.json" \
   -Dbench.args="--latency s3-like --sizes 100000,1000000 --dedup-sizes none $common --heap 6g"
 mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-s3-like-10m.json" \
-  -Dbench.e2e="$B/e2e-s3-like.json,$B/e2e-s3-like-10m.json" \
+  -Dbench.e2e="$B/e2e-s3-like.json,$B/e2e-s3-like-10m.json,$B/e2e-none.json,$B/e2e-runs.json" \
   -Dbench.args="--latency s3-like --sizes 10000000 --dedup-sizes 1000000 --setups strata,rocksdb-changelog-tuned $common --heap 12g"
 mvn -B -q -Pbench -DskipTests verify -Dbench.out="$B/e2e-none.json" \
   -Dbench.e2e="$B/e2e-s3-like.json,$B/e2e-s3-like-10m.json,$B/e2e-none.json,$B/e2e-runs.json" \

@@ -36,8 +36,8 @@ import java.util.Optional;
  * @param s3 how to reach S3
  * @param snapshotInterval upload a base snapshot once this many versions were committed since
  *     the last one (versions, &gt;= 1)
- * @param snapshotOnCommit true if the commit that reaches {@code snapshotInterval} starts that
- *     base snapshot on the store's background thread; false if only maintenance does
+ * @param snapshotOnCommit true if the commit that reaches {@code snapshotInterval} queues that
+ *     base snapshot on a JVM-wide pool; false if only maintenance (and a long restore) start one
  * @param transferThreads parallel uploads/downloads per store for snapshots and restore (&gt;= 1)
  * @param spillThresholdBytes pending writes of one batch (approximate heap bytes) above which
  *     they are spilled to a spill delta uploaded before commit; 0 disables spilling
@@ -214,7 +214,7 @@ public record StrataConf(
           .type(OptionType.bool())
           .defaultValue(true)
           .description("`true`: the commit that reaches `snapshotInterval` versions since the "
-              + "last base snapshot starts the next one on the store's background thread (its "
+              + "last base snapshot queues the next one on a JVM-wide pool of 4 threads (its "
               + "checkpoint and upload run there, never in the commit), so the chain a restore "
               + "replays stays bounded when batches come faster than Spark's maintenance "
               + "(`spark.sql.streaming.stateStore.maintenanceInterval`, 60 s by default). "

@@ -24,8 +24,8 @@ import java.util.Optional;
  *     Empty: the layout-1 key {@code v/<version>.svo}, first writer wins across everything
  *     (callers outside Spark; ignored under format 2)
  * @param snapshotOnCommit true: the commit that reaches {@code snapshotInterval} versions since
- *     the last base starts a base snapshot on the store's background thread (its checkpoint and
- *     upload both run there, never on the commit path), so the chain stays bounded however
+ *     the last base queues a base snapshot on the JVM's commit-snapshot threads (its checkpoint
+ *     and upload both run there, never on the commit path), so the chain stays bounded however
  *     rarely {@link SyncedStore#maintenance()} runs; false: only maintenance (and a long cold
  *     load) start one
  */

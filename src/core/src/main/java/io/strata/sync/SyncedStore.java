@@ -69,8 +69,8 @@ import org.slf4j.LoggerFactory;
  * garbage-collection round when {@link GcTrigger} says one is due (it keeps every object the
  * retained manifests name, plus this instance's pending snapshot, spills and loaded version;
  * see {@link Reachability}). With {@link StoreSettings#snapshotOnCommit()}, the commit that
- * reaches {@code snapshotInterval} versions since its base queues the same snapshot on the
- * store's background thread, so a job whose batches come faster than maintenance still has a
+ * reaches {@code snapshotInterval} versions since its base queues the same snapshot on the JVM's
+ * commit-snapshot threads, so a job whose batches come faster than maintenance still has a
  * bounded chain.
  *
  * <h2>Column families and local disk</h2>

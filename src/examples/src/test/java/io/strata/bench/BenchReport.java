@@ -748,7 +748,10 @@ public final class BenchReport {
       int n = spec0.path("runs").asInt();
       sb.append(String.format(Locale.ROOT, "**Restore cost against the number of one-batch "
           + "runs: agg at %s keys, %d partitions, latency `%s`, maintenance never running; per "
-          + "run, time the restore added (ms) / state GET requests of the run's batch**%n%n",
+          + "run, time the restore added (ms) / state GET requests of the run's batch; for "
+          + "Strata also, in brackets, the deltas after the base per store of the version the "
+          + "run committed (it cycles up to `snapshotInterval`, 10; the GETs also follow the "
+          + "base snapshot's file count, which RocksDB's compactions keep bounded)**%n%n",
           keys(spec0.path("stateKeys").asLong()), spec0.path("partitions").asInt(),
           spec0.path("latency").asText()));
       sb.append("| run |");
@@ -773,16 +776,17 @@ public final class BenchReport {
         gets.put(r.path("spec").path("setup").asText(), g);
       }
       for (int i = 0; i < n; i++) {
-        if (i >= 5 && (i + 1) % 5 != 0 && i != n - 1) {
-          continue; // runs 1-5, every fifth, and the last
-        }
         sb.append("| ").append(i + 1).append(" |");
         for (JsonNode r : rs) {
           String id = r.path("spec").path("setup").asText();
           List<Double> t = times.get(id);
           List<Double> g = gets.get(id);
-          sb.append(i < t.size() ? String.format(Locale.ROOT, " %.0f / %.0f |", t.get(i),
-              g.get(i)) : " – |");
+          JsonNode c = r.path("summary").path("runs").path(i).path("customMetrics");
+          String chain = c.has("strataDeltaChainLength") ? String.format(Locale.ROOT, " (%.0f)",
+              c.path("strataDeltaChainLength").asDouble()
+                  / Math.max(1, r.path("spec").path("partitions").asInt())) : "";
+          sb.append(i < t.size() ? String.format(Locale.ROOT, " %.0f / %.0f%s |", t.get(i),
+              g.get(i), chain) : " – |");
         }
         sb.append('\n');
       }
@@ -839,8 +843,8 @@ public final class BenchReport {
     int slots = 4;
     double nic = 10e9 / 8 / (1024 * 1024); // a 10 Gbit/s network interface, MiB/s
     double perExecRate = slots * E2ERun.TRANSFER_THREADS * perStream * efficiency;
-    return String.format(Locale.ROOT, "**1 TB of state over 20 executors**, from the measured "
-        + "figures of the largest run (agg at %s keys, `%s`): the ranged-GET ceiling was %.1f "
+    return String.format(Locale.ROOT, "**1 TB of state over 20 executors** (an estimate, not a "
+        + "measurement), from the measured figures of the largest run (agg at %s keys, `%s`): the ranged-GET ceiling was %.1f "
         + "MiB/s per stream (%d streams, %.0f MiB/s), and Strata's restore reached %.0f %% of "
         + "it, %.0f MiB/s per store with its %d transfer threads. Each executor restores "
         + "about 51 GiB (1 TiB / 20). With %d task slots per executor restoring at once (%d "
