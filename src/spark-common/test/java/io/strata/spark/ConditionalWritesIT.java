@@ -125,7 +125,8 @@ class ConditionalWritesIT {
     assertTrue(ms < 60_000, "failed at once, not retried: " + ms + " ms");
     assertEquals(List.of(), keys(SparkS3Harness.BUCKET, prefix),
         "nothing under the checkpoint: no metadata, offsets, commits or state");
-    List<FaultProxy.Seen> seen = proxy.seen().subList(seenBefore, proxy.seen().size());
+    List<FaultProxy.Seen> seen = proxy.seen();
+    seen = seen.subList(seenBefore, seen.size());
     long puts = seen.stream().filter(s -> s.request().isPut()).count();
     assertEquals(2, puts, "only the probe's two PUTs: " + seen);
   }

@@ -182,7 +182,8 @@ class SparkS3FaultsIT {
       proxy.heal();
     }
     assertExact("share", batches);
-    List<FaultProxy.Seen> seen = proxy.seen().subList(before, proxy.seen().size());
+    List<FaultProxy.Seen> seen = proxy.seen();
+    seen = seen.subList(before, seen.size());
     long faults = seen.stream().filter(s -> s.fault() != Fault.NONE).count();
     long stateFaults = seen.stream().filter(s -> s.fault() != Fault.NONE
         && CountingProxy.isStateStoreKey(s.request().key())).count();

@@ -159,9 +159,13 @@ public final class FaultProxy implements AutoCloseable {
     };
   }
 
-  /** Every request this relay saw, in arrival order, with its fault. */
+  /**
+   * Every request this relay saw so far, in arrival order, with its fault: an immutable copy
+   * taken now, so a caller may take a {@code subList} of it while background uploads go on
+   * through the relay.
+   */
   public List<Seen> seen() {
-    return seen;
+    return List.copyOf(seen);
   }
 
   /** How many requests got {@code fault}. */
