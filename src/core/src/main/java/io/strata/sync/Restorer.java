@@ -12,7 +12,6 @@ import io.strata.objectstore.ObjectNotFoundException;
 import io.strata.objectstore.ObjectStore;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -34,20 +33,18 @@ import org.slf4j.LoggerFactory;
  * result is a new, open {@link LocalStore} the caller publishes; on failure nothing is left open
  * and the directory is deleted. Thread-safe (no mutable state); the caller serialises restores.
  *
- * <p>Downloads are ranged GETs of at most {@link #partBytes} each, so that the restore's bytes
- * spread over all {@code parallelism} transfer threads even when one file (a large base SST)
- * holds most of them: one stream per file would make the largest file's single-stream time the
- * restore's. A file of several parts is written at each part's offset and verified after its
- * last part by reading it back (XXHash64 is not combinable from parts). Parts are at most 8 MiB
- * (S3's guidance for parallel ranged GETs is 8 to 16 MiB) and as small as 1 MiB when that lets
- * every GET of the restore run at once.
+ * <p>Downloads follow a {@link DownloadPlan}: one ranged GET per run of files stored back to
+ * back in one object (a base snapshot's pack is one GET, not one per file), and runs longer than
+ * the part size split into GETs of that size, so that the restore's bytes spread over all {@code
+ * parallelism} transfer threads even when one file (a large base SST) holds most of them: one
+ * stream per file would make the largest file's single-stream time the restore's. A file that
+ * lies whole in one GET is verified as it streams; a file cut across GETs is written at each
+ * part's offset and verified after its last part by reading it back (XXHash64 is not combinable
+ * from parts). Parts are at most 8 MiB (S3's guidance for parallel ranged GETs is 8 to 16 MiB)
+ * and as small as 1 MiB when that lets every GET of the restore run at once.
  */
 final class Restorer {
   private static final Logger LOG = LoggerFactory.getLogger(Restorer.class);
-  /** Smallest part of a multi-part download, bytes. */
-  static final long MIN_PART_BYTES = 1L << 20;
-  /** Largest part of a ranged download, bytes. */
-  static final long MAX_PART_BYTES = 8L << 20;
   /** Numbers the restores of this JVM, for unique temporary file names. */
   private static final java.util.concurrent.atomic.AtomicLong RESTORES =
       new java.util.concurrent.atomic.AtomicLong();
@@ -81,41 +78,6 @@ final class Restorer {
   }
 
   /**
-   * The part size for downloading files of {@code lengths} on {@code parallelism} threads: the
-   * smallest size between {@link #MIN_PART_BYTES} and {@link #MAX_PART_BYTES} at which the
-   * restore's GETs (one per part; a file no longer than the part is one GET) fit in one round
-   * of the threads, else {@link #MAX_PART_BYTES}. One round: every thread busy once, no GET
-   * waiting for a thread, and no more requests than that needs.
-   */
-  static long partBytes(List<Long> lengths, int parallelism) {
-    if (parallelism <= 1) {
-      return Long.MAX_VALUE; // one thread: parts would only add requests and a read-back
-    }
-    long lo = MIN_PART_BYTES;
-    long hi = MAX_PART_BYTES;
-    if (gets(lengths, hi) > parallelism) {
-      return hi;
-    }
-    while (lo < hi) { // the smallest part in [lo, hi] whose GETs fit
-      long mid = lo + (hi - lo) / 2;
-      if (gets(lengths, mid) <= parallelism) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    return lo;
-  }
-
-  private static long gets(List<Long> lengths, long part) {
-    long n = 0;
-    for (long l : lengths) {
-      n += Math.max(1, (l + part - 1) / part);
-    }
-    return n;
-  }
-
-  /**
    * Restores the version {@code m} describes.
    *
    * @param dbDir the new database's directory (must not exist or be empty; deleted on failure)
@@ -146,29 +108,21 @@ final class Restorer {
       refs.add(d.file());
       targets.add(target);
     }
-    long part = partBytes(refs.stream().map(FileRef::length).toList(), parallelism);
+    DownloadPlan plan = DownloadPlan.of(refs, parallelism);
     long downloadStart = System.nanoTime();
     List<Future<Long>> downloads = new ArrayList<>();
-    List<Integer> multiPart = new ArrayList<>();
     LocalStore fresh = null;
     boolean ok = false;
     try {
-      for (int i = 0; i < refs.size(); i++) {
-        FileRef ref = refs.get(i);
-        Path target = targets.get(i);
-        if (ref.length() <= part) {
-          downloads.add(transfers.submit(() -> download(m, ref, target)));
-          continue;
-        }
-        // The parts write at their offsets into a file created here, before any part runs.
+      // Every file is created here, before any GET runs; the GETs write into it at their
+      // offsets. A GET cancelled after a failed restore deleted the directory then fails to open
+      // its file instead of re-creating it.
+      for (Path target : targets) {
         Files.newByteChannel(target, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
             .close();
-        multiPart.add(i);
-        for (long off = 0; off < ref.length(); off += part) {
-          long from = off;
-          long len = Math.min(part, ref.length() - off);
-          downloads.add(transfers.submit(() -> downloadPart(m, ref, target, from, len)));
-        }
+      }
+      for (DownloadPlan.Get g : plan.gets()) {
+        downloads.add(transfers.submit(() -> fetch(m, refs, targets, g)));
       }
       long bytes = 0;
       String what = "restore version " + m.version();
@@ -177,7 +131,15 @@ final class Restorer {
         bytes += b;
       }
       List<Future<Long>> verifications = new ArrayList<>();
-      for (int i : multiPart) {
+      java.util.Set<Integer> cut = new java.util.TreeSet<>();
+      for (DownloadPlan.Get g : plan.gets()) {
+        for (DownloadPlan.Piece p : g.pieces()) {
+          if (!p.whole()) {
+            cut.add(p.file());
+          }
+        }
+      }
+      for (int i : cut) {
         FileRef ref = refs.get(i);
         Path target = targets.get(i);
         verifications.add(transfers.submit(() -> verify(m, ref, target)));
@@ -198,9 +160,9 @@ final class Restorer {
           TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos), bytes, refs.size(),
           m.deltas().size(), m.base().map(BaseSnapshot::version).orElse(0L), false, downloadMs);
       LOG.info("{} restored version {} from the object store: base version {}, {} deltas, {} "
-          + "files, {} bytes ({} ms downloading), {} ms", identity, m.version(),
-          stats.baseVersion(), stats.deltasReplayed(), refs.size(), bytes, downloadMs,
-          stats.restoreMs());
+          + "files, {} bytes in {} GETs ({} ms downloading), {} ms", identity, m.version(),
+          stats.baseVersion(), stats.deltasReplayed(), refs.size(), bytes, plan.gets().size(),
+          downloadMs, stats.restoreMs());
       ok = true;
       return new Restored(fresh, stats);
     } finally {
@@ -244,66 +206,86 @@ final class Restorer {
     }
   }
 
-  /** Downloads one file range to {@code target}, verifying size and checksum; returns bytes. */
-  private long download(Manifest m, FileRef ref, Path target) throws IOException {
-    // The target's directory exists (made by restore); a download cancelled after a failed
-    // restore then fails instead of re-creating a directory the restore already deleted.
-    if (ref.length() == 0) {
-      Files.write(target, new byte[0]);
-      return 0;
-    }
-    long[] got = fetching(m, ref, () -> {
-      try (InputStream in = objects.getRange(ref.key(), ref.offset(), ref.length());
-          OutputStream out = Files.newOutputStream(target);
-          StreamingXXHash64 h = Checksums.newStreaming()) {
-        byte[] buf = new byte[1 << 16];
-        long n = 0;
-        int r;
-        while ((r = in.read(buf)) > 0) {
-          out.write(buf, 0, r);
-          h.update(buf, 0, r);
-          n += r;
-        }
-        return new long[] {n, h.getValue()};
-      }
-    });
-    check(m, ref, got[0], got[1]);
-    return got[0];
-  }
-
   /**
-   * Downloads bytes {@code from .. from+len} of the file {@code ref} into {@code target} at the
-   * same offset; returns bytes. Its length is checked here, the file's checksum by {@link
-   * #verify} once every part is in.
+   * Runs one GET of the plan: streams its bytes into the files of its pieces, each at its offset
+   * within its file, and verifies every whole piece's length and XXHash64 as it completes;
+   * returns the GET's bytes. A cut piece's file is verified by {@link #verify} once every GET is
+   * in. A short or long response is CORRUPT, naming the object and range.
    */
-  private long downloadPart(Manifest m, FileRef ref, Path target, long from, long len)
+  private long fetch(Manifest m, List<FileRef> refs, List<Path> targets, DownloadPlan.Get g)
       throws IOException {
-    long n = fetching(m, ref, () -> {
-      try (InputStream in = objects.getRange(ref.key(), ref.offset() + from, len);
-          FileChannel out = FileChannel.open(target, StandardOpenOption.WRITE)) {
+    List<DownloadPlan.Piece> pieces = g.pieces();
+    FileRef first = refs.get(pieces.get(0).file());
+    long end = g.from() + g.length();
+    long got = fetching(m, first, () -> {
+      try (InputStream in = objects.getRange(g.key(), g.from(), g.length())) {
         byte[] buf = new byte[1 << 16];
-        long pos = from;
-        int r;
-        while ((r = in.read(buf)) > 0) {
-          if (pos + r > from + len) {
-            return len + 1; // more bytes than asked for: not the object the manifest names
+        long pos = g.from(); // position within the object
+        int pi = 0;
+        FileChannel out = null;
+        StreamingXXHash64 h = null;
+        try {
+          int r;
+          while ((r = in.read(buf)) > 0) {
+            int off = 0;
+            while (off < r) {
+              if (pi == pieces.size()) {
+                return g.length() + 1; // more bytes than asked for: not the object named
+              }
+              DownloadPlan.Piece p = pieces.get(pi);
+              FileRef ref = refs.get(p.file());
+              if (out == null) {
+                out = FileChannel.open(targets.get(p.file()), StandardOpenOption.WRITE);
+                h = p.whole() ? Checksums.newStreaming() : null;
+              }
+              int take = (int) Math.min(r - off, p.end() - pos);
+              ByteBuffer b = ByteBuffer.wrap(buf, off, take);
+              long at = pos - ref.offset();
+              while (b.hasRemaining()) {
+                at += out.write(b, at);
+              }
+              if (h != null) {
+                h.update(buf, off, take);
+              }
+              off += take;
+              pos += take;
+              if (pos == p.end()) {
+                out.close();
+                out = null;
+                if (h != null) {
+                  long sum = h.getValue();
+                  h.close();
+                  h = null;
+                  check(m, ref, p.length(), sum);
+                }
+                pi++;
+              }
+            }
           }
-          ByteBuffer b = ByteBuffer.wrap(buf, 0, r);
-          while (b.hasRemaining()) {
-            pos += out.write(b, pos);
+          if (pos < end && pi < pieces.size() && pieces.get(pi).whole() && h != null) {
+            // The object ends inside a whole file: its manifest entry names more bytes.
+            DownloadPlan.Piece p = pieces.get(pi);
+            check(m, refs.get(p.file()), pos - p.from(), h.getValue());
+          }
+          return pos - g.from();
+        } finally {
+          if (out != null) {
+            out.close();
+          }
+          if (h != null) {
+            h.close();
           }
         }
-        return pos - from;
       }
     });
-    if (n != len) {
+    if (got != g.length()) {
       throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
-          + " version " + m.version() + ": " + objects.describe(ref.key()) + " bytes "
-          + (ref.offset() + from) + ".." + (ref.offset() + from + len) + " returned "
-          + (n > len ? "more" : n + "") + " bytes, expected " + len
+          + " version " + m.version() + ": " + objects.describe(g.key()) + " bytes "
+          + g.from() + ".." + end + " returned " + (got > g.length() ? "more" : got + "")
+          + " bytes, expected " + g.length()
           + " (the object is shorter or longer than its manifest says)", null);
     }
-    return n;
+    return got;
   }
 
   /** Checks a file downloaded in parts against its manifest entry; returns its length. */

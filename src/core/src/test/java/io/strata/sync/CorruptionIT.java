@@ -178,6 +178,44 @@ class CorruptionIT {
     assertNames(e, "flip-base", VERSIONS, versionKey(1), "do not match the manifest");
   }
 
+  /** The base snapshot file of the newest version whose name starts with {@code prefix}. */
+  private static io.strata.format.BaseSnapshot.BaseFile baseFile(String name, String prefix)
+      throws IOException {
+    try (SyncedStore s = open(name, name + "-manifest-" + System.nanoTime())) {
+      return s.readManifest(VERSIONS, Optional.empty()).base().orElseThrow().files().stream()
+          .filter(f -> f.name().startsWith(prefix)).findFirst().orElseThrow();
+    }
+  }
+
+  @Test
+  void oneFlippedByteInAFileOfTheBasePackFetchedWithItsNeighbours() throws Exception {
+    commitVersions("flip-pack");
+    // The pack holds CURRENT, MANIFEST-* and OPTIONS-* back to back: one GET carries all three;
+    // the damaged one among them is still found and named.
+    io.strata.format.BaseSnapshot.BaseFile manifest = baseFile("flip-pack", "MANIFEST-");
+    String key = manifest.file().key();
+    assertTrue(key.endsWith(".pack"), key);
+    flipByte(file("flip-pack", key), manifest.file().offset() + manifest.file().length() / 2);
+    StateLoadException e = failsToLoad("flip-pack");
+    assertEquals(StateLoadException.Reason.CORRUPT, e.reason(), e.getMessage());
+    assertNames(e, "flip-pack", VERSIONS, key, "do not match the manifest");
+  }
+
+  @Test
+  void aPackCutShortAtAFileBoundary() throws Exception {
+    commitVersions("trunc-pack");
+    io.strata.format.BaseSnapshot.BaseFile current = baseFile("trunc-pack", "CURRENT");
+    String key = current.file().key();
+    try (RandomAccessFile raf = new RandomAccessFile(file("trunc-pack", key).toFile(), "rw")) {
+      assertTrue(raf.length() > current.file().offset() + current.file().length(),
+          "CURRENT is not the pack's last file");
+      raf.setLength(current.file().offset() + current.file().length());
+    }
+    StateLoadException e = failsToLoad("trunc-pack");
+    assertEquals(StateLoadException.Reason.CORRUPT, e.reason(), e.getMessage());
+    assertNames(e, "trunc-pack", VERSIONS, key, "shorter or longer than its manifest says");
+  }
+
   @Test
   void oneChangedDigitInAManifest() throws Exception {
     commitVersions("flip-manifest");
@@ -291,14 +329,14 @@ class CorruptionIT {
   void aFileDownloadedInPartsRestoresExactly() throws Exception {
     commitBigVersion("parts-intact");
     long size = Files.size(file("parts-intact", versionKey(1)));
-    assertTrue(size > 2 * Restorer.MIN_PART_BYTES, "the delta spans several parts: " + size);
+    assertTrue(size > 2 * DownloadPlan.MIN_PART_BYTES, "the delta spans several parts: " + size);
     try (SyncedStore s = open("parts-intact", "parts-intact-reader")) {
       s.load(1, Optional.empty());
       assertEquals(BIG_KEYS, s.numKeys());
       for (int i : new int[] {0, 1, 1234, BIG_KEYS - 1}) {
         assertArrayEquals(bigValue(i), s.get(b("big-" + i)), "key big-" + i);
       }
-      assertTrue(s.lastRestore().bytesDownloaded() > 2 * Restorer.MIN_PART_BYTES);
+      assertTrue(s.lastRestore().bytesDownloaded() > 2 * DownloadPlan.MIN_PART_BYTES);
       assertTrue(s.lastRestore().downloadMs() <= s.lastRestore().restoreMs());
     }
   }
@@ -321,7 +359,7 @@ class CorruptionIT {
     commitBigVersion("parts-trunc");
     Path f = file("parts-trunc", versionKey(1));
     try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw")) {
-      raf.setLength(Restorer.MIN_PART_BYTES + 100); // the manifest tail is gone too
+      raf.setLength(DownloadPlan.MIN_PART_BYTES + 100); // the manifest tail is gone too
     }
     try (SyncedStore s = open("parts-trunc", "parts-trunc-reader")) {
       StateLoadException e = assertThrows(StateLoadException.class,

@@ -699,6 +699,23 @@ public final class BenchReport {
                 + "objects through the same gateway once the run's queries stopped: ")
                 .append(String.join("; ", rates)).append(".\n\n");
           }
+          List<String> alone = new ArrayList<>();
+          for (long n : sizes) {
+            JsonNode r = findWith("restoreAlone", "main", setup, workload, n, latency);
+            JsonNode a = r == null ? null : r.path("restoreAlone");
+            if (a == null || a.isMissingNode()) {
+              continue;
+            }
+            alone.add(aloneRate(n, a));
+          }
+          if (!alone.isEmpty()) {
+            sb.append("`").append(setup).append("` restore path alone (the same stores "
+                + "restored again by `SyncedStore.load`, read-only, as many at once as in the "
+                + "query, once its queries stopped, so no Spark task shares the cores; best of "
+                + "3, the first in brackets) against the ceiling of the objects those restores "
+                + "read: ")
+                .append(String.join("; ", alone)).append(".\n\n");
+          }
         }
         String file = "restore-" + workload + "-" + latency + ".svg";
         plot(file, SvgChart.bars("Restore time added to the first batch (" + workload
@@ -709,6 +726,20 @@ public final class BenchReport {
       }
     }
     return sb.toString();
+  }
+
+  /** One size's restore-alone rate against its own ceiling, as a sentence fragment. */
+  private static String aloneRate(long n, JsonNode a) {
+    JsonNode c = a.path("getCeiling");
+    double best = a.path("bestMibPerS").asDouble();
+    double ceiling = c.path("mibPerS").asDouble();
+    JsonNode t = a.path("tries").path(0);
+    return String.format(Locale.ROOT, "%s keys: %.0f MiB/s (%.0f) against %.0f MiB/s (%.0f %%;"
+        + " %d stores, %d at a time, %d files, %s, %d deltas replayed; ceiling %d GETs, best of "
+        + "%s ms)", keys(n), best, a.path("firstMibPerS").asDouble(), ceiling,
+        100 * best / Math.max(1e-9, ceiling), a.path("stores").asInt(),
+        a.path("concurrent").asInt(), t.path("files").asLong(), bytes(t.path("bytes").asLong()),
+        t.path("deltas").asLong(), c.path("ranges").asInt(), c.path("triesMs").toString());
   }
 
   /**
@@ -958,6 +989,16 @@ public final class BenchReport {
             + "ranged-GET ceiling, %s keys | `%s` | %.0f MiB/s vs %.0f MiB/s: %.0f %% | %s |%n",
             keys(n), latency, rate, ceiling, 100 * rate / Math.max(1e-9, ceiling),
             rate >= 0.8 * ceiling ? "yes" : "**no**"));
+        JsonNode alone = findWith("restoreAlone", "main", "strata", "agg", n, latency);
+        JsonNode a = alone == null ? null : alone.path("restoreAlone");
+        if (a != null) {
+          double best = a.path("bestMibPerS").asDouble();
+          double c = a.path("getCeiling").path("mibPerS").asDouble();
+          sb.append(String.format(Locale.ROOT, "| the same, Strata's restore path alone (no "
+              + "Spark task running), %s keys | `%s` | %.0f MiB/s vs %.0f MiB/s: %.0f %% | %s |%n",
+              keys(n), latency, best, c, 100 * best / Math.max(1e-9, c),
+              best >= 0.8 * c ? "yes" : "**no**"));
+        }
       }
       if (!any) {
         sb.append("| restore ≥ 3× faster than Spark's RocksDB provider at ≥ 1 M keys | `")
@@ -1060,6 +1101,21 @@ public final class BenchReport {
     for (JsonNode r : runs) {
       JsonNode s = r.path("spec");
       if (s.path("plan").asText().equals(plan) && s.path("setup").asText().equals(setup)
+          && s.path("workload").asText().equals(workload) && s.path("stateKeys").asLong() == n
+          && s.path("latency").asText().equals(latency)) {
+        return r;
+      }
+    }
+    return null;
+  }
+
+  /** As {@link #find}, the first such run that has {@code field}, or null. */
+  private JsonNode findWith(String field, String plan, String setup, String workload, long n,
+      String latency) {
+    for (JsonNode r : runs) {
+      JsonNode s = r.path("spec");
+      if (r.has(field) && s.path("plan").asText().equals(plan)
+          && s.path("setup").asText().equals(setup)
           && s.path("workload").asText().equals(workload) && s.path("stateKeys").asLong() == n
           && s.path("latency").asText().equals(latency)) {
         return r;

@@ -185,6 +185,24 @@ final class E2ERun {
           int streams = Math.min(spec.cores(), spec.partitions()) * TRANSFER_THREADS;
           result.put("getCeiling", RangedGetCeiling.measure(gateway.endpoint(), BUCKET,
               s3Data.resolve(BUCKET), keys, streams));
+          // The same stores restored by Strata's restore path alone, then the ceiling of the
+          // objects those restores read: the download rate without the query's tasks.
+          long lastVersion = progress.sorted().stream()
+              .mapToLong(StreamingQueryProgress::batchId).max().orElse(-1) + 1;
+          int concurrent = Math.min(spec.cores(), spec.partitions());
+          Map<String, Object> alone = RestoreAlone.measure(gateway.endpoint(), checkpoint,
+              spec.partitions(), lastVersion, concurrent, work);
+          @SuppressWarnings("unchecked")
+          Map<String, Object> first = ((List<Map<String, Object>>) alone.get("tries")).get(0);
+          long aFrom = (Long) first.get("startMs");
+          long aTo = (Long) first.get("endMs");
+          List<String> aloneKeys = gateway.requests().stream()
+              .filter(r -> r.state() && r.kind() == S3Kind.GET && r.timeMs() >= aFrom
+                  && r.timeMs() <= aTo)
+              .map(S3Request::key).distinct().sorted().toList();
+          alone.put("getCeiling", RangedGetCeiling.measure(gateway.endpoint(), BUCKET,
+              s3Data.resolve(BUCKET), aloneKeys, streams));
+          result.put("restoreAlone", alone);
         }
         env.put("loadAvgEnd", loadAverage());
         env.put("mainRunMs", mainMs);
