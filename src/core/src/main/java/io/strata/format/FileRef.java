@@ -8,7 +8,7 @@ import java.util.Objects;
  *
  * @param key object key relative to the store's root
  * @param offset first byte of the file within the object (&gt;= 0)
- * @param length file size in bytes (&gt;= 0)
+ * @param length file size in bytes (&gt;= 0; {@code offset + length} must not overflow a long)
  * @param checksum XXHash64 (seed 0, lz4-java) of exactly those {@code length} bytes
  */
 public record FileRef(String key, long offset, long length, long checksum) {
@@ -16,6 +16,10 @@ public record FileRef(String key, long offset, long length, long checksum) {
     Objects.requireNonNull(key, "key");
     if (offset < 0 || length < 0) {
       throw new IllegalArgumentException("offset and length must be >= 0: " + offset + ", " + length);
+    }
+    if (length > Long.MAX_VALUE - offset) {
+      // A range past the largest byte position: no object holds it (a damaged manifest).
+      throw new IllegalArgumentException("offset + length overflows: " + offset + " + " + length);
     }
   }
 

@@ -55,6 +55,9 @@ record DownloadPlan(List<Get> gets, long partBytes) {
   /**
    * Plans the GETs of {@code files} on {@code parallelism} transfer threads. Empty files need
    * no GET and are in none.
+   *
+   * @throws IllegalStateException if the plan would not carry every byte of every file exactly
+   *     once (a bug here; {@link FileRef} already rejects ranges that overflow)
    */
   static DownloadPlan of(List<FileRef> files, int parallelism) {
     List<List<Integer>> runs = runs(files);
@@ -84,6 +87,18 @@ record DownloadPlan(List<Get> gets, long partBytes) {
         }
         gets.add(new Get(key, from, to - from, List.copyOf(pieces)));
         from = to;
+      }
+    }
+    long[] covered = new long[files.size()];
+    for (Get g : gets) {
+      for (Piece p : g.pieces()) {
+        covered[p.file()] += p.length();
+      }
+    }
+    for (int i = 0; i < files.size(); i++) {
+      if (covered[i] != files.get(i).length()) { // every byte of every file in exactly one GET
+        throw new IllegalStateException("Download plan carries " + covered[i] + " of the "
+            + files.get(i).length() + " bytes of " + files.get(i));
       }
     }
     return new DownloadPlan(List.copyOf(gets), part);
