@@ -62,6 +62,7 @@ class RestorerRunsTest {
     volatile int extra; // bytes appended to every response
     volatile long failAfter = -1; // a response fails after this many bytes
     volatile String blockKey; // a response of this key blocks after its first 1000 bytes
+    volatile String afterBlockKey; // a GET of this key waits until that response blocked
     final CountDownLatch blocked = new CountDownLatch(1);
     final CountDownLatch release = new CountDownLatch(1);
 
@@ -75,6 +76,14 @@ class RestorerRunsTest {
         throw new ObjectNotFoundException(key, null);
       }
       gets.add(key + "@" + offset + "+" + length);
+      if (key.equals(afterBlockKey)) {
+        try {
+          blocked.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new java.io.InterruptedIOException("interrupted waiting for " + blockKey);
+        }
+      }
       if (offset >= o.length) {
         throw new ObjectStoreException("416 " + key, false, null);
       }
@@ -330,6 +339,7 @@ class RestorerRunsTest {
     store.objects.put("a", java.util.Arrays.copyOf(a, 10)); // short: fails at once
     store.objects.put("b", b);
     store.blockKey = "b";
+    store.afterBlockKey = "a"; // a fails only once b's GET is inside its read, deaf to interrupts
     Manifest m = manifest(List.of(ref("a", 0, a), ref("b", 0, b)), List.of(1L, 2L));
     ExecutorService pool = Executors.newFixedThreadPool(2);
     Path t = Files.createDirectories(tmp.resolve("t-cancel"));
