@@ -105,6 +105,22 @@ record DownloadPlan(List<Get> gets, long partBytes) {
   }
 
   /**
+   * Indices of the files cut across GETs, in ascending order: those {@link Restorer} verifies by
+   * reading back once every GET is in (every other file is verified as it streams).
+   */
+  java.util.SortedSet<Integer> cutFiles() {
+    java.util.SortedSet<Integer> cut = new java.util.TreeSet<>();
+    for (Get g : gets) {
+      for (Piece p : g.pieces()) {
+        if (!p.whole()) {
+          cut.add(p.file());
+        }
+      }
+    }
+    return cut;
+  }
+
+  /**
    * The runs of {@code files}: indices of non-empty files, grouped by object in the order the
    * objects first appear, each group sorted by offset and cut wherever a file does not start
    * exactly where the one before it ends (a gap is never downloaded; an overlap starts a run of

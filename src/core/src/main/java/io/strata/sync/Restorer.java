@@ -131,15 +131,7 @@ final class Restorer {
         bytes += b;
       }
       List<Future<Long>> verifications = new ArrayList<>();
-      java.util.Set<Integer> cut = new java.util.TreeSet<>();
-      for (DownloadPlan.Get g : plan.gets()) {
-        for (DownloadPlan.Piece p : g.pieces()) {
-          if (!p.whole()) {
-            cut.add(p.file());
-          }
-        }
-      }
-      for (int i : cut) {
+      for (int i : plan.cutFiles()) {
         FileRef ref = refs.get(i);
         Path target = targets.get(i);
         verifications.add(transfers.submit(() -> verify(m, ref, target)));

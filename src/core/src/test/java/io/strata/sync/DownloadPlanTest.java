@@ -90,6 +90,7 @@ class DownloadPlanTest {
     assertEquals(2, b.pieces().size());
     assertFalse(b.pieces().get(0).whole(), "the tail of the cut file");
     assertEquals(new DownloadPlan.Piece(1, 3 * MIB, 100, true), b.pieces().get(1));
+    assertEquals(java.util.Set.of(0), plan.cutFiles(), "only the cut file is read back");
   }
 
   @Test
