@@ -763,10 +763,10 @@ public final class BenchReport {
     int parallel = Math.max(1, Math.min(r.path("spec").path("cores").asInt(),
         r.path("spec").path("partitions").asInt()));
     // The download time where the run has it (strataRestoreDownloadMs), else the whole restore.
-    double ms = (c.has("strataRestoreDownloadMs") ? c.path("strataRestoreDownloadMs")
-        : c.path("strataRestoreMs")).asDouble() / parallel;
-    return ms <= 0 ? 0 : c.path("strataRestoreBytes").asDouble() / (1024.0 * 1024.0)
-        / (ms / 1000.0);
+    long msSum = (c.has("strataRestoreDownloadMs") ? c.path("strataRestoreDownloadMs")
+        : c.path("strataRestoreMs")).asLong();
+    return msSum <= 0 ? 0 : RestoreAlone.rate(c.path("strataRestoreBytes").asLong(), msSum,
+        parallel);
   }
 
   /**
