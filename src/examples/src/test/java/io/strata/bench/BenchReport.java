@@ -700,7 +700,7 @@ public final class BenchReport {
                 100 * rate / Math.max(1e-9, c.path("mibPerS").asDouble()),
                 c.path("ranges").asInt(), bytes(c.path("rangeBytes").asLong()),
                 c.path("objects").asInt(), bytes(c.path("bytes").asLong()),
-                c.path("streams").asInt(), c.path("triesMs").toString()));
+                c.path("streams").asInt(), c.path("triesMs").toString()) + byStore(rate, c));
           }
           if (!rates.isEmpty()) {
             sb.append("`").append(setup).append("` download rate against the ceiling: bytes "
@@ -722,9 +722,9 @@ public final class BenchReport {
           if (!alone.isEmpty()) {
             sb.append("`").append(setup).append("` restore path alone (the same stores "
                 + "restored again by `SyncedStore.load`, read-only, as many at once as in the "
-                + "query, once its queries stopped, so no Spark task shares the cores; best of "
-                + "3, the first in brackets) against the ceiling of the objects those restores "
-                + "read: ")
+                + "query, once its queries stopped, so no Spark task shares the cores; the best "
+                + "try, every try in brackets) against the ceiling of the objects those restores "
+                + "read, its tries alternating with the restore's: ")
                 .append(String.join("; ", alone)).append(".\n\n");
           }
         }
@@ -745,12 +745,36 @@ public final class BenchReport {
     double best = a.path("bestMibPerS").asDouble();
     double ceiling = c.path("mibPerS").asDouble();
     JsonNode t = a.path("tries").path(0);
-    return String.format(Locale.ROOT, "%s keys: %.0f MiB/s (%.0f) against %.0f MiB/s (%.0f %%;"
-        + " %d stores, %d at a time, %d files, %s, %d deltas replayed; ceiling %d GETs, best of "
-        + "%s ms)", keys(n), best, a.path("firstMibPerS").asDouble(), ceiling,
+    List<String> rates = new ArrayList<>();
+    a.path("tries").forEach(x -> rates.add(String.format(Locale.ROOT, "%.0f",
+        x.path("mibPerS").asDouble())));
+    return String.format(Locale.ROOT, "%s keys: %.0f MiB/s (tries %s) against %.0f MiB/s (%.0f "
+        + "%%; %d stores, %d at a time, %d files, %s, %d deltas replayed; ceiling %d GETs, best "
+        + "of %s ms)", keys(n), best, String.join(", ", rates), ceiling,
         100 * best / Math.max(1e-9, ceiling), a.path("stores").asInt(),
         a.path("concurrent").asInt(), t.path("files").asLong(), bytes(t.path("bytes").asLong()),
-        t.path("deltas").asLong(), c.path("ranges").asInt(), c.path("triesMs").toString());
+        t.path("deltas").asLong(), c.path("ranges").asInt(), c.path("triesMs").toString())
+        + byStore(best, c);
+  }
+
+  /**
+   * The ceiling's {@code byStore} tries (the same GETs grouped as a query's restores issue them)
+   * as a sentence fragment: their rate, its share of the flat ceiling, and {@code rate}'s share
+   * of it; empty for results without them.
+   */
+  private static String byStore(double rate, JsonNode ceiling) {
+    JsonNode g = ceiling.path("byStore");
+    if (g.isMissingNode()) {
+      return "";
+    }
+    double flat = ceiling.path("mibPerS").asDouble();
+    double grouped = g.path("mibPerS").asDouble();
+    return String.format(Locale.ROOT, "; the same GETs grouped by store, %d streams per store, "
+        + "%d stores at once, %d stores: %.0f MiB/s, %.0f %% of the ceiling, best of %s ms; "
+        + "the restore reached %.0f %% of that", g.path("threadsPerStore").asInt(),
+        g.path("concurrentStores").asInt(), g.path("stores").asInt(), grouped,
+        100 * grouped / Math.max(1e-9, flat), g.path("triesMs").toString(),
+        100 * rate / Math.max(1e-9, grouped));
   }
 
   /**
@@ -1012,6 +1036,17 @@ public final class BenchReport {
               + "same run's query restore: %.0f MiB/s vs %.0f MiB/s, %.0f %%) | %s |%n",
               keys(n), latency, best, c, 100 * best / Math.max(1e-9, c), q, qc,
               100 * q / Math.max(1e-9, qc), best >= 0.8 * c ? "yes" : "**no**"));
+          JsonNode g = a.path("getCeiling").path("byStore");
+          if (!g.isMissingNode()) {
+            double gc = g.path("mibPerS").asDouble();
+            sb.append(String.format(Locale.ROOT, "| the ceiling's own GETs grouped by store as "
+                + "a query restores them (%d streams per store, %d stores at once), %s keys | "
+                + "`%s` | %.0f MiB/s vs %.0f MiB/s: %.0f %% (the restore path alone reached "
+                + "%.0f %% of it) | %s |%n", g.path("threadsPerStore").asInt(),
+                g.path("concurrentStores").asInt(), keys(n), latency, gc, c,
+                100 * gc / Math.max(1e-9, c), 100 * best / Math.max(1e-9, gc),
+                gc >= 0.8 * c ? "yes" : "**no**"));
+          }
         }
       }
       if (!any) {

@@ -277,6 +277,12 @@ public final class E2EBenchmark {
         cmd.add(arg);
       }
     }
+    // Extra options for every run's JVM, for profiling (docs/benchmarks.md, "Profiling a run"):
+    // e.g. -XX:StartFlightRecording=filename=run.jfr,settings=profile or async-profiler's agent.
+    String extra = System.getenv("STRATA_BENCH_CHILD_OPTS");
+    if (extra != null && !extra.isBlank()) {
+      cmd.addAll(List.of(extra.trim().split("\\s+")));
+    }
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(E2ERun.class.getName());
