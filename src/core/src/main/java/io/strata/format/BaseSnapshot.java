@@ -1,7 +1,9 @@
 package io.strata.format;
 
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * A base snapshot: the files of a RocksDB checkpoint taken right after version {@code version}
@@ -10,7 +12,10 @@ import java.util.Objects;
  *
  * @param version the committed version the checkpoint holds
  * @param attempt the attempt id of that version
- * @param files every file of the checkpoint (SSTs, the RocksDB MANIFEST, CURRENT, OPTIONS)
+ * @param files every file of the checkpoint (SSTs, the RocksDB MANIFEST, CURRENT, OPTIONS), each
+ *     name once
+ * @throws IllegalArgumentException if the attempt id is invalid or two files share a name
+ *     (decoding turns it into a {@link ManifestFormatException})
  */
 public record BaseSnapshot(long version, String attempt, List<BaseFile> files) {
   public BaseSnapshot {
@@ -19,6 +24,15 @@ public record BaseSnapshot(long version, String attempt, List<BaseFile> files) {
       throw new IllegalArgumentException("invalid attempt id '" + attempt + "'");
     }
     files = List.copyOf(files);
+    Set<String> names = new HashSet<>();
+    for (BaseFile f : files) {
+      if (!names.add(f.name())) {
+        // A restore downloads each file under its name into one directory: a second file of
+        // the same name has nowhere to go, and either copy could be the one RocksDB needs.
+        throw new IllegalArgumentException("base snapshot of version " + version
+            + " names file '" + f.name() + "' twice");
+      }
+    }
   }
 
   /**

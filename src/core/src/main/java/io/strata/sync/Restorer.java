@@ -85,8 +85,9 @@ final class Restorer {
    * @param startNanos {@link System#nanoTime()} when the load started (for the stats)
    * @return the open database and the restore's cost
    * @throws StateLoadException if a file the manifest names is missing or corrupt, or storage
-   *     fails; the message names the store, version and object key
-   * @throws IOException if the local disk or RocksDB fails
+   *     fails, or writing the downloaded files to the local disk fails ({@code LOCAL}); the
+   *     message names the store, version and object key (and the local file)
+   * @throws IOException if RocksDB fails to open or ingest the restored files
    */
   Restored restore(Manifest m, Path dbDir, Path tmp, long startNanos) throws IOException {
     Files.createDirectories(dbDir);
@@ -117,9 +118,13 @@ final class Restorer {
       // Every file is created here, before any GET runs; the GETs write into it at their
       // offsets. A GET cancelled after a failed restore deleted the directory then fails to open
       // its file instead of re-creating it.
-      for (Path target : targets) {
-        Files.newByteChannel(target, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)
-            .close();
+      for (int i = 0; i < targets.size(); i++) {
+        try {
+          Files.newByteChannel(targets.get(i), StandardOpenOption.CREATE_NEW,
+              StandardOpenOption.WRITE).close();
+        } catch (IOException e) {
+          throw local(m, targets.get(i), refs.get(i), "creating", e);
+        }
       }
       for (DownloadPlan.Get g : plan.gets()) {
         downloads.add(transfers.submit(() -> fetch(m, refs, targets, g)));
@@ -226,15 +231,20 @@ final class Restorer {
               }
               DownloadPlan.Piece p = pieces.get(pi);
               FileRef ref = refs.get(p.file());
-              if (out == null) {
-                out = FileChannel.open(targets.get(p.file()), StandardOpenOption.WRITE);
-                h = p.whole() ? Checksums.newStreaming() : null;
-              }
+              Path target = targets.get(p.file());
               int take = (int) Math.min(r - off, p.end() - pos);
-              ByteBuffer b = ByteBuffer.wrap(buf, off, take);
-              long at = pos - ref.offset();
-              while (b.hasRemaining()) {
-                at += out.write(b, at);
+              try {
+                if (out == null) {
+                  out = FileChannel.open(target, StandardOpenOption.WRITE);
+                  h = p.whole() ? Checksums.newStreaming() : null;
+                }
+                ByteBuffer b = ByteBuffer.wrap(buf, off, take);
+                long at = pos - ref.offset();
+                while (b.hasRemaining()) {
+                  at += out.write(b, at);
+                }
+              } catch (IOException e) {
+                throw local(m, target, ref, "writing", e);
               }
               if (h != null) {
                 h.update(buf, off, take);
@@ -242,8 +252,13 @@ final class Restorer {
               off += take;
               pos += take;
               if (pos == p.end()) {
-                out.close();
+                FileChannel done = out;
                 out = null;
+                try {
+                  done.close();
+                } catch (IOException e) {
+                  throw local(m, target, ref, "writing", e);
+                }
                 if (h != null) {
                   long sum = h.getValue();
                   h.close();
@@ -293,9 +308,27 @@ final class Restorer {
         n += r;
       }
       sum = h.getValue();
+    } catch (IOException e) {
+      throw local(m, target, ref, "reading back", e);
     }
     check(m, ref, n, sum);
     return n;
+  }
+
+  /**
+   * A failure of the local disk, not of the object store: LOCAL, naming the local file, the
+   * object its bytes come from, and the disk's error. An interrupt (a cancelled download) is
+   * returned as it is.
+   */
+  private IOException local(Manifest m, Path target, FileRef ref, String doing,
+      IOException e) {
+    if (e instanceof java.nio.channels.ClosedByInterruptException
+        || e instanceof java.io.InterruptedIOException) {
+      return e;
+    }
+    return new StateLoadException(StateLoadException.Reason.LOCAL, "Cannot load " + identity
+        + " version " + m.version() + ": " + doing + " local file " + target + " (bytes of "
+        + objects.describe(ref.key()) + ") failed: " + e, e);
   }
 
   private void check(Manifest m, FileRef ref, long n, long sum) throws StateLoadException {

@@ -21,6 +21,11 @@ public class StateLoadException extends IOException {
     /** The object store failed. */
     STORAGE,
     /**
+     * Writing or reading the restored files on the executor's local disk failed (a full disk, a
+     * directory that cannot be written); the object store and the version are fine.
+     */
+    LOCAL,
+    /**
      * This instance belongs to a query run a later run has superseded in the store (checkpoint
      * format 1: a zombie of a stopped or restarted query); it must not load or commit.
      */

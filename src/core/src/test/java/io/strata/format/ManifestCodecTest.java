@@ -221,6 +221,26 @@ class ManifestCodecTest {
   }
 
   @Test
+  void rejectsABaseSnapshotNamingOneFileTwice() {
+    Manifest g = goldenManifest();
+    BaseSnapshot b = g.base().orElseThrow();
+    List<BaseSnapshot.BaseFile> twice = new java.util.ArrayList<>(b.files());
+    twice.add(new BaseSnapshot.BaseFile(b.files().get(0).name(), b.files().get(1).file()));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> new BaseSnapshot(b.version(), b.attempt(), twice));
+    assertTrue(e.getMessage().contains("'" + b.files().get(0).name() + "' twice"),
+        e.getMessage());
+    // Decoding a manifest whose base names a file twice fails as a format error, naming it.
+    String json = new String(ManifestCodec.encode(g), StandardCharsets.UTF_8);
+    String second = "\"name\":\"" + b.files().get(1).name() + "\"";
+    assertTrue(json.contains(second), json);
+    String dup = json.replace(second, "\"name\":\"" + b.files().get(0).name() + "\"");
+    ManifestFormatException f = assertThrows(ManifestFormatException.class,
+        () -> ManifestCodec.decode(dup.getBytes(StandardCharsets.UTF_8)));
+    assertTrue(f.getMessage().contains("twice"), f.getMessage());
+  }
+
+  @Test
   void keysSortByVersion() {
     String a = StoreLayout.newAttemptId();
     assertTrue(StoreLayout.versionObject(9, a).compareTo(StoreLayout.versionObject(10, a)) < 0);

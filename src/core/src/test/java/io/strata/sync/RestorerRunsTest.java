@@ -63,6 +63,7 @@ class RestorerRunsTest {
     volatile long failAfter = -1; // a response fails after this many bytes
     volatile String blockKey; // a response of this key blocks after its first 1000 bytes
     volatile String afterBlockKey; // a GET of this key waits until that response blocked
+    volatile Runnable beforeGet; // runs at the start of every GET
     final CountDownLatch blocked = new CountDownLatch(1);
     final CountDownLatch release = new CountDownLatch(1);
 
@@ -76,6 +77,10 @@ class RestorerRunsTest {
         throw new ObjectNotFoundException(key, null);
       }
       gets.add(key + "@" + offset + "+" + length);
+      Runnable hook = beforeGet;
+      if (hook != null) {
+        hook.run();
+      }
       if (key.equals(afterBlockKey)) {
         try {
           blocked.await(10, TimeUnit.SECONDS);
@@ -328,6 +333,39 @@ class RestorerRunsTest {
     assertFalse(Files.exists(tmp.resolve("db-reset")));
     try (Stream<Path> s = Files.list(tmp.resolve("t-reset"))) {
       assertEquals(List.of(), s.toList());
+    }
+  }
+
+  @Test
+  void aFullLocalDiskIsLocalNotStorageAndLeavesNothing() throws IOException {
+    Path full = Path.of("/dev/full"); // every write fails with ENOSPC, as on a full disk
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isWritable(full), "no /dev/full");
+    MemStore store = new MemStore();
+    Manifest m = packed(store);
+    Path deltas = tmp.resolve("t-full");
+    // Once the files are created, every delta file points at the full device.
+    store.beforeGet = () -> {
+      try (Stream<Path> files = Files.list(deltas)) {
+        for (Path f : files.toList()) {
+          if (Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            Files.delete(f);
+            Files.createSymbolicLink(f, full);
+          }
+        }
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    };
+    StateLoadException e = assertThrows(StateLoadException.class,
+        () -> restore(store, m, 2, "full"));
+    assertEquals(StateLoadException.Reason.LOCAL, e.reason(), e.getMessage());
+    assertTrue(e.getMessage().contains("writing local file " + deltas), e.getMessage());
+    assertTrue(e.getMessage().contains("No space left on device"), e.getMessage());
+    assertTrue(e.getMessage().contains("version 4"), e.getMessage());
+    assertEquals(0, store.open.get(), "streams left open");
+    assertFalse(Files.exists(tmp.resolve("db-full")));
+    try (Stream<Path> s = Files.list(deltas)) {
+      assertEquals(List.of(), s.toList(), "delta files (or their links) left behind");
     }
   }
 
