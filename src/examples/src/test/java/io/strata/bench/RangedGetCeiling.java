@@ -107,9 +107,9 @@ final class RangedGetCeiling implements AutoCloseable {
   }
 
   /**
-   * {@value #TRIES} tries in a row of a new ceiling, its result.
+   * {@value #TRIES} tries in a row of a new ceiling (the parameters are the constructor's), its
+   * result.
    *
-   * @see #RangedGetCeiling the parameters
    * @return {@link #result()}
    * @throws IOException if an object's size cannot be read or a GET fails
    */
