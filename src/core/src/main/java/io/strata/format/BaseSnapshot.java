@@ -24,13 +24,22 @@ public record BaseSnapshot(long version, String attempt, List<BaseFile> files) {
       throw new IllegalArgumentException("invalid attempt id '" + attempt + "'");
     }
     files = List.copyOf(files);
+    requireUniqueNames("base snapshot", version, files);
+  }
+
+  /**
+   * Checks that no two of {@code files} share a name: a restore downloads each file under its
+   * name into one directory, so a second file of the same name has nowhere to go, and either
+   * copy could be the one RocksDB needs.
+   *
+   * @throws IllegalArgumentException naming {@code what}, its version and the repeated name
+   */
+  static void requireUniqueNames(String what, long version, List<BaseFile> files) {
     Set<String> names = new HashSet<>();
     for (BaseFile f : files) {
       if (!names.add(f.name())) {
-        // A restore downloads each file under its name into one directory: a second file of
-        // the same name has nowhere to go, and either copy could be the one RocksDB needs.
-        throw new IllegalArgumentException("base snapshot of version " + version
-            + " names file '" + f.name() + "' twice");
+        throw new IllegalArgumentException(what + " of version " + version + " names file '"
+            + f.name() + "' twice");
       }
     }
   }

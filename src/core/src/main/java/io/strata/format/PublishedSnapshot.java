@@ -186,6 +186,7 @@ public record PublishedSnapshot(int formatVersion, String storeId, long version,
     if (files.stream().noneMatch(f -> f.name().equals("CURRENT"))) {
       throw new IllegalArgumentException("a published snapshot must list a CURRENT file");
     }
+    BaseSnapshot.requireUniqueNames("published snapshot", version, files);
   }
 
   /**

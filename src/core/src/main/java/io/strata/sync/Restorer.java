@@ -87,10 +87,17 @@ final class Restorer {
    * @throws StateLoadException if a file the manifest names is missing or corrupt, or storage
    *     fails, or writing the downloaded files to the local disk fails ({@code LOCAL}); the
    *     message names the store, version and object key (and the local file)
-   * @throws IOException if RocksDB fails to open or ingest the restored files
+   * @throws IOException if RocksDB fails to open or ingest the restored files, or the restore is
+   *     interrupted
    */
   Restored restore(Manifest m, Path dbDir, Path tmp, long startNanos) throws IOException {
-    Files.createDirectories(dbDir);
+    try {
+      Files.createDirectories(dbDir);
+    } catch (IOException e) {
+      throw new StateLoadException(StateLoadException.Reason.LOCAL, "Cannot load " + identity
+          + " version " + m.version() + ": creating local directory " + dbDir + " failed: " + e,
+          e);
+    }
     long restore = RESTORES.incrementAndGet();
     List<FileRef> refs = new ArrayList<>();
     List<Path> targets = new ArrayList<>();
@@ -277,7 +284,13 @@ final class Restorer {
           return pos - g.from();
         } finally {
           if (out != null) {
-            out.close();
+            // Only on a failure already in flight or a response cut short (CORRUPT below):
+            // neither is to be replaced by what closing the half-written file says.
+            try {
+              out.close();
+            } catch (IOException ignored) {
+              // the file is deleted with the failed restore
+            }
           }
           if (h != null) {
             h.close();

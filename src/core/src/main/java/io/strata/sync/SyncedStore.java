@@ -262,8 +262,9 @@ public final class SyncedStore implements AutoCloseable {
    * @throws StateLoadException if the version (or attempt) was never committed (or its location
    *     holds another provider's files, or a newer Strata format), a file it names is missing or
    *     corrupt, or storage fails; the message names the store, version and object key; the
-   *     local database is then unchanged or invalidated, never left holding another state
-   * @throws IOException if the local disk fails
+   *     local database is then unchanged or invalidated, never left holding another state;
+   *     reason {@code LOCAL} if writing the downloaded files to the local disk fails
+   * @throws IOException if RocksDB fails on the local disk
    * @throws IllegalArgumentException if {@code version} is negative
    * @throws IllegalStateException if the store is closed
    */
@@ -337,7 +338,9 @@ public final class SyncedStore implements AutoCloseable {
         r = restorer.restore(found.get().snapshot().rebase(m), db.newDbDir(), db.tmpDir(),
             start);
       } catch (IOException e) {
-        if (Thread.currentThread().isInterrupted()) {
+        if (Thread.currentThread().isInterrupted() || (e instanceof StateLoadException sle
+            && sle.reason() == StateLoadException.Reason.LOCAL)) {
+          // Interrupted, or the local disk failed: the longer chain needs that disk too.
           throw e;
         }
         // Its files are gone (a round deleted them after this LIST) or corrupt: the manifest

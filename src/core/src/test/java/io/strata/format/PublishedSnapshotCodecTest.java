@@ -98,6 +98,13 @@ class PublishedSnapshotCodecTest {
     assertTrue(wrongKey.getMessage().contains("does not match the key"), wrongKey.getMessage());
     assertThrows(ManifestFormatException.class,
         () -> PublishedSnapshotCodec.decode("[]".getBytes(StandardCharsets.UTF_8), key));
+    // Two files under one local name: refused when decoded (a load then tries an older
+    // snapshot or the manifest's own chain), never at restore.
+    assertTrue(text.contains("\"name\":\"000015.sst\""), text);
+    ManifestFormatException twice = assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode(text.replace("\"name\":\"000015.sst\"",
+            "\"name\":\"000012.sst\"").getBytes(StandardCharsets.UTF_8), key));
+    assertTrue(twice.getMessage().contains("'000012.sst' twice"), twice.getMessage());
   }
 
   @Test

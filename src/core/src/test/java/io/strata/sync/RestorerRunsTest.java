@@ -343,17 +343,22 @@ class RestorerRunsTest {
     MemStore store = new MemStore();
     Manifest m = packed(store);
     Path deltas = tmp.resolve("t-full");
-    // Once the files are created, every delta file points at the full device.
+    // Once the files are created, every delta file points at the full device: once, by the
+    // first GET (the GETs start together on 2 threads; the second waits for the links).
+    AtomicInteger linked = new AtomicInteger();
     store.beforeGet = () -> {
-      try (Stream<Path> files = Files.list(deltas)) {
-        for (Path f : files.toList()) {
-          if (Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      synchronized (linked) {
+        if (linked.getAndIncrement() > 0) {
+          return;
+        }
+        try (Stream<Path> files = Files.list(deltas)) {
+          for (Path f : files.toList()) {
             Files.delete(f);
             Files.createSymbolicLink(f, full);
           }
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
         }
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
       }
     };
     StateLoadException e = assertThrows(StateLoadException.class,
