@@ -182,15 +182,15 @@ final class E2ERun {
               .filter(r -> r.state() && r.kind() == S3Kind.GET && r.timeMs() >= start
                   && r.timeMs() <= start + (Long) restore.get("durationMs"))
               .map(S3Request::key).distinct().sorted().toList();
-          int streams = Math.min(spec.cores(), spec.partitions()) * TRANSFER_THREADS;
+          // Stores restoring at once in the query: one per task slot.
+          int concurrent = Math.min(spec.cores(), spec.partitions());
+          int streams = concurrent * TRANSFER_THREADS;
           result.put("getCeiling", RangedGetCeiling.measure(gateway.endpoint(), BUCKET,
-              s3Data.resolve(BUCKET), keys, streams, Math.min(spec.cores(), spec.partitions()),
-              TRANSFER_THREADS));
+              s3Data.resolve(BUCKET), keys, streams, concurrent, TRANSFER_THREADS));
           // The same stores restored by Strata's restore path alone, then the ceiling of the
           // objects those restores read: the download rate without the query's tasks.
           long lastVersion = progress.sorted().stream()
               .mapToLong(StreamingQueryProgress::batchId).max().orElse(-1) + 1;
-          int concurrent = Math.min(spec.cores(), spec.partitions());
           // Tries alternate (restore, ceiling, restore, ...): the server and gateway warm up
           // over the first seconds, and a ceiling measured after all the restores would get all
           // of that warm-up.

@@ -132,15 +132,11 @@ final class RangedGetCeiling implements AutoCloseable {
    */
   void tryOnce() throws Exception {
     long t0 = System.nanoTime();
-    List<Future<Long>> done = new ArrayList<>();
-    for (String[] r : ranges) {
-      done.add(pool.submit(() -> read(s3, bucket, r[0], r[1])));
-    }
-    tries.add(check(done, bytes, t0));
+    tries.add(check(submit(pool, ranges), bytes, t0));
     t0 = System.nanoTime();
     List<Future<Long>> stores = new ArrayList<>();
     for (List<String[]> store : byStore.values()) {
-      stores.add(storePool.submit(() -> fetchStore(s3, bucket, store, threadsPerStore)));
+      stores.add(storePool.submit(() -> fetchStore(store, threadsPerStore)));
     }
     storeTries.add(check(stores, bytes, t0));
   }
@@ -186,30 +182,36 @@ final class RangedGetCeiling implements AutoCloseable {
 
   /** Waits for {@code done}; the elapsed ms since {@code t0}, checking every byte came back. */
   private static long check(List<Future<Long>> done, long bytes, long t0) throws Exception {
-    long got = 0;
-    for (Future<Long> f : done) {
-      got += f.get();
-    }
+    long got = sum(done);
     if (got != bytes) {
       throw new IOException("ranged GETs returned " + got + " bytes, expected " + bytes);
     }
     return (System.nanoTime() - t0) / 1_000_000;
   }
 
+  /** The GETs of {@code ranges} ({@code {key, range}}) submitted to {@code on}. */
+  private List<Future<Long>> submit(ExecutorService on, List<String[]> ranges) {
+    List<Future<Long>> done = new ArrayList<>();
+    for (String[] r : ranges) {
+      done.add(on.submit(() -> read(s3, bucket, r[0], r[1])));
+    }
+    return done;
+  }
+
+  /** Waits for every future; the sum of their bytes. */
+  private static long sum(List<Future<Long>> done) throws Exception {
+    long got = 0;
+    for (Future<Long> f : done) {
+      got += f.get();
+    }
+    return got;
+  }
+
   /** One store's GETs on {@code threads} streams of its own; returns their bytes. */
-  private static long fetchStore(S3Client s3, String bucket, List<String[]> ranges, int threads)
-      throws Exception {
+  private long fetchStore(List<String[]> ranges, int threads) throws Exception {
     ExecutorService own = Executors.newFixedThreadPool(threads);
     try {
-      List<Future<Long>> done = new ArrayList<>();
-      for (String[] r : ranges) {
-        done.add(own.submit(() -> read(s3, bucket, r[0], r[1])));
-      }
-      long got = 0;
-      for (Future<Long> f : done) {
-        got += f.get();
-      }
-      return got;
+      return sum(submit(own, ranges));
     } finally {
       own.shutdownNow();
     }
