@@ -15,6 +15,8 @@ import net.jpountz.xxhash.XXHashFactory;
 public final class Checksums {
   private static final XXHashFactory FACTORY = XXHashFactory.fastestInstance();
   private static final long SEED = 0L;
+  /** Read buffer of the streaming hashes, bytes. */
+  private static final int BUFFER_BYTES = 1 << 20;
 
   private Checksums() { }
 
@@ -34,15 +36,23 @@ public final class Checksums {
    * @throws IOException if the file cannot be read
    */
   public static long xxhash64(Path file) throws IOException {
-    try (InputStream in = Files.newInputStream(file)) {
-      return xxhash64(in);
+    try (InputStream in = Files.newInputStream(file);
+        StreamingXXHash64 h = FACTORY.newStreamingHash64(SEED)) {
+      // A commit hashes its delta of a few kilobytes: a buffer no larger than the file keeps a
+      // 1 MiB array (a humongous allocation for G1) off the commit path.
+      byte[] buf = new byte[(int) Math.max(1, Math.min(BUFFER_BYTES, Files.size(file)))];
+      int n;
+      while ((n = in.read(buf)) > 0) {
+        h.update(buf, 0, n);
+      }
+      return h.getValue();
     }
   }
 
   /** XXHash64 of everything left in {@code in} (not closed). */
   public static long xxhash64(InputStream in) throws IOException {
     try (StreamingXXHash64 h = FACTORY.newStreamingHash64(SEED)) {
-      byte[] buf = new byte[1 << 20];
+      byte[] buf = new byte[BUFFER_BYTES];
       int n;
       while ((n = in.read(buf)) > 0) {
         h.update(buf, 0, n);

@@ -150,13 +150,25 @@ public final class S3ClientFactory {
     return b.build();
   }
 
-  /** Step: the Apache HttpClient 5 based sync client with a pool of {@code maxConnections}. */
+  /**
+   * Step: the Apache HttpClient 5 based sync client with a pool of {@code maxConnections}, and
+   * without HttpClient's own {@code Expect: 100-continue} on every PUT.
+   *
+   * <p>Left on, HttpClient adds {@code Expect: 100-continue} to every request with a body, so
+   * each commit's PUT of a few kilobytes first sends its head, waits a round trip for the
+   * server's {@code 100 Continue}, and only then sends the body. The SDK's S3 client adds the
+   * header itself where it pays (PutObject and UploadPart bodies of at least {@code
+   * S3Configuration.expectContinueThresholdInBytes}, 1 MiB by default), and HttpClient honours a
+   * header it finds; so base-snapshot parts still wait for the server's go-ahead and small PUTs
+   * go in one flight.
+   */
   static Apache5HttpClient.Builder httpClient(S3Settings settings) {
     if (settings.maxConnections() <= 0) {
       throw new IllegalArgumentException(
           "maxConnections must be > 0, was " + settings.maxConnections());
     }
-    return Apache5HttpClient.builder().maxConnections(settings.maxConnections());
+    return Apache5HttpClient.builder().maxConnections(settings.maxConnections())
+        .expectContinueEnabled(false);
   }
 
   private static boolean positive(Duration d, String name) {

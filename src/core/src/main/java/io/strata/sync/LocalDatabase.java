@@ -104,7 +104,10 @@ final class LocalDatabase {
 
   /** The directory of temporary files (SSTs being written), created if missing. */
   Path tmpDir() throws IOException {
-    return Files.createDirectories(localDir.resolve("tmp"));
+    Path tmp = localDir.resolve("tmp");
+    // Every commit asks: a stat when it exists, instead of createDirectories' failed mkdir and
+    // the exception it builds.
+    return Files.isDirectory(tmp) ? tmp : Files.createDirectories(tmp);
   }
 
   /** Publishes {@code fresh}, holding {@code v} ({@code m}, null for 0), as the live one. */

@@ -93,6 +93,21 @@ class S3FaultsIT {
   }
 
   @Test
+  void aCommitSizedPutSendsItsBodyAtOnceAndAMultiMebibytePutAwaitsTheServersGoAhead()
+      throws IOException {
+    store.putIfAbsent("v/1.svo", ObjectBody.of(new byte[12 * 1024]));
+    store.putIfAbsent("v/2.svo", ObjectBody.of(new byte[2 * 1024 * 1024]));
+    Map<String, Boolean> expect = proxy.seen().stream()
+        .filter(x -> x.request().isPut() && x.request().key().contains("/v/"))
+        .collect(Collectors.toMap(x -> x.request().key(), x -> x.request().expectContinue()));
+    assertEquals(Map.of("ckpt/v/1.svo", false, "ckpt/v/2.svo", true), expect,
+        "Expect: 100-continue only on bodies of at least 1 MiB (the SDK's threshold), so a "
+            + "commit's PUT costs one round trip, not two");
+    assertEquals(12 * 1024, store.get("v/1.svo").readAllBytes().length);
+    assertEquals(2 * 1024 * 1024, store.get("v/2.svo").readAllBytes().length);
+  }
+
+  @Test
   void aConditionalPutThatTimedOutAfterTheServerAppliedItIsRecognisedAsOurOwnWrite()
       throws IOException {
     proxy.holdMillis = 3_000; // longer than the 1 s attempt timeout: the SDK times out

@@ -87,9 +87,11 @@ public final class FaultProxy implements AutoCloseable {
    * @param key decoded object key (without the bucket), "" for bucket-level requests
    * @param query raw query string, "" if none
    * @param conditional true if it carries {@code If-None-Match}
+   * @param expectContinue true if it carries {@code Expect: 100-continue} (its body then waits
+   *     for the server's {@code 100 Continue})
    */
   public record Request(String method, String bucket, String key, String query,
-      boolean conditional) {
+      boolean conditional, boolean expectContinue) {
     /** True for a PUT of an object (not a part upload or a copy). */
     public boolean isPut() {
       return method.equals("PUT") && !key.isEmpty() && !query.contains("partNumber");
@@ -372,7 +374,8 @@ public final class FaultProxy implements AutoCloseable {
     int slash = noSlash.indexOf('/');
     String bucket = slash < 0 ? noSlash : noSlash.substring(0, slash);
     String key = slash < 0 ? "" : noSlash.substring(slash + 1);
-    return new Request(method, bucket, key, query, !header(head, "if-none-match").isEmpty());
+    return new Request(method, bucket, key, query, !header(head, "if-none-match").isEmpty(),
+        header(head, "expect").equalsIgnoreCase("100-continue"));
   }
 
   private static String header(List<String> head, String name) {
