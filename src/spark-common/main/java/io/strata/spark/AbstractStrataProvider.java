@@ -601,7 +601,8 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
       StoreSettings settings = new StoreSettings(conf.snapshotInterval(),
           conf.transferThreads(), conf.spillThresholdBytes(), checkpointIdsEnabled(),
-          memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit());
+          memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit())
+          .withDeltasStagedInMemory(conf.stageDeltasInMemory());
       String run = queryRunId();
       core = new SyncedStore(identity, objects, localDir(),
           run == null ? settings : settings.withRun(run), keySchema.json(), valueSchema.json());

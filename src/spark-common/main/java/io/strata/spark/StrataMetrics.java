@@ -28,7 +28,8 @@ final class StrataMetrics {
   static final StateStoreCustomTimingMetric UPLOAD_MS = new StateStoreCustomTimingMetric(
       "strataUploadMs", "Strata: time to upload version objects (one PUT per commit)");
   static final StateStoreCustomTimingMetric INGEST_MS = new StateStoreCustomTimingMetric(
-      "strataIngestMs", "Strata: time to ingest SST deltas into local RocksDB");
+      "strataIngestMs",
+      "Strata: time to ingest SST deltas into local RocksDB (after their commits returned)");
   static final StateStoreCustomSizeMetric BYTES_UPLOADED = new StateStoreCustomSizeMetric(
       "strataBytesUploaded", "Strata: bytes uploaded to S3 by the batch");
   static final StateStoreCustomSumMetric S3_REQUESTS = new StateStoreCustomSumMetric(

@@ -38,6 +38,8 @@ import java.util.Optional;
  *     the last one (versions, &gt;= 1)
  * @param snapshotOnCommit true if the commit that reaches {@code snapshotInterval} queues that
  *     base snapshot on a JVM-wide pool; false if only maintenance (and a long restore) start one
+ * @param stageDeltasInMemory true if a commit writes a small SST delta to a memory-backed
+ *     directory ({@code /dev/shm}) when there is one, instead of the local disk
  * @param transferThreads parallel uploads/downloads per store for snapshots and restore (&gt;= 1)
  * @param spillThresholdBytes pending writes of one batch (approximate heap bytes) above which
  *     they are spilled to a spill delta uploaded before commit; 0 disables spilling
@@ -57,6 +59,7 @@ public record StrataConf(
     S3Settings s3,
     int snapshotInterval,
     boolean snapshotOnCommit,
+    boolean stageDeltasInMemory,
     int transferThreads,
     long spillThresholdBytes,
     Duration lockAcquireTimeout,
@@ -208,6 +211,18 @@ public record StrataConf(
       .description("Versions committed after the last base snapshot before a new one is "
           + "uploaded: started by the commit that reaches it (`snapshotOnCommit`), else by "
           + "maintenance. Bounds the delta chain a restore replays.");
+  /** {@code stageDeltasInMemory}: a commit writes a small SST delta to {@code /dev/shm}. */
+  public static final ConfigOption<Boolean> STAGE_DELTAS_IN_MEMORY =
+      ConfigOption.key("stageDeltasInMemory")
+          .type(OptionType.bool())
+          .defaultValue(true)
+          .description("`true`: a commit writes its SST delta (up to 16 MiB of pending writes) to "
+              + "a directory of the executor JVM on a memory-backed file system (`/dev/shm`) "
+              + "when there is one, so the fdatasync that RocksDB's SST writer always ends with, "
+              + "and reading the file back for its checksum and PUT, cost no disk I/O on the "
+              + "commit path; the delta is copied to the local disk and ingested after the PUT. "
+              + "Larger deltas, a missing or full `/dev/shm`, and `false` use the local "
+              + "disk (`localDir`).");
   /** {@code snapshotOnCommit}: the commit that reaches the interval starts the snapshot. */
   public static final ConfigOption<Boolean> SNAPSHOT_ON_COMMIT =
       ConfigOption.key("snapshotOnCommit")
@@ -277,7 +292,7 @@ public record StrataConf(
       S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, S3_SSE, S3_SSE_KMS_KEY_ID,
       S3_STORAGE_CLASS, S3_PAYLOAD_CHECKSUMS, S3_LEGACY_MD5, SNAPSHOT_INTERVAL,
-      SNAPSHOT_ON_COMMIT, TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
+      SNAPSHOT_ON_COMMIT, STAGE_DELTAS_IN_MEMORY, TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
       GC_GRACE_PERIOD);
 
   /**
@@ -341,6 +356,7 @@ public record StrataConf(
         s3,
         r.get(SNAPSHOT_INTERVAL),
         r.get(SNAPSHOT_ON_COMMIT),
+        r.get(STAGE_DELTAS_IN_MEMORY),
         r.get(TRANSFER_THREADS),
         r.get(SPILL_THRESHOLD),
         r.get(LOCK_TIMEOUT),

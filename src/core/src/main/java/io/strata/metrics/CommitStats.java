@@ -6,7 +6,8 @@ package io.strata.metrics;
  * @param deltaBuildMs time to write the SST delta from the version's writes, ms
  * @param uploadMs time of the version object's PUT (delta + manifest), ms
  * @param manifestMs time to build and encode the manifest, ms
- * @param ingestMs time to ingest the delta into the local RocksDB, ms
+ * @param ingestMs time the previous commit's local ingestion took (its delta into the local
+ *     RocksDB; it runs after that commit returned, off the commit path), ms; 0 if none
  * @param deltaBytes size of the SST delta, bytes (0 for a version without writes)
  * @param bytesUploaded bytes uploaded by the commit (version object), bytes
  * @param deltaChainLength deltas the new manifest lists after its base

@@ -121,11 +121,21 @@ final class LocalDatabase {
     integrity.recordStamps(fresh, v);
   }
 
-  /** The live database now holds the committed version {@code m} (it ingested its delta). */
-  void committed(Manifest m) {
+  /**
+   * The live database now stands for {@code m}'s version, whose delta it is still ingesting:
+   * its SST stamps are recorded by {@link #ingested} once the ingestion is done.
+   */
+  void committedIngesting(Manifest m) {
     manifest = m;
     version = m.version();
-    integrity.recordStamps(live, version);
+  }
+
+  /**
+   * The ingestion of {@link #version()}'s delta is done: records the SST stamps it took right
+   * after it ({@link LocalIntegrity#stampsOf}).
+   */
+  void ingested(LocalIngestion.Done done) {
+    integrity.adoptStamps(done.stamps(), live, version, done.stampFailure());
   }
 
   /** Drops the live database; the next load restores. */

@@ -1,20 +1,24 @@
 package io.strata.sync;
 
 import io.strata.engine.DeltaFile;
+import io.strata.engine.LocalFiles;
 import io.strata.engine.LocalStore;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 
 /**
- * The local half of a commit, run while the version object's PUT is in flight: ingests a hard
- * link of the commit's delta (a copy where the file system has no hard links; ingestion moves
- * the file it is given, and the PUT, whose retries re-open the body, keeps reading the original)
- * and clears the pending writes.
+ * The local half of a commit, run on the ingest threads after the version object's PUT
+ * succeeded: ingests the commit's delta into the local database and clears the pending writes.
+ * It owns the delta file: a file in the database's temporary directory is ingested as it is
+ * (ingestion moves it into the database); one staged elsewhere ({@link DeltaStaging}, another
+ * file system, where a hard link cannot go) is copied into that directory first. Either way
+ * nothing of it is left behind.
  */
 final class LocalIngestion {
   private LocalIngestion() { }
@@ -23,41 +27,64 @@ final class LocalIngestion {
    * Starts the ingestion of {@code delta} (or, if empty, only the clearing of the pending writes)
    * into {@code l} on {@code pool}.
    *
-   * @param tmp the directory for the hard link
-   * @return the task; its result is the time it took, ns
+   * @param tmp the database's temporary directory, on its file system
+   * @return the task
    */
-  static Future<Long> start(ExecutorService pool, LocalStore l, Optional<DeltaFile> delta,
+  static Future<Done> start(ExecutorService pool, LocalStore l, Optional<DeltaFile> delta,
       Path tmp) {
     return pool.submit(() -> {
       long start = System.nanoTime();
+      ingest(l, delta, tmp);
+      // The stamps are taken here, right after the database changed, as a synchronous commit
+      // took them: damage to an SST after this point is found by the next load.
+      try {
+        return new Done(System.nanoTime() - start, LocalIntegrity.stampsOf(l), null);
+      } catch (IOException e) {
+        return new Done(System.nanoTime() - start, null, e);
+      }
+    });
+  }
+
+  /**
+   * A finished ingestion.
+   *
+   * @param nanos how long it took, ns
+   * @param stamps the database's SST stamps right after it ({@link LocalIntegrity#stampsOf}),
+   *     or null if they could not be listed ({@code stampFailure})
+   */
+  record Done(long nanos, Map<String, LocalFiles.Stamp> stamps, IOException stampFailure) { }
+
+  private static void ingest(LocalStore l, Optional<DeltaFile> delta, Path tmp)
+      throws IOException {
+    {
       if (delta.isEmpty()) {
         l.commitPending(Optional.empty());
-        return System.nanoTime() - start;
+        return;
       }
       DeltaFile d = delta.get();
-      Path link = tmp.resolve(d.path().getFileName() + ".ingest");
+      Path local = d.path();
       try {
-        try {
-          Files.createLink(link, d.path());
-        } catch (UnsupportedOperationException | IOException e) {
-          Files.copy(d.path(), link, StandardCopyOption.REPLACE_EXISTING);
+        if (!tmp.equals(d.path().getParent())) {
+          local = tmp.resolve(d.path().getFileName());
+          Files.copy(d.path(), local, StandardCopyOption.REPLACE_EXISTING);
+          Files.delete(d.path());
         }
-        l.commitPending(Optional.of(new DeltaFile(link, d.size(), d.checksum(), d.entries())));
+        l.commitPending(Optional.of(new DeltaFile(local, d.size(), d.checksum(), d.entries())));
       } finally {
-        Files.deleteIfExists(link); // gone already if ingestion moved it
+        Files.deleteIfExists(d.path()); // gone already if ingestion moved it, or copied
+        Files.deleteIfExists(local);
       }
-      return System.nanoTime() - start;
-    });
+    }
   }
 
   /**
    * Waits for an ingestion, even when interrupted (the database must not be closed under a
    * running ingestion).
    *
-   * @return the time it took, ns
+   * @return what it did
    * @throws IOException the ingestion's failure (a {@link RuntimeException} is thrown as is)
    */
-  static long await(Future<Long> ingestion) throws IOException {
+  static Done await(Future<Done> ingestion) throws IOException {
     return Futures.awaitUninterruptibly(ingestion, Futures.rethrow("Local ingestion failed: "));
   }
 }

@@ -59,12 +59,33 @@ final class LocalIntegrity {
    */
   void recordStamps(LocalStore live, long version) {
     try {
-      stamps = live == null ? Map.of() : LocalFiles.stamps(live.dir(), live.liveSstFiles());
+      stamps = live == null ? Map.of() : stampsOf(live);
     } catch (IOException e) {
-      LOG.warn("{} version {}: cannot list local database {}; it will not be reused", identity,
-          version, live.dir(), e);
-      stamps = null;
+      adoptStamps(null, live, version, e);
     }
+  }
+
+  /**
+   * The SST stamps of {@code live} now, for {@link #adoptStamps}: taken on the thread that just
+   * changed the database (a commit's ingestion), without the monitor.
+   *
+   * @throws IOException if the directory cannot be listed
+   */
+  static Map<String, LocalFiles.Stamp> stampsOf(LocalStore live) throws IOException {
+    return LocalFiles.stamps(live.dir(), live.liveSstFiles());
+  }
+
+  /**
+   * Remembers {@code taken} ({@link #stampsOf}) as the known-good stamps of {@code live}; null
+   * (the listing failed with {@code failure}) means it is never reused.
+   */
+  void adoptStamps(Map<String, LocalFiles.Stamp> taken, LocalStore live, long version,
+      IOException failure) {
+    if (taken == null) {
+      LOG.warn("{} version {}: cannot list local database {}; it will not be reused", identity,
+          version, live.dir(), failure);
+    }
+    stamps = taken;
   }
 
   /** Records that an SST of the live database failed verification, for {@code reason}. */

@@ -28,10 +28,13 @@ import java.util.Optional;
  *     and upload both run there, never on the commit path), so the chain stays bounded however
  *     rarely {@link SyncedStore#maintenance()} runs; false: only maintenance (and a long cold
  *     load) start one
+ * @param stageDeltasInMemory true: a commit writes its SST delta to a memory-backed directory
+ *     ({@code /dev/shm}) when the JVM has one and the delta is small ({@link DeltaStaging});
+ *     false: always to the store's local directory
  */
 public record StoreSettings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
     boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc, Optional<String> run,
-    boolean snapshotOnCommit) {
+    boolean snapshotOnCommit, boolean stageDeltasInMemory) {
   /** @throws NullPointerException if {@code memory}, {@code gc} or {@code run} is null */
   public StoreSettings {
     Objects.requireNonNull(memory, "memory");
@@ -39,11 +42,14 @@ public record StoreSettings(int snapshotInterval, int transferThreads, long spil
     Objects.requireNonNull(run, "run");
   }
 
-  /** Settings without {@code snapshotOnCommit}: only maintenance starts base snapshots. */
+  /**
+   * Settings without {@code snapshotOnCommit} (only maintenance starts base snapshots) and with
+   * deltas staged on the local disk.
+   */
   public StoreSettings(int snapshotInterval, int transferThreads, long spillThresholdBytes,
       boolean attemptKeys, SharedMemory.Limits memory, GcSettings gc, Optional<String> run) {
     this(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys, memory, gc, run,
-        false);
+        false, false);
   }
 
   /** Settings without a query run (see {@code run}) or {@code snapshotOnCommit}. */
@@ -56,13 +62,19 @@ public record StoreSettings(int snapshotInterval, int transferThreads, long spil
   /** These settings for the query run {@code runId}. */
   public StoreSettings withRun(String runId) {
     return new StoreSettings(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
-        memory, gc, Optional.of(runId), snapshotOnCommit);
+        memory, gc, Optional.of(runId), snapshotOnCommit, stageDeltasInMemory);
   }
 
   /** These settings with {@code snapshotOnCommit} set to {@code on}. */
   public StoreSettings withSnapshotOnCommit(boolean on) {
     return new StoreSettings(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
-        memory, gc, run, on);
+        memory, gc, run, on, stageDeltasInMemory);
+  }
+
+  /** These settings with {@code stageDeltasInMemory} set to {@code on}. */
+  public StoreSettings withDeltasStagedInMemory(boolean on) {
+    return new StoreSettings(snapshotInterval, transferThreads, spillThresholdBytes, attemptKeys,
+        memory, gc, run, snapshotOnCommit, on);
   }
 
   /** True if versions are committed under a query run's epoch (format 1 with a run). */

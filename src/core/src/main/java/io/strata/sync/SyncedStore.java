@@ -43,11 +43,15 @@ import org.slf4j.LoggerFactory;
  * written as one version object with one create-only PUT ({@link StoreLayout#versionObject}
  * under checkpoint format 2; under format 1 with a query run the version's first generation
  * {@link StoreLayout#generationVersionObject}, climbing past generations of earlier runs, see
- * {@link RunEpochs}); the same SST is ingested into the local database while
- * the PUT is in flight, so a commit costs about one PUT round trip. Until the PUT succeeds the
- * local database holds a version not yet committed; if the PUT fails it is discarded (the next
- * load restores from the object store). Nothing is listed, read, renamed, copied or
- * overwritten.
+ * {@link RunEpochs}). The delta is written where it costs least ({@link DeltaStaging}: memory
+ * when it can) and ingested into the local database only after the PUT succeeded, on the JVM's
+ * ingest threads, after {@link #commit()} returned: a commit costs its SST build and one PUT
+ * round trip, and nothing else competes with the PUT for the cores. Every later call that needs
+ * the local database first waits for that ingestion ({@link #settleIngestion()}); until then
+ * the database's pending writes still hold the version's writes, so reads are right either way.
+ * If the ingestion fails, the version is still committed and the next load restores it from the
+ * object store. If the PUT fails, the local database is discarded (the next load restores from
+ * the object store). Nothing is listed, read, renamed, copied or overwritten.
  *
  * <h2>Load</h2>
  * If the local database holds exactly the requested version (and attempt, when given), nothing
@@ -157,6 +161,13 @@ public final class SyncedStore implements AutoCloseable {
   /** The version being built on the loaded one. */
   private final VersionBuilder building;
   private volatile RestoreStats lastRestore = RestoreStats.NONE;
+  /**
+   * The last commit's local ingestion while it may still run ({@link #settleIngestion()});
+   * volatile so that reads and writes can test it without the monitor.
+   */
+  private volatile PendingIngestion ingestion;
+  /** How long the last settled ingestion took, ns; reported by the next commit. */
+  private long lastIngestNanos;
   private volatile long lastSnapshotVersion = -1;
   private volatile java.util.function.LongConsumer snapshotListener = v -> { };
 
@@ -285,6 +296,7 @@ public final class SyncedStore implements AutoCloseable {
    */
   public synchronized void load(long version, Optional<String> attempt, boolean readOnly)
       throws IOException {
+    settleIngestion();
     ensureOpen();
     if (version < 0) {
       throw new IllegalArgumentException("version must be >= 0, was " + version);
@@ -427,6 +439,7 @@ public final class SyncedStore implements AutoCloseable {
         BaseSnapshotUploader.Job job;
         synchronized (this) {
           snapshotQueued = false;
+          settleIngestion();
           try {
             job = closed || db.generation() != generation ? null : checkpointIfDue(false);
           } catch (IOException | RuntimeException e) {
@@ -499,6 +512,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IllegalStateException if nothing is loaded, or the store is closed
    */
   public synchronized void prepareWrite() throws IOException {
+    settleIngestion();
     ensureOpen();
     db.require();
     if (epochs != null) {
@@ -523,7 +537,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IOException declared for callers; the local read fails as above
    */
   public byte[] get(byte[] key) throws IOException {
-    return reads.get(db.require(), key);
+    return reads.get(settledLive(), key);
   }
 
   /**
@@ -534,7 +548,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IOException if a spill fails
    */
   public void put(byte[] key, byte[] value) throws IOException {
-    LocalStore l = db.require();
+    LocalStore l = settledLive();
     try {
       l.put(key, value);
     } catch (LocalReadException e) {
@@ -550,7 +564,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IOException if a spill fails
    */
   public void delete(byte[] key) throws IOException {
-    LocalStore l = db.require();
+    LocalStore l = settledLive();
     try {
       l.delete(key);
     } catch (LocalReadException e) {
@@ -577,6 +591,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IOException if writing or uploading fails (nothing was ingested then)
    */
   public synchronized void spill() throws IOException {
+    settleIngestion();
     ensureOpen();
     LocalStore l = db.require();
     if (l.hasPendingWrites() && l.openScans() == 0) {
@@ -602,6 +617,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IllegalStateException if nothing is loaded, or every id was used
    */
   public synchronized ColumnFamily createColumnFamily(String name, boolean internal) {
+    settleIngestion();
     db.require();
     return building.createColumnFamily(name, internal, db.version() + 1);
   }
@@ -617,7 +633,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IllegalStateException if nothing is loaded
    */
   public boolean removeColumnFamily(String name) throws IOException {
-    LocalStore l = db.require();
+    LocalStore l = settledLive();
     try {
       if (!building.removeKeysOf(name, l, db.version() + 1)) {
         return false;
@@ -639,7 +655,7 @@ public final class SyncedStore implements AutoCloseable {
    *     local database cannot be read (as {@link #get}); a scan never ends early without it
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix) {
-    return reads.scan(db.require(), prefix, null, null);
+    return reads.scan(settledLive(), prefix, null, null);
   }
 
   /**
@@ -649,7 +665,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws LocalStateReadException as {@link #scan(byte[])}
    */
   public CloseableIterator<KeyValue> scan(byte[] prefix, byte[] from, byte[] until) {
-    return reads.scan(db.require(), prefix, from, until);
+    return reads.scan(settledLive(), prefix, from, until);
   }
 
   /** Number of keys in the version being built. */
@@ -673,6 +689,7 @@ public final class SyncedStore implements AutoCloseable {
    * are left unreferenced.
    */
   public synchronized void abort() {
+    settleIngestion();
     if (building.hasSpills()) {
       gc.orphansLeft();
     }
@@ -697,6 +714,7 @@ public final class SyncedStore implements AutoCloseable {
    */
   public synchronized CommitResult commit() throws IOException {
     ensureOpen();
+    settleIngestion();
     LocalStore l = db.require();
     long newVersion = db.version() + 1;
     String attempt = building.attemptForCommit();
@@ -714,10 +732,25 @@ public final class SyncedStore implements AutoCloseable {
     String key = epoch > 0 ? StoreLayout.generationVersionObject(newVersion, generation)
         : reader.key(newVersion, attempt);
     Path tmp = db.tmpDir();
-    Path sst = tmp.resolve("delta-" + newVersion + "-" + attempt + ".sst");
+    Path sst = DeltaStaging.dirFor(settings.stageDeltasInMemory(), l.pendingBytes(), tmp)
+        .resolve(DeltaStaging.fileName(newVersion, attempt));
+    boolean ingesting = false;
     try {
       long t0 = System.nanoTime();
-      Optional<DeltaFile> delta = l.writeDelta(sst);
+      Optional<DeltaFile> delta;
+      try {
+        delta = l.writeDelta(sst);
+      } catch (IOException e) {
+        if (sst.startsWith(tmp)) {
+          throw e;
+        }
+        // The memory-backed directory is full or failing: write the delta to the local disk.
+        LOG.info("{} version {}: cannot write the SST delta to {} ({}); writing it to {}",
+            identity, newVersion, sst.getParent(), e.getMessage(), tmp);
+        db.deleteQuietly(sst);
+        sst = tmp.resolve(sst.getFileName());
+        delta = l.writeDelta(sst);
+      }
       long t1 = System.nanoTime();
       Optional<BaseSnapshot> pendingBase = snapshots.pending(db.generation(), newVersion);
       Manifest m = building.manifest(db.manifest(), db.version(), attempt, pendingBase, key,
@@ -725,26 +758,18 @@ public final class SyncedStore implements AutoCloseable {
       ObjectBody body = body(m, delta, sst);
       long t2 = System.nanoTime();
       FaultPoints.pass(FaultPoints.COMMIT_BEFORE_PUT);
-      // The delta is ingested while its PUT is in flight: commit time is then about one PUT
-      // round trip, not a round trip plus RocksDB's ingestion (its fsyncs). Until the PUT
-      // succeeds the database holds writes of a version not committed (localDirty): a failed
-      // or lost PUT discards the local database and the next load restores from the object
-      // store.
-      building.ingestingUncommitted();
-      Future<Long> ingest = LocalIngestion.start(pools.ingest(), l, delta, tmp);
       while (true) {
         try {
           objects.putIfAbsent(key, FaultPoints.during(FaultPoints.COMMIT_DURING_PUT, body));
           break;
         } catch (ObjectAlreadyExistsException e) {
           if (settings.attemptKeys()) {
-            awaitIngestQuietly(ingest, newVersion);
             invalidateLocal();
             throw new IOException("Cannot commit " + identity + " version " + newVersion
                 + ": another writer created " + objects.describe(key)
                 + ", a key unique to this attempt", e);
           }
-          Manifest there = epoch > 0 ? readOccupant(newVersion, key, ingest) : null;
+          Manifest there = epoch > 0 ? readOccupant(newVersion, key) : null;
           if (there != null && there.epoch() < epoch) {
             // An earlier query run committed this version (Spark re-runs it after a rewind or a
             // restart): this run's commit supersedes it in the next generation.
@@ -758,14 +783,12 @@ public final class SyncedStore implements AutoCloseable {
             body = body(m, delta, sst);
             continue;
           }
-          awaitIngestQuietly(ingest, newVersion);
           if (there != null && there.epoch() > epoch) {
             throw fencedCommit(newVersion, key, there);
           }
           return adoptWinner(newVersion, key, m, there, stats(t0, t1, t2, System.nanoTime(), 0,
               delta, body, m));
         } catch (IOException | RuntimeException e) {
-          awaitIngestQuietly(ingest, newVersion);
           invalidateLocal();
           throw e;
         }
@@ -774,29 +797,88 @@ public final class SyncedStore implements AutoCloseable {
       FaultPoints.pass(FaultPoints.COMMIT_AFTER_PUT);
       reader.cache().put(key, body.length(), m);
       gc.committed(newVersion);
-      long ingestNanos;
+      // Committed. The local ingestion runs after this call returns; it owns the delta file.
+      long previousIngestNanos = lastIngestNanos;
       try {
-        ingestNanos = LocalIngestion.await(ingest);
-      } catch (IOException | RuntimeException e) {
-        // The version is durable in the object store; only the local copy is in doubt. The next
-        // load rebuilds it from the object store.
-        LOG.warn("{} version {}: committed to {} but local ingestion failed; the next load "
-            + "restores from the object store", identity, newVersion, objects.describe(key), e);
+        ingestion = new PendingIngestion(newVersion, key,
+            LocalIngestion.start(pools.ingest(), l, delta, tmp));
+        ingesting = true;
+      } catch (RuntimeException e) { // the ingest threads refused the task
+        LOG.warn("{} version {}: committed to {} but its local ingestion could not start; the "
+            + "next load restores it from the object store", identity, newVersion,
+            objects.describe(key), e);
         invalidateLocal();
-        return new CommitResult(m, key, stats(t0, t1, t2, t3, 0, delta, body, m));
+        return new CommitResult(m, key, stats(t0, t1, t2, t3, previousIngestNanos, delta, body,
+            m));
       }
+      lastIngestNanos = 0;
       building.committed(m.columnFamilies());
       m.base().ifPresent(snapshots::published);
-      db.committed(m);
+      db.committedIngesting(m);
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
       if (settings.snapshotOnCommit() && m.versionsSinceBase() >= settings.snapshotInterval()) {
         snapshotAfterCommit();
       }
-      return new CommitResult(m, key, stats(t0, t1, t2, t3, ingestNanos, delta, body, m));
+      return new CommitResult(m, key, stats(t0, t1, t2, t3, previousIngestNanos, delta, body,
+          m));
     } finally {
-      db.deleteQuietly(sst);
+      if (!ingesting) {
+        db.deleteQuietly(sst);
+      }
     }
+  }
+
+  /** The local ingestion of a committed version, started after its PUT (see the class doc). */
+  private record PendingIngestion(long version, String key, Future<LocalIngestion.Done> task) { }
+
+  /**
+   * Waits for the last commit's local ingestion, if one is still pending, and completes the
+   * local side of that commit (the SST stamps of the database that now holds it). If the
+   * ingestion failed, the version stays committed in the object store and the local database is
+   * dropped: the next load restores from there. Every call that uses the local database calls
+   * this first, with the monitor held; it never throws.
+   */
+  private void settleIngestion() {
+    PendingIngestion p = ingestion;
+    if (p == null) {
+      return;
+    }
+    ingestion = null;
+    LocalIngestion.Done done;
+    try {
+      done = LocalIngestion.await(p.task());
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("{} version {}: committed to {} but its local ingestion failed; the next load "
+          + "restores it from the object store", identity, p.version(), objects.describe(p.key()),
+          e);
+      if (db.version() == p.version()) {
+        invalidateLocal();
+      }
+      return;
+    }
+    lastIngestNanos = done.nanos();
+    if (db.version() == p.version()) {
+      db.ingested(done);
+    }
+  }
+
+  /**
+   * Waits until the last commit's local ingestion is done (tests and tools that look at the
+   * local directory; every operation of the store already does).
+   */
+  synchronized void awaitLocalIngestion() {
+    settleIngestion();
+  }
+
+  /** {@link #settleIngestion()} for the calls that do not hold the monitor (reads, writes). */
+  private LocalStore settledLive() {
+    if (ingestion != null) {
+      synchronized (this) {
+        settleIngestion();
+      }
+    }
+    return db.require();
   }
 
   private static ObjectBody body(Manifest m, Optional<DeltaFile> delta, Path sst)
@@ -811,12 +893,10 @@ public final class SyncedStore implements AutoCloseable {
    * The manifest of the version object {@code key} this commit's create-only PUT found in place
    * (one tail GET). If it cannot be read, the local database is discarded and the error thrown.
    */
-  private Manifest readOccupant(long version, String key, Future<Long> ingest)
-      throws IOException {
+  private Manifest readOccupant(long version, String key) throws IOException {
     try {
       return reader.readAt(version, key, null);
     } catch (IOException | RuntimeException e) {
-      awaitIngestQuietly(ingest, version);
       invalidateLocal();
       throw e;
     }
@@ -843,22 +923,12 @@ public final class SyncedStore implements AutoCloseable {
         + "; this attempt (a zombie of a stopped or restarted run) is lost");
   }
 
-  /** As {@link LocalIngestion#await}, for a commit that failed anyway: a failure is logged. */
-  private void awaitIngestQuietly(Future<Long> ingest, long version) {
-    try {
-      LocalIngestion.await(ingest);
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("{} version {}: local ingestion of the failed commit also failed", identity,
-          version, e);
-    }
-  }
-
   /**
    * Checkpoint format 1, after this attempt's create-only PUT of {@code v/<version>.svo} failed
    * because another attempt of the same version committed first (a speculative copy, a retry
    * after a task died past its PUT, or a zombie): the first writer wins. This attempt drops its
-   * writes. Its local database ingested this attempt's delta while the PUT was in flight, so it
-   * is discarded and the next load restores the winner from the object store.
+   * writes. Its local database is discarded and the next load restores the winner from the
+   * object store.
    */
   private CommitResult adoptWinner(long newVersion, String key, Manifest mine, Manifest read,
       CommitStats stats) throws IOException {
@@ -989,6 +1059,7 @@ public final class SyncedStore implements AutoCloseable {
   private boolean snapshotIfDue(boolean force) throws IOException {
     BaseSnapshotUploader.Job job;
     synchronized (this) {
+      settleIngestion();
       job = checkpointIfDue(force);
     }
     if (job == null) {
@@ -1096,6 +1167,7 @@ public final class SyncedStore implements AutoCloseable {
     if (closed) {
       return;
     }
+    settleIngestion();
     closed = true;
     boolean interrupted = snapshots.awaitFinished(this, FINISH_WAIT_MS);
     pools.close();

@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@link #transfers()}: the store's own {@code transferThreads} threads for the downloads
  *       of a restore, the uploads of a base snapshot and the manifest reads of a
  *       garbage-collection round (idle 30 s);
- *   <li>{@link #ingest()}: the local ingestion of each commit while its PUT is in flight, on a
+ *   <li>{@link #ingest()}: the local ingestion of each commit after its PUT succeeded, on a
  *       cached pool shared by the JVM's open stores (one thread per commit in flight, idle 60 s),
  *       separate from the transfers so that a commit never queues behind a snapshot upload. Its
  *       owner is the set of open stores: each holds a lease, and the last one to close shuts it
@@ -108,8 +108,8 @@ final class TransferPools implements AutoCloseable {
 
   /**
    * Interrupts running transfers and cancels queued ones (so a thread waiting on one wakes up
-   * instead of hanging), and releases this store's lease of the ingestion pool (the store closes
-   * only between commits, so none of its ingestions runs). Does not wait. Idempotent.
+   * instead of hanging), and releases this store's lease of the ingestion pool (the store waits
+   * for its last ingestion before it closes, so none of them runs). Does not wait. Idempotent.
    */
   @Override
   public void close() {

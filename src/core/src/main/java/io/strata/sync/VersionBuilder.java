@@ -79,11 +79,6 @@ final class VersionBuilder {
     return localDirty;
   }
 
-  /** The commit's delta is being ingested before its PUT succeeded: the database is dirty. */
-  void ingestingUncommitted() {
-    localDirty = true;
-  }
-
   /** The version was committed and its writes are the local database's committed state. */
   void committed(ColumnFamilies committedFamilies) {
     reset(committedFamilies);

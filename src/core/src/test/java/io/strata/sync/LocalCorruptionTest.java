@@ -97,6 +97,7 @@ class LocalCorruptionTest {
       s.load(0, Optional.empty());
       commit(s, 1);
       commit(s, 2);
+      s.awaitLocalIngestion(); // its SSTs are stamped when the commit's ingestion is done
       Path sst = ssts(tmp.resolve("local-b")).get(0);
       try (RandomAccessFile raf = new RandomAccessFile(sst.toFile(), "rw")) {
         raf.setLength(raf.length() - 1);

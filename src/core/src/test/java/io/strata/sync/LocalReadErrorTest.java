@@ -121,6 +121,7 @@ class LocalReadErrorTest {
         s.put(key(i), value(i));
       }
       s.commit();
+      s.awaitLocalIngestion(); // the ingestion runs after commit() returned
       // The committed SST was ingested, never read: none of its data blocks is cached.
       Path sst = liveSst();
       Path dbDir = sst.getParent();

@@ -200,6 +200,7 @@ class SyncedStoreLocalDiskTest {
       commitVersions(s, 1, 4);
       assertTrue(s.maintenance(), "a snapshot is due");
       commitVersions(s, 5, 6);
+      s.awaitLocalIngestion(); // the last commit's delta is ingested after commit() returned
       assertEquals(List.of("db-1"), localFiles(dir), "one database, no checkpoint, empty tmp");
       s.load(3, Optional.empty()); // another version: restored into a fresh database
       // That cold load replayed a chain of snapshotInterval deltas: it scheduled a snapshot,
@@ -224,11 +225,11 @@ class SyncedStoreLocalDiskTest {
       assertThrows(IOException.class, s::commit);
       assertEquals(0, count(localFiles(dir), "tmp/"), localFiles(dir).toString());
       s.abort();
-      assertEquals(-1, s.loadedVersion(), "the database that ingested the delta of the failed "
-          + "PUT is discarded");
+      assertEquals(-1, s.loadedVersion(), "the database of the failed PUT is discarded");
       objectsOf(0).failPut = k -> false;
       s.load(1, Optional.empty()); // Spark's retry of the task loads the version again
       commitVersions(s, 2, 2);
+      s.awaitLocalIngestion(); // the last commit's delta is ingested after commit() returned
       List<String> after = localFiles(dir);
       assertEquals(1, after.size(), after.toString());
       assertTrue(after.get(0).startsWith("db-"), after.toString());

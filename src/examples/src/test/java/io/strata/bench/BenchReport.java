@@ -567,8 +567,8 @@ public final class BenchReport {
    */
   private String strataSplit() {
     StringBuilder sb = new StringBuilder();
-    sb.append("| run | build SST delta, ms | PUT version object, ms | ingest locally (while the "
-        + "PUT is in flight), ms | commit p50, ms |\n|---|---|---|---|---|\n");
+    sb.append("| run | build SST delta, ms | PUT version object, ms | ingest locally, ms | commit "
+        + "p50, ms |\n|---|---|---|---|---|\n");
     int rows = 0;
     Map<String, Integer> seen = new HashMap<>();
     for (JsonNode r : runs) {
