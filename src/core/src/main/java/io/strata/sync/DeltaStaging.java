@@ -1,10 +1,12 @@
 package io.strata.sync;
 
+import io.strata.engine.LocalDirs;
 import io.strata.engine.LocalFiles;
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -24,26 +26,29 @@ import org.slf4j.LoggerFactory;
  * there, off the commit path (see {@link SyncedStore#commit()}).
  *
  * <p>Only deltas of at most {@link #MAX_PENDING_BYTES} of pending writes are staged: tmpfs is
- * memory, and {@code /dev/shm} in a container is often small (64 MiB by default in Docker), so
- * a large batch goes to the disk, and a staged write that fails (the file system is full) is
- * written again to the disk by the caller.
+ * memory (charged to the writer's memory cgroup), and {@code /dev/shm} in a container is often
+ * small (64 MiB by default in Docker), so a large batch goes to the disk, and a staged write
+ * that fails (the file system is full) is written again to the disk by the caller. A staged file
+ * lives from the commit's SST build until its ingestion copied it, a few milliseconds after the
+ * PUT.
  *
- * <p>The directory is {@code /dev/shm/strata-<pid>}, resolved once per JVM. On first use it is
- * emptied (a directory of our pid can only hold files of a dead process that had the same pid)
- * and the directories of processes no longer alive are deleted, so a JVM killed between a
- * commit's write and its ingestion leaks nothing past the next JVM's first commit.
+ * <p>The directory is {@code /dev/shm/strata-<user>/jvm-<uuid>}, claimed once per JVM with
+ * {@link LocalDirs#claim} (an OS file lock held for the JVM's life), so JVMs that share {@code
+ * /dev/shm} across PID namespaces never touch each other's files, and the first JVM to stage
+ * after one that was killed deletes what it left. {@code strata-<user>} is made readable by its
+ * owner only (deltas are state). A JVM that exits normally deletes its own directory.
  */
 final class DeltaStaging {
   private static final Logger LOG = LoggerFactory.getLogger(DeltaStaging.class);
 
   /**
    * Pending writes (approximate heap bytes, {@code LocalStore.pendingBytes()}) above which a
-   * delta is written to the disk even when a memory-backed directory exists: 16 MiB.
+   * delta is written to the disk even when a memory-backed directory exists: 8 MiB (the SST is
+   * smaller: keys are sorted and blocks compressed).
    */
-  static final long MAX_PENDING_BYTES = 16L << 20;
+  static final long MAX_PENDING_BYTES = 8L << 20;
   /** Linux's memory-backed file system for shared memory, on every distribution. */
   static final Path SHM = Path.of("/dev/shm");
-  static final String PREFIX = "strata-";
 
   private static final Object LOCK = new Object();
   /** Null until resolved; then the directory, or empty if there is none. Guarded by LOCK. */
@@ -69,58 +74,49 @@ final class DeltaStaging {
     return "delta-" + NAMES.incrementAndGet() + "-" + version + "-" + attempt + ".sst";
   }
 
-  /** This JVM's directory under {@link #SHM}, created and cleaned on first use. */
+  /** This JVM's directory under {@link #SHM}, claimed on first use; empty if there is none. */
   static Optional<Path> jvmDir() {
     synchronized (LOCK) {
       if (dir == null) {
-        dir = resolve(SHM, ProcessHandle.current().pid());
+        dir = resolve(SHM, System.getProperty("user.name", "user"));
+        dir.ifPresent(d -> Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+          try {
+            LocalFiles.deleteRecursively(d);
+          } catch (IOException | RuntimeException e) {
+            // the next JVM to stage deletes it
+          }
+        }, "strata-delta-staging-cleanup")));
       }
       return dir;
     }
   }
 
   /**
-   * Creates {@code root/strata-<pid>} (emptied if it exists) and deletes the {@code strata-*}
-   * directories under {@code root} of processes that are no longer alive. Empty if {@code root}
-   * is not a writable directory or the directory cannot be made; never throws.
+   * Claims this JVM's directory under {@code root/strata-<user>} ({@link LocalDirs#claim}, which
+   * also deletes the directories of JVMs that are gone). Empty if {@code root} is not a writable
+   * directory or the claim fails; never throws.
    */
-  static Optional<Path> resolve(Path root, long pid) {
+  static Optional<Path> resolve(Path root, String user) {
     if (!Files.isDirectory(root) || !Files.isWritable(root)) {
       return Optional.empty();
     }
-    Path mine = root.resolve(PREFIX + pid);
+    Path base = root.resolve("strata-" + user.replaceAll("[^A-Za-z0-9._-]", "_"));
     try {
-      sweep(root, pid);
-      LocalFiles.deleteRecursively(mine);
-      Files.createDirectories(mine);
+      if (!Files.isDirectory(base)) {
+        try {
+          Files.createDirectory(base, PosixFilePermissions.asFileAttribute(
+              PosixFilePermissions.fromString("rwx------")));
+        } catch (FileAlreadyExistsException e) {
+          // another JVM of this user made it meanwhile
+        }
+      }
+      Path mine = LocalDirs.claim(base);
       LOG.info("SST deltas of commits are staged in {} (memory-backed) before their PUT", mine);
       return Optional.of(mine);
     } catch (IOException | RuntimeException e) {
-      LOG.info("Cannot use {} to stage SST deltas, they are written to the local disk: {}",
-          mine, e.toString());
+      LOG.info("Cannot stage SST deltas under {}, they are written to the local disk: {}",
+          base, e.toString());
       return Optional.empty();
-    }
-  }
-
-  /** Deletes the staging directories under {@code root} of processes that are gone. */
-  private static void sweep(Path root, long pid) throws IOException {
-    try (DirectoryStream<Path> s = Files.newDirectoryStream(root, PREFIX + "*")) {
-      for (Path p : s) {
-        String suffix = p.getFileName().toString().substring(PREFIX.length());
-        long other;
-        try {
-          other = Long.parseLong(suffix);
-        } catch (NumberFormatException e) {
-          continue; // not ours
-        }
-        if (other != pid && ProcessHandle.of(other).isEmpty()) {
-          try {
-            LocalFiles.deleteRecursively(p);
-          } catch (IOException e) {
-            LOG.debug("Cannot delete {} (left by process {}): {}", p, other, e.toString());
-          }
-        }
-      }
     }
   }
 }

@@ -670,6 +670,11 @@ public final class SyncedStore implements AutoCloseable {
 
   /** Number of keys in the version being built. */
   public long numKeys() {
+    if (ingestion != null) {
+      synchronized (this) {
+        settleIngestion(); // the ingestion moves the pending count into the committed one
+      }
+    }
     LocalStore l = db.live();
     return l == null ? 0 : l.numKeys();
   }
@@ -798,8 +803,14 @@ public final class SyncedStore implements AutoCloseable {
       reader.cache().put(key, body.length(), m);
       gc.committed(newVersion);
       // Committed. The local ingestion runs after this call returns; it owns the delta file.
+      // The database is labelled with the new version before the ingestion starts, so that any
+      // failure from here on discards it rather than leaving the old label on the new writes.
       long previousIngestNanos = lastIngestNanos;
+      lastIngestNanos = 0;
       try {
+        building.committed(m.columnFamilies());
+        m.base().ifPresent(snapshots::published);
+        db.committedIngesting(m);
         ingestion = new PendingIngestion(newVersion, key,
             LocalIngestion.start(pools.ingest(), l, delta, tmp));
         ingesting = true;
@@ -811,10 +822,6 @@ public final class SyncedStore implements AutoCloseable {
         return new CommitResult(m, key, stats(t0, t1, t2, t3, previousIngestNanos, delta, body,
             m));
       }
-      lastIngestNanos = 0;
-      building.committed(m.columnFamilies());
-      m.base().ifPresent(snapshots::published);
-      db.committedIngesting(m);
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());
       if (settings.snapshotOnCommit() && m.versionsSinceBase() >= settings.snapshotInterval()) {
@@ -844,7 +851,6 @@ public final class SyncedStore implements AutoCloseable {
     if (p == null) {
       return;
     }
-    ingestion = null;
     LocalIngestion.Done done;
     try {
       done = LocalIngestion.await(p.task());
@@ -855,8 +861,12 @@ public final class SyncedStore implements AutoCloseable {
       if (db.version() == p.version()) {
         invalidateLocal();
       }
+      ingestion = null;
       return;
     }
+    // Cleared only now: settledLive() skips the monitor while this is null, so it must not be
+    // null while another thread still waits here.
+    ingestion = null;
     lastIngestNanos = done.nanos();
     if (db.version() == p.version()) {
       db.ingested(done);

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -15,29 +16,24 @@ class DeltaStagingTest {
   @TempDir Path tmp;
 
   @Test
-  void aNewJvmEmptiesItsDirectoryAndDeletesOnlyThoseOfDeadProcesses() throws Exception {
-    long me = ProcessHandle.current().pid();
-    long parent = ProcessHandle.current().parent().orElseThrow().pid();
-    long dead = deadPid();
-    Path mine = Files.createDirectories(tmp.resolve("strata-" + me));
-    Files.writeString(mine.resolve("delta-1-5-x.sst"), "left by an earlier process of this pid");
-    Path alive = Files.createDirectories(tmp.resolve("strata-" + parent));
-    Files.writeString(alive.resolve("delta-9-1-y.sst"), "in use");
-    Path gone = Files.createDirectories(tmp.resolve("strata-" + dead));
-    Files.writeString(gone.resolve("delta-3-2-z.sst"), "leaked by a killed JVM");
-    Path other = Files.createDirectories(tmp.resolve("strata-notes"));
-
-    assertEquals(Optional.of(mine), DeltaStaging.resolve(tmp, me));
+  void theDirectoryIsClaimedUnderAPrivatePerUserRoot() throws Exception {
+    Path mine = DeltaStaging.resolve(tmp, "al ice").orElseThrow();
+    assertEquals(tmp.resolve("strata-al_ice"), mine.getParent());
     assertTrue(Files.isDirectory(mine));
-    assertEquals(0, Files.list(mine).count(), "emptied");
-    assertTrue(Files.exists(alive.resolve("delta-9-1-y.sst")), "a live process keeps its files");
-    assertFalse(Files.exists(gone), "a dead process's directory is deleted");
-    assertTrue(Files.isDirectory(other), "not a pid: not ours");
+    assertEquals("rwx------", PosixFilePermissions.toString(
+        Files.getPosixFilePermissions(mine.getParent())), "deltas are state: owner only");
+    Path killed = Files.createDirectories(mine.getParent().resolve("jvm-dead"));
+    Files.writeString(killed.resolve("delta-3-2-z.sst"), "left by a killed JVM (no lock file)");
+    assertEquals(Optional.of(mine), DeltaStaging.resolve(tmp, "al ice"), "claimed once");
+    assertTrue(Files.exists(killed), "a JVM sweeps a root once, when it first claims it");
+    Path other = DeltaStaging.resolve(Files.createDirectories(tmp.resolve("b")), "bob")
+        .orElseThrow();
+    assertFalse(other.equals(mine));
   }
 
   @Test
   void withoutAWritableDirectoryDeltasGoToTheLocalDisk() {
-    assertEquals(Optional.empty(), DeltaStaging.resolve(tmp.resolve("missing"), 1));
+    assertEquals(Optional.empty(), DeltaStaging.resolve(tmp.resolve("missing"), "u"));
     Path fallback = tmp.resolve("tmp");
     assertEquals(fallback, DeltaStaging.dirFor(false, 10, fallback), "staging off");
     assertEquals(fallback, DeltaStaging.dirFor(true, DeltaStaging.MAX_PENDING_BYTES + 1,
@@ -52,12 +48,4 @@ class DeltaStagingTest {
     assertTrue(DeltaStaging.fileName(3, "a").endsWith("-3-a.sst"));
   }
 
-  private static long deadPid() {
-    for (long p = 4_000_000; p > 1_000; p--) {
-      if (ProcessHandle.of(p).isEmpty()) {
-        return p;
-      }
-    }
-    throw new IllegalStateException("no free pid");
-  }
 }
