@@ -216,7 +216,7 @@ public record StrataConf(
       ConfigOption.key("stageDeltasInMemory")
           .type(OptionType.bool())
           .defaultValue(true)
-          .description("`true`: a commit writes its SST delta (up to 16 MiB of pending writes) to "
+          .description("`true`: a commit writes its SST delta (up to 8 MiB of pending writes) to "
               + "a directory of the executor JVM on a memory-backed file system (`/dev/shm`) "
               + "when there is one, so the fdatasync that RocksDB's SST writer always ends with, "
               + "and reading the file back for its checksum and PUT, cost no disk I/O on the "

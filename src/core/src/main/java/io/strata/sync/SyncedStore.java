@@ -708,13 +708,13 @@ public final class SyncedStore implements AutoCloseable {
 
   /**
    * Commits the pending writes as version {@code loadedVersion() + 1}: one create-only PUT of the
-   * version object, with the local ingestion of its delta running meanwhile.
+   * version object. The local ingestion of its delta starts once the PUT succeeded and runs
+   * after this call returned (see the class comment).
    *
    * @return the manifest, key and cost
    * @throws IOException if the upload fails or a write collides with another writer's object
-   *     (the version is then not committed; the local database, which may hold its writes, is
-   *     discarded and the next {@link #load} restores the requested version from the object
-   *     store)
+   *     (the version is then not committed; the local database is discarded and the next
+   *     {@link #load} restores the requested version from the object store)
    * @throws IllegalStateException if nothing is loaded, or the store is closed
    */
   public synchronized CommitResult commit() throws IOException {
