@@ -57,6 +57,7 @@ public final class E2EBenchmark {
     int oneBatchRuns = 0;
     long runsSize = 100_000;
     long runTimeoutMin = 120;
+    int serverWarmupSeconds = 30;
     Path out = Paths.get("target", "bench", "e2e-results.json");
     Path work = Paths.get("target", "bench", "e2e-work");
 
@@ -101,6 +102,9 @@ public final class E2EBenchmark {
         --heap 12g               heap of each run's JVM (quick: 3g)
         --maintenance-interval d Spark's stateStore.maintenanceInterval (default: Spark's, 60s)
         --run-timeout-min n      kill a run after n minutes
+        --server-warmup-seconds n  before the first run, send the S3 server every kind of
+                                 request for n seconds (default 30; 0: none), so that no set-up
+                                 meets a server still JIT-compiling its request path
         --out file               results JSON (default target/bench/e2e-results.json)
         --work dir               scratch directory (default target/bench/e2e-work)
       """;
@@ -164,6 +168,7 @@ public final class E2EBenchmark {
         case "--heap" -> o.heap = v;
         case "--maintenance-interval" -> o.maintenanceInterval = v;
         case "--run-timeout-min" -> o.runTimeoutMin = positive(a, v);
+        case "--server-warmup-seconds" -> o.serverWarmupSeconds = (int) nonNegative(a, v);
         case "--out" -> o.out = Paths.get(v);
         case "--work" -> o.work = Paths.get(v);
         default -> throw new IllegalArgumentException("unknown option " + a);
@@ -225,6 +230,11 @@ public final class E2EBenchmark {
     Path s3Data = o.work.resolve("s3").toAbsolutePath();
     try (S3ProxyServer s3 = S3ProxyServer.start(s3Data, Map.of())) {
       s3.createBucket(E2ERun.BUCKET);
+      Map<String, Object> warm = ServerWarmup.run(s3.endpoint(), S3ProxyServer.ACCESS_KEY,
+          S3ProxyServer.SECRET_KEY, E2ERun.BUCKET, o.serverWarmupSeconds);
+      meta.put("serverWarmup", warm);
+      System.out.printf("E2EBenchmark: S3 server warmed up with %s requests in %s ms%n",
+          warm.get("requests"), warm.get("ms"));
       int i = 0;
       for (RunSpec spec : runs) {
         i++;

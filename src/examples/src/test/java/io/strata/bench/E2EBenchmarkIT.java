@@ -31,7 +31,7 @@ class E2EBenchmarkIT {
         "--sizes", "2000", "--dedup-sizes", "none", "--setups", "strata,rocksdb-changelog-tuned",
         "--latency", "none", "--partitions", "2", "--batch-keys", "500",
         "--load-batch-keys", "2000", "--warmup", "0", "--steady", "1",
-        "--request-partitions", "0", "--cores", "2", "--heap", "1g",
+        "--request-partitions", "0", "--cores", "2", "--heap", "1g", "--server-warmup-seconds", "2",
         "--out", tmp.resolve("e2e.json").toString(), "--work", tmp.resolve("work").toString()});
     assertEquals(0, E2EBenchmark.run(o, "smoke"), "failed runs (see " + tmp + "/work/logs)");
 
