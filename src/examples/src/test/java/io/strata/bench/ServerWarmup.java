@@ -109,7 +109,8 @@ final class ServerWarmup {
       String a = dir + "a";
       String b = dir + "b";
       c.putObject(p -> p.bucket(bucket).key(a).ifNoneMatch("*")
-          .metadata(Map.of("warmup-id", UUID.randomUUID().toString())), RequestBody.fromBytes(small));
+          .metadata(Map.of("warmup-id", UUID.randomUUID().toString())),
+          RequestBody.fromBytes(small));
       try {
         c.putObject(p -> p.bucket(bucket).key(a).ifNoneMatch("*"), RequestBody.fromBytes(small));
         throw new IllegalStateException("the server let a create-only PUT overwrite " + a);
