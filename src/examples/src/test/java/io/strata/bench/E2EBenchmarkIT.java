@@ -28,7 +28,10 @@ class E2EBenchmarkIT {
   @Test
   void tinyRunProducesResultsTablesAndPlots() throws Exception {
     E2EBenchmark.Options o = E2EBenchmark.parse(new String[] {
-        "--sizes", "2000", "--dedup-sizes", "none", "--setups", "strata,rocksdb-changelog-tuned",
+        // rocksdb-default uploads whole RocksDB checkpoints through S3A's transfer manager (the
+        // SDK's async client): its run fails if the benchmark's class path lacks what S3A needs.
+        "--sizes", "2000", "--dedup-sizes", "none", "--setups",
+        "strata,rocksdb-changelog-tuned,rocksdb-default",
         "--latency", "none", "--partitions", "2", "--batch-keys", "500",
         "--load-batch-keys", "2000", "--warmup", "0", "--steady", "1",
         "--request-partitions", "0", "--cores", "2", "--heap", "1g", "--server-warmup-seconds", "2",
@@ -37,7 +40,7 @@ class E2EBenchmarkIT {
 
     JsonNode doc = new ObjectMapper().readTree(tmp.resolve("e2e.json").toFile());
     JsonNode runs = doc.path("runs");
-    assertEquals(2, runs.size(), "one result per set-up");
+    assertEquals(3, runs.size(), "one result per set-up");
     for (JsonNode r : runs) {
       String setup = r.path("spec").path("setup").asText();
       assertFalse(r.has("error"), setup + " failed: " + r.path("error").asText());
