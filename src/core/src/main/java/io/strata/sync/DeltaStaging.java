@@ -5,8 +5,10 @@ import io.strata.engine.LocalFiles;
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -94,7 +96,8 @@ final class DeltaStaging {
   /**
    * Claims this JVM's directory under {@code root/strata-<user>} ({@link LocalDirs#claim}, which
    * also deletes the directories of JVMs that are gone). Empty if {@code root} is not a writable
-   * directory or the claim fails; never throws.
+   * directory, if {@code strata-<user>} is not a private directory of this process's user (see
+   * {@link #checkPrivate}), or if the claim fails; never throws.
    */
   static Optional<Path> resolve(Path root, String user) {
     if (!Files.isDirectory(root) || !Files.isWritable(root)) {
@@ -102,7 +105,7 @@ final class DeltaStaging {
     }
     Path base = root.resolve("strata-" + user.replaceAll("[^A-Za-z0-9._-]", "_"));
     try {
-      if (!Files.isDirectory(base)) {
+      if (!Files.exists(base, LinkOption.NOFOLLOW_LINKS)) {
         try {
           Files.createDirectory(base, PosixFilePermissions.asFileAttribute(
               PosixFilePermissions.fromString("rwx------")));
@@ -110,13 +113,45 @@ final class DeltaStaging {
           // another JVM of this user made it meanwhile
         }
       }
+      checkPrivate(root, base);
       Path mine = LocalDirs.claim(base);
       LOG.info("SST deltas of commits are staged in {} (memory-backed) before their PUT", mine);
       return Optional.of(mine);
     } catch (IOException | RuntimeException e) {
-      LOG.info("Cannot stage SST deltas under {}, they are written to the local disk: {}",
+      LOG.warn("Cannot stage SST deltas under {}, they are written to the local disk: {}",
           base, e.toString());
       return Optional.empty();
+    }
+  }
+
+  /**
+   * Makes sure {@code base} is a directory (not a link) owned by this process's user with no
+   * access for anyone else, tightening its mode if this user owns it. {@code /dev/shm} is shared
+   * by every user of the host (a YARN node runs many users' containers): a directory of the
+   * expected name made first by another user would let that user read the staged deltas, or
+   * swap them between their checksum and their PUT.
+   *
+   * @throws IOException if {@code base} is a link, not a directory, or owned by another user
+   *     (the message names the directory, its owner's uid and this process's)
+   */
+  static void checkPrivate(Path root, Path base) throws IOException {
+    Path probe = Files.createTempFile(root, ".strata-uid-", "");
+    int uid;
+    try {
+      uid = (Integer) Files.getAttribute(probe, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+    } finally {
+      Files.deleteIfExists(probe);
+    }
+    Map<String, Object> a = Files.readAttributes(base, "unix:uid,mode,isDirectory",
+        LinkOption.NOFOLLOW_LINKS);
+    int owner = (Integer) a.get("uid");
+    if (!(Boolean) a.get("isDirectory") || owner != uid) {
+      throw new IOException(base + " must be a directory owned by this process's user (uid "
+          + uid + "), found " + ((Boolean) a.get("isDirectory") ? "a directory" : "no directory")
+          + " of uid " + owner);
+    }
+    if (((Integer) a.get("mode") & 0077) != 0) {
+      Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwx------"));
     }
   }
 }

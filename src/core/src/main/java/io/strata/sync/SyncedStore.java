@@ -821,6 +821,9 @@ public final class SyncedStore implements AutoCloseable {
         invalidateLocal();
         return new CommitResult(m, key, stats(t0, t1, t2, t3, previousIngestNanos, delta, body,
             m));
+      } catch (Error e) { // e.g. no native thread for the ingest pool: never keep the new label
+        invalidateLocal();
+        throw e;
       }
       LOG.debug("{} committed version {} as {} ({} delta bytes, chain {})", identity, newVersion,
           key, delta.map(DeltaFile::size).orElse(0L), m.deltaChainLength());

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Optional;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,6 +30,31 @@ class DeltaStagingTest {
     Path other = DeltaStaging.resolve(Files.createDirectories(tmp.resolve("b")), "bob")
         .orElseThrow();
     assertFalse(other.equals(mine));
+  }
+
+  @Test
+  void aRootThisUserLeftOpenIsMadePrivate() throws Exception {
+    Path base = Files.createDirectory(tmp.resolve("strata-u"));
+    Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwxrwxrwx"));
+    assertTrue(DeltaStaging.resolve(tmp, "u").isPresent());
+    assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(base)));
+  }
+
+  @Test
+  void aLinkOrAnotherUsersRootIsRefusedAndDeltasGoToTheLocalDisk() throws Exception {
+    Path elsewhere = Files.createDirectory(tmp.resolve("elsewhere"));
+    Files.createSymbolicLink(tmp.resolve("strata-l"), elsewhere);
+    assertEquals(Optional.empty(), DeltaStaging.resolve(tmp, "l"), "a link is not followed");
+    try (var files = Files.list(elsewhere)) {
+      assertEquals(0, files.count(), "nothing was claimed through the link");
+    }
+    Path probe = Files.createTempFile(tmp, "probe", "");
+    int uid = (Integer) Files.getAttribute(probe, "unix:uid");
+    // Only root can give a directory to another user.
+    Assumptions.assumeTrue(uid == 0, "needs root to chown");
+    Path theirs = Files.createDirectory(tmp.resolve("strata-o"));
+    Files.setAttribute(theirs, "unix:uid", 4242);
+    assertEquals(Optional.empty(), DeltaStaging.resolve(tmp, "o"), "owned by uid 4242");
   }
 
   @Test
