@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The job container's command (docker/compose.yaml): spark-submit of the flights demo to the
 # standalone cluster in client mode, so the driver runs here and prints the demo's lines.
 #

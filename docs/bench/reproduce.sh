@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Re-runs the end-to-end benchmark exactly as for the results committed in docs/bench/ and
 # regenerates docs/benchmarks.md from them. Run from the repository root; needs Java 17 and
 # Maven. Five invocations, one results file each (see docs/benchmarks.md, "Commands"):

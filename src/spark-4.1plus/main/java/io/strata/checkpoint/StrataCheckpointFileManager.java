@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.checkpoint;
 
 import java.io.IOException;
@@ -71,7 +72,8 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
   /**
    * Opens {@code path}: one GET, or none for one of the last small files this manager wrote.
    *
-   * @throws java.io.FileNotFoundException (undeclared, Scala-style) if it does not exist
+   * <p>Throws {@code java.io.FileNotFoundException}, undeclared (Spark's Scala callers expect
+   * it), if it does not exist.
    */
   @Override
   public FSDataInputStream open(Path path) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Spark's own checkpoint files on S3 without Hadoop S3A: {@link
  * io.strata.checkpoint.StrataCheckpointFileManager}, a {@code CheckpointFileManager} for {@code

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
 import io.strata.config.S3aFallbacks;
@@ -170,13 +171,14 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
    * A writable store holding version {@code version} (Spark's batch id; 0 is empty); each
    * version's {@code getStore} forwards here.
    *
+   * <p>Throws {@code org.apache.spark.SparkException}, undeclared (Spark's Scala callers expect
+   * it): {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION} for a negative version, {@code
+   * ...CANNOT_READ_STREAMING_STATE_FILE} for a version never committed, {@code ...UNCATEGORIZED}
+   * for any other load failure (cause names the store, version and object key)
+   *
    * @param stateStoreCkptId the checkpoint id of {@code version} (checkpoint format 2), or none
    * @param forceSnapshotOnCommit upload a base snapshot of the new version at its commit (Spark
    *     4.2: the coordinator found this store's snapshots lagging); false before 4.2
-   * @throws org.apache.spark.SparkException {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION}
-   *     for a negative version, {@code ...CANNOT_READ_STREAMING_STATE_FILE} for a version never
-   *     committed, {@code ...UNCATEGORIZED} for any other load failure (cause names the store,
-   *     version and object key)
    */
   protected final StateStore openStore(long version, Option<String> stateStoreCkptId,
       boolean forceSnapshotOnCommit) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
 import io.strata.format.ColumnFamily;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The Spark-facing layer (Spark 4.1): {@link io.strata.spark.StrataStateStoreProvider} and its
  * store handles, {@code UnsafeRow} &lt;-&gt; bytes, the store life cycle and task lock, Spark's

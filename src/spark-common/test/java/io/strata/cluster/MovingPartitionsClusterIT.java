@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.cluster;
 
 import static io.strata.cluster.ClusterSupport.EXECUTORS_UP;

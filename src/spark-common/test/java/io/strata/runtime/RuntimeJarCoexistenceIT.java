@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -47,21 +48,21 @@ class RuntimeJarCoexistenceIT {
   private static final String BUCKET = "strata-coexistence";
   private static final String CHECKPOINT = "ckpt/counts/";
   /** Errors of a classpath clash; none may appear in the child's output. */
-  private static final List<String> CLASH_ERRORS = List.of("LinkageError", "NoSuchMethodError",
+  static final List<String> CLASH_ERRORS = List.of("LinkageError", "NoSuchMethodError",
       "NoSuchFieldError", "NoClassDefFoundError", "ClassCastException",
       "IncompatibleClassChangeError", "AbstractMethodError", "ServiceConfigurationError");
 
   /** The input files: {@code key,n} rows; the stream reads one file per batch. */
-  private static final Map<String, String> INPUT = Map.of(
+  static final Map<String, String> INPUT = Map.of(
       "input/part-0.csv", "a,1\nb,2\na,3\n",
       "input/part-1.csv", "b,4\nc,5\n",
       "input/part-2.csv", "a,6\nc,7\nc,8\n");
   /** Appended to the input between the two runs. */
-  private static final Map<String, String> STAGING = Map.of("staging/part-3.csv", "a,10\nd,20\n");
+  static final Map<String, String> STAGING = Map.of("staging/part-3.csv", "a,10\nd,20\n");
   /** key=count:sum over the three input files. */
-  private static final String BEFORE = "a=3:10 b=2:6 c=3:20";
+  static final String BEFORE = "a=3:10 b=2:6 c=3:20";
   /** key=count:sum over all four files. */
-  private static final String AFTER = "a=4:20 b=2:6 c=3:20 d=1:20";
+  static final String AFTER = "a=4:20 b=2:6 c=3:20 d=1:20";
 
   @TempDir Path work;
 
@@ -139,7 +140,7 @@ class RuntimeJarCoexistenceIT {
     assertTrue(Files.isRegularFile(bundle), "SDK bundle missing (mvn verify copies it): " + bundle);
 
     List<String> cp = new ArrayList<>();
-    cp.add(jobClassesOnly().toString());
+    cp.add(jobClassesOnly(work).toString());
     cp.addAll(entries(pieces.resolve("spark.classpath")));
     cp.addAll(entries(pieces.resolve("hadoop-aws.classpath")));
     cp.add(bundle.toString());
@@ -148,7 +149,7 @@ class RuntimeJarCoexistenceIT {
   }
 
   /** A directory with {@link CoexistenceJob}'s class files and nothing else. */
-  private Path jobClassesOnly() throws IOException {
+  static Path jobClassesOnly(Path work) throws IOException {
     Path from = Path.of(CoexistenceJob.class.getProtectionDomain().getCodeSource().getLocation()
         .getPath());
     String pkg = CoexistenceJob.class.getPackageName().replace('.', '/');
@@ -165,7 +166,7 @@ class RuntimeJarCoexistenceIT {
     return work.resolve("job-classes");
   }
 
-  private static List<String> entries(Path classpathFile) throws IOException {
+  static List<String> entries(Path classpathFile) throws IOException {
     assertTrue(Files.isRegularFile(classpathFile),
         "missing (mvn verify writes it): " + classpathFile);
     String cp = Files.readString(classpathFile).trim();
@@ -217,19 +218,19 @@ class RuntimeJarCoexistenceIT {
   }
 
   /** The rest of the child's output line starting with {@code prefix + " "}. */
-  private static String line(String out, String prefix) {
+  static String line(String out, String prefix) {
     Matcher m = Pattern.compile("(?m)^" + Pattern.quote(prefix) + " (.*)$").matcher(out);
     assertTrue(m.find(), "no line '" + prefix + "' in the child's output:\n" + tail(out));
     return m.group(1).trim();
   }
 
-  private static long metric(String out, String step, String name) {
+  static long metric(String out, String step, String name) {
     Matcher m = Pattern.compile("(?m)^METRIC " + step + " " + name + "=(\\d+)$").matcher(out);
     assertTrue(m.find(), "no metric " + name + " for " + step + ":\n" + tail(out));
     return Long.parseLong(m.group(1));
   }
 
-  private static String tail(String out) {
+  static String tail(String out) {
     return out.length() <= 6000 ? out : out.substring(out.length() - 6000);
   }
 }

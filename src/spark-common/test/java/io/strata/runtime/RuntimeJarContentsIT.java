@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -276,7 +277,11 @@ class RuntimeJarContentsIT {
     assertTrue(license.contains("Apache License") && license.contains("Version 2.0, January 2004"),
         "META-INF/LICENSE has the Apache License 2.0 text");
     assertTrue(license.contains("Reactive Streams"), "META-INF/LICENSE lists what else applies");
+    assertTrue(license.contains("Strata itself: Apache License 2.0"),
+        "META-INF/LICENSE states Strata's own license");
     String notice = read("META-INF/NOTICE");
+    assertTrue(notice.contains("Copyright 2026 The Strata Authors"),
+        "META-INF/NOTICE begins with Strata's own notice");
     for (String part : List.of("AWS SDK for Java", "Apache HttpClient",
         "Apache HttpComponents Core", "Jackson")) {
       assertTrue(notice.contains(part), "META-INF/NOTICE includes the notice of " + part);

@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.config;
 
+import io.strata.objectstore.S3WriteSettings;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,6 +23,13 @@ public final class S3aFallbacks {
       .flatMap(o -> o.fallbackKey().stream()).toList();
   /** The endpoint's fallback key, {@code fs.s3a.endpoint}, which may come without a scheme. */
   private static final String ENDPOINT = StrataConf.S3_ENDPOINT.fallbackKey().orElseThrow();
+  /** S3A's encryption algorithm, {@code fs.s3a.encryption.algorithm}. */
+  private static final String SSE = StrataConf.S3_SSE.fallbackKey().orElseThrow();
+  /** S3A's encryption key, {@code fs.s3a.encryption.key}. */
+  private static final String SSE_KEY = StrataConf.S3_SSE_KMS_KEY_ID.fallbackKey().orElseThrow();
+  /** The names S3A had for them before Hadoop 3.3 (still read by S3A, as deprecated keys). */
+  static final String OLD_SSE = "fs.s3a.server-side-encryption-algorithm";
+  static final String OLD_SSE_KEY = "fs.s3a.server-side-encryption.key";
 
   private S3aFallbacks() { }
 
@@ -28,6 +37,14 @@ public final class S3aFallbacks {
    * The fallback entries present in {@code lookup}, trimmed; blank values are left out. An
    * {@code fs.s3a.endpoint} without a scheme gets {@code https://}, or {@code http://} when
    * {@code fs.s3a.connection.ssl.enabled} is {@code false} (S3A's own rule).
+   *
+   * <p>S3A's encryption settings are translated: {@code fs.s3a.encryption.algorithm} (or the
+   * deprecated {@code fs.s3a.server-side-encryption-algorithm}) {@code SSE-S3} becomes {@code
+   * AES256} and {@code SSE-KMS} becomes {@code aws:kms} (S3A's {@code S3AEncryptionMethods}
+   * names); other values pass through, so {@link StrataConf#from} refuses them naming the S3A
+   * key. The key ({@code fs.s3a.encryption.key}, or the deprecated {@code
+   * fs.s3a.server-side-encryption.key}) is kept only with {@code SSE-KMS}, as S3A reads it only
+   * then for a KMS key (with {@code SSE-C} it would be the customer's secret key).
    *
    * @param lookup returns the value of a key, or null if unset; null means no Hadoop settings
    * @return entries for {@link StrataConf#from}'s {@code hadoop} argument
@@ -50,6 +67,31 @@ public final class S3aFallbacks {
       }
       m.put(k, v);
     }
+    encryption(lookup, m);
     return m;
+  }
+
+  private static void encryption(UnaryOperator<String> lookup, Map<String, String> m) {
+    String algorithm = m.containsKey(SSE) ? m.get(SSE) : trimmed(lookup.apply(OLD_SSE));
+    String key = m.containsKey(SSE_KEY) ? m.get(SSE_KEY) : trimmed(lookup.apply(OLD_SSE_KEY));
+    m.remove(SSE);
+    m.remove(SSE_KEY);
+    if (algorithm == null) {
+      return;
+    }
+    String strata = switch (algorithm.toUpperCase(java.util.Locale.ROOT)) {
+      case "SSE-S3", "AES256" -> S3WriteSettings.SSE_S3;
+      case "SSE-KMS", "AWS:KMS" -> S3WriteSettings.SSE_KMS;
+      case "NONE" -> S3WriteSettings.SSE_NONE;
+      default -> algorithm; // refused by StrataConf.from, naming fs.s3a.encryption.algorithm
+    };
+    m.put(SSE, strata);
+    if (strata.equals(S3WriteSettings.SSE_KMS) && key != null) {
+      m.put(SSE_KEY, key);
+    }
+  }
+
+  private static String trimmed(String v) {
+    return v == null || v.isBlank() ? null : v.trim();
   }
 }

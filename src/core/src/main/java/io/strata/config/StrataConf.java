@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.config;
 
 import io.strata.objectstore.S3ClientFactory;
+import io.strata.objectstore.S3Regions;
 import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
 import java.net.URI;
@@ -108,12 +110,16 @@ public record StrataConf(
       .noDefaultValue("AWS S3")
       .fallbackKey("fs.s3a.endpoint")
       .description("S3 endpoint URL, e.g. `http://127.0.0.1:9000` for MinIO or S3Proxy.");
-  /** {@code s3.region}: the signing region. */
+  /** {@code s3.region}: the signing region; resolved by {@link S3Regions} when unset. */
   public static final ConfigOption<String> S3_REGION = ConfigOption.key("s3.region")
       .type(OptionType.region())
-      .defaultValue("us-east-1")
+      .noDefaultValue("the endpoint's region, else the SDK's region chain, else `us-east-1`")
       .fallbackKey("fs.s3a.endpoint.region")
-      .description("Signing region of the bucket.");
+      .description("Signing region of the bucket. When unset (here and in S3A's key): the "
+          + "region in an AWS endpoint's host name (`s3.eu-west-1.amazonaws.com`), `us-east-1` "
+          + "for another endpoint; without an endpoint, the `aws.region` system property, "
+          + "`AWS_REGION` or the AWS profile's region, else `us-east-1`. Against AWS, buckets "
+          + "in any region are reached (the SDK's cross-region bucket access).");
   /** {@code s3.pathStyleAccess}: path-style addressing. */
   public static final ConfigOption<Boolean> S3_PATH_STYLE = ConfigOption.key("s3.pathStyleAccess")
       .type(OptionType.bool())
@@ -170,13 +176,18 @@ public record StrataConf(
   public static final ConfigOption<String> S3_SSE = ConfigOption.key("s3.sse")
       .type(OptionType.serverSideEncryption())
       .defaultValue(S3WriteSettings.SSE_NONE)
+      .fallbackKey("fs.s3a.encryption.algorithm")
       .description("Server-side encryption requested on every PUT Strata makes: `none` (no "
           + "header; the bucket's default encryption applies), `AES256` (SSE-S3) or `aws:kms` "
-          + "(SSE-KMS).");
+          + "(SSE-KMS). When neither this nor `s3.sseKmsKeyId` is set, S3A's "
+          + "`fs.s3a.encryption.algorithm` (`SSE-S3`, `SSE-KMS`; or the older "
+          + "`fs.s3a.server-side-encryption-algorithm`) and `fs.s3a.encryption.key` apply; "
+          + "S3A's `SSE-C`, `DSSE-KMS` and client-side modes are refused.");
   /** {@code s3.sseKmsKeyId}: the KMS key for {@code s3.sse=aws:kms}; no default. */
   public static final ConfigOption<String> S3_SSE_KMS_KEY_ID = ConfigOption.key("s3.sseKmsKeyId")
       .type(OptionType.nonBlank())
       .noDefaultValue("none (the account's `aws/s3` key)")
+      .fallbackKey("fs.s3a.encryption.key")
       .description("KMS key id, alias or ARN sent with `s3.sse=aws:kms` "
           + "(`x-amz-server-side-encryption-aws-kms-key-id`); refused with any other `s3.sse`.");
   /** {@code s3.storageClass}: storage class of every object written; no default. */
@@ -298,12 +309,13 @@ public record StrataConf(
   /**
    * Resolves the settings.
    *
-   * @param settings Spark SQL confs (full keys); keys under {@link #PREFIX} are read, unknown
-   *     keys under it are rejected so a typo never passes silently
+   * @param settings Spark SQL confs (full keys); keys under {@link #PREFIX} are read; an unknown
+   *     key under it is logged once per JVM at WARN with the closest known key (a newer
+   *     Strata's key in shared defaults must not stop an older jar), never refused
    * @param hadoop Hadoop configuration entries used as fallbacks ({@code fs.s3a.*}); may be empty
    * @return the validated settings
    * @throws IllegalArgumentException naming the key, the value (unless secret) and what is
-   *     allowed, for the first bad or unknown setting
+   *     allowed, for the first bad setting
    */
   public static StrataConf from(Map<String, String> settings, Map<String, String> hadoop) {
     List<String> known = new ArrayList<>();
@@ -312,8 +324,7 @@ public record StrataConf(
     }
     for (String k : settings.keySet()) {
       if (k.startsWith(PREFIX) && !known.contains(k)) {
-        throw new IllegalArgumentException("Unknown Strata setting " + k + "; known settings: "
-            + String.join(", ", known));
+        UnknownSettings.warn(k, known);
       }
     }
     Reader r = new Reader(settings, hadoop);
@@ -331,12 +342,16 @@ public record StrataConf(
           + ": expected at most " + S3_API_CALL_TIMEOUT.fullKey() + " (" + call + ")");
     }
     Optional<URI> endpoint = r.opt(S3_ENDPOINT);
-    String region = r.get(S3_REGION);
+    Optional<String> configuredRegion = r.opt(S3_REGION);
+    String region = S3Regions.resolve(configuredRegion, endpoint);
     if (endpoint.isEmpty() && !S3ClientFactory.isKnownAwsRegion(region)) {
       // Without an endpoint the SDK would resolve s3.<region>.amazonaws.com and retry a host
       // that does not exist until the call times out.
-      throw new IllegalArgumentException("Invalid value '" + region + "' for "
-          + S3_REGION.fullKey() + ": expected an AWS region such as us-east-1 or eu-west-1 "
+      String from = configuredRegion.isPresent() ? S3_REGION.fullKey()
+          : S3_REGION.fullKey() + " (unset; taken from the SDK's region chain: the aws.region "
+              + "system property, AWS_REGION or the AWS profile)";
+      throw new IllegalArgumentException("Invalid value '" + region + "' for " + from
+          + ": expected an AWS region such as us-east-1 or eu-west-1 "
           + "(for an S3-compatible server, set " + S3_ENDPOINT.fullKey() + " as well)");
     }
     S3Settings s3 = new S3Settings(
@@ -374,8 +389,11 @@ public record StrataConf(
    * @throws IllegalArgumentException naming the keys if a KMS key id comes without aws:kms
    */
   private static S3WriteSettings writes(Reader r) {
-    String sse = r.get(S3_SSE);
-    Optional<String> kmsKey = r.opt(S3_SSE_KMS_KEY_ID);
+    // Strata's encryption keys, if either is set, replace S3A's as a pair: never an algorithm
+    // from one and a key from the other.
+    Reader encryption = r.isSet(S3_SSE) || r.isSet(S3_SSE_KMS_KEY_ID) ? r.withoutFallbacks() : r;
+    String sse = encryption.get(S3_SSE);
+    Optional<String> kmsKey = encryption.opt(S3_SSE_KMS_KEY_ID);
     if (kmsKey.isPresent() && !sse.equals(S3WriteSettings.SSE_KMS)) {
       throw new IllegalArgumentException("Invalid " + S3_SSE_KMS_KEY_ID.fullKey() + ": a KMS key "
           + "id needs " + S3_SSE.fullKey() + "=aws:kms, but " + S3_SSE.fullKey() + " is " + sse);
@@ -389,6 +407,16 @@ public record StrataConf(
     Reader {
       settings = settings == null ? Collections.emptyMap() : settings;
       hadoop = hadoop == null ? Collections.emptyMap() : hadoop;
+    }
+
+    /** Whether the option's own (Strata) key is set, whatever its fallback holds. */
+    boolean isSet(ConfigOption<?> option) {
+      return settings.get(option.fullKey()) != null;
+    }
+
+    /** This reader without the Hadoop fallbacks. */
+    Reader withoutFallbacks() {
+      return new Reader(settings, Collections.emptyMap());
     }
 
     /**

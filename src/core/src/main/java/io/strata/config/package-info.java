@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Strata's settings: each option defined once as a {@link io.strata.config.ConfigOption} (key,
  * {@link io.strata.config.OptionType} with bounds, typed default, S3A fallback key, description),

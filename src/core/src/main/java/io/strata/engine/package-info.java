@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The local engine: one RocksDB per state store on the executor's disk, the writes of the
  * version being built, SST delta writing and ingestion, local checkpoints, the block cache and

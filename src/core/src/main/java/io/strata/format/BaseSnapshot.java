@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.format;
 
 import java.util.HashSet;
@@ -14,8 +15,9 @@ import java.util.Set;
  * @param attempt the attempt id of that version
  * @param files every file of the checkpoint (SSTs, the RocksDB MANIFEST, CURRENT, OPTIONS), each
  *     name once
- * @throws IllegalArgumentException if the attempt id is invalid or two files share a name
- *     (decoding turns it into a {@link ManifestFormatException})
+ *
+ * <p>The constructor throws {@link IllegalArgumentException} if the attempt id is invalid or two
+ * files share a name (decoding turns it into a {@link ManifestFormatException}).
  */
 public record BaseSnapshot(long version, String attempt, List<BaseFile> files) {
   public BaseSnapshot {

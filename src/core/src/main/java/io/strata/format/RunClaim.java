@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.format;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -9,8 +10,9 @@ import java.util.Objects;
 /**
  * A query run's claim of an epoch in one store (layout 2, checkpoint format 1): the body of
  * {@link StoreLayout#runClaim}, written once with a create-only PUT. The epoch orders Spark's
- * query runs (whose run ids are random UUIDs): a run's version objects carry its epoch in their
- * key ({@link StoreLayout#epochVersionObject}), and a load takes the greatest epoch of a version.
+ * query runs (whose run ids are random UUIDs): a run's version objects record its epoch in their
+ * manifest (a version re-committed by a later run is a new generation, {@link
+ * StoreLayout#generationVersionObject}), and a load takes the greatest epoch of a version.
  * See docs/format.md, "Query runs and epochs".
  *
  * <p>JSON, one object: {@code {"formatVersion": 1, "storeId": ..., "epoch": n, "runId": ...,

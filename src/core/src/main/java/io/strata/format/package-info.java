@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The remote format as pure code: object keys ({@link io.strata.format.StoreLayout}), {@link
  * io.strata.format.Manifest} records, the manifest codec with its format version, published

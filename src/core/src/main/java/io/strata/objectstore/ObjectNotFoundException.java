@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.objectstore;
 
 /** A read named a key with no object (S3 404 NoSuchKey; a missing file). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.objectstore;
 
 import java.net.URI;
@@ -51,6 +52,7 @@ public final class S3ClientFactory {
     S3ClientBuilder builder = S3Client.builder();
     applyEndpoint(builder, settings);
     builder.region(region(settings));
+    builder.crossRegionAccessEnabled(crossRegionAccess(settings));
     builder.forcePathStyle(settings.pathStyleAccess());
     builder.requestChecksumCalculation(requestChecksums(settings));
     legacyMd5(builder, settings);
@@ -98,6 +100,16 @@ public final class S3ClientFactory {
     if (settings.writes().legacyMd5()) {
       builder.addPlugin(LegacyMd5Plugin.create());
     }
+  }
+
+  /**
+   * Step: the SDK's cross-region bucket access, for AWS itself (no endpoint override): a bucket
+   * in another region than the signing region answers with a redirect, which the client follows
+   * once and remembers, as S3A does when no region is set. Off for S3-compatible servers, which
+   * have one region.
+   */
+  static boolean crossRegionAccess(S3Settings settings) {
+    return settings.endpoint().isEmpty();
   }
 
   /** Step: the signing region. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Storage for Strata: the small {@link io.strata.objectstore.ObjectStore} interface that the
  * commit protocol talks to (put-if-absent, put, get, ranged and tail get, head, list, delete,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Synchronisation between a store's local RocksDB and the object store. {@link
  * io.strata.sync.SyncedStore} keeps the version life cycle (load, the version being built,

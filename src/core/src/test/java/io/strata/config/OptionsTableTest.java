@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -36,8 +37,9 @@ class OptionsTableTest {
     String block = OptionsTable.block(StrataConf.OPTIONS);
     assertTrue(block.contains("| `" + StrataConf.PREFIX + "gc.gracePeriod` | `1h` | "
         + "duration of at least `1m` ("), block);
-    assertTrue(block.contains("| `" + StrataConf.PREFIX + "s3.region` | `us-east-1` (or "
-        + "`fs.s3a.endpoint.region`) | "), block);
+    assertTrue(block.contains("| `" + StrataConf.PREFIX + "s3.region` | the endpoint's region, "
+        + "else the SDK's region chain, else `us-east-1` (or `fs.s3a.endpoint.region`) | "),
+        block);
     assertTrue(block.contains("| `" + StrataConf.PREFIX + "spillThreshold` | `64m` | "), block);
     assertTrue(block.contains("| `" + StrataConf.PREFIX + "memory.max` | `auto` | "), block);
     assertTrue(block.contains("| `" + StrataConf.PREFIX + "localDir` | a directory inside "
@@ -90,6 +92,7 @@ class OptionsTableTest {
   @Test
   void s3aFallbacksReadEveryOptionsFallbackKey() {
     assertEquals(List.of("fs.s3a.endpoint", "fs.s3a.endpoint.region", "fs.s3a.path.style.access",
-        "fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token"), S3aFallbacks.KEYS);
+        "fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token",
+        "fs.s3a.encryption.algorithm", "fs.s3a.encryption.key"), S3aFallbacks.KEYS);
   }
 }

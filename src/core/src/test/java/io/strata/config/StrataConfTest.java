@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -8,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.net.URI;
 import java.nio.file.Files;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
@@ -168,11 +170,50 @@ class StrataConfTest {
   }
 
   @Test
-  void unknownKeyUnderThePrefixIsRejected() {
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(P + "snapshotIntervall", "3"), Map.of()));
-    assertTrue(e.getMessage().contains(P + "snapshotIntervall"), e.getMessage());
-    assertTrue(e.getMessage().contains(P + "snapshotInterval"), e.getMessage());
+  void aRegionalS3aEndpointWithoutARegionSignsForTheEndpointsRegion() {
+    StrataConf c = StrataConf.from(Map.of(),
+        S3aFallbacks.from(Map.of("fs.s3a.endpoint", "s3.eu-west-2.amazonaws.com")::get));
+    assertEquals("eu-west-2", c.s3().region());
+    assertEquals(Optional.of(URI.create("https://s3.eu-west-2.amazonaws.com")), c.s3().endpoint());
+    // S3A's own region key, or Strata's, still wins
+    assertEquals("eu-west-1", StrataConf.from(Map.of(), S3aFallbacks.from(Map.of(
+        "fs.s3a.endpoint", "s3.eu-west-2.amazonaws.com", "fs.s3a.endpoint.region",
+        "eu-west-1")::get)).s3().region());
+    assertEquals("us-east-1", StrataConf.from(Map.of(P + "s3.endpoint", "http://127.0.0.1:9000"),
+        Map.of()).s3().region(), "an S3-compatible server without a region");
+  }
+
+  @Test
+  void unknownKeyUnderThePrefixIsWarnedAboutOnceWithTheClosestKnownKey() {
+    String key = P + "snapshotIntervall" + System.nanoTime(); // new to this JVM
+    try (LogCapture log = new LogCapture()) {
+      StrataConf c = StrataConf.from(Map.of(key, "3", P + "snapshotInterval", "7"), Map.of());
+      assertEquals(7, c.snapshotInterval(), "the known keys still apply");
+      StrataConf.from(Map.of(key, "3"), Map.of());
+      List<String> warned = log.lines.stream().filter(l -> l.contains(key)).toList();
+      assertEquals(1, warned.size(), "one WARN per key per JVM: " + log.lines);
+      assertTrue(warned.get(0).startsWith("WARN "), warned.get(0));
+      assertTrue(warned.get(0).contains("did you mean " + P + "snapshotInterval?"), warned.get(0));
+      assertFalse(warned.get(0).contains("=3") || warned.get(0).contains("'3'"),
+          "the value is not logged: " + warned.get(0));
+    }
+  }
+
+  @Test
+  void aNewerStratasKeyDoesNotStopTheQueryButABadValueOfAKnownKeyStillDoes() {
+    StrataConf.from(Map.of(P + "changeFeed.enabled", "true"), Map.of());
+    assertBad(P + "snapshotInterval", "often", P + "snapshotInterval");
+  }
+
+  @Test
+  void closestKnownKeyIsByEditDistanceIgnoringCase() {
+    List<String> known = List.of(P + "s3.endpoint", P + "s3.region", P + "snapshotInterval");
+    assertEquals(P + "s3.region", UnknownSettings.closest(P + "s3.regoin", known));
+    assertEquals(P + "s3.endpoint", UnknownSettings.closest(P + "S3.Endpoint", known));
+    assertEquals(P + "snapshotInterval", UnknownSettings.closest(P + "snapshot.interval", known));
+    assertEquals(3, UnknownSettings.distance("kitten", "sitting"));
+    assertEquals(0, UnknownSettings.distance("", ""));
+    assertEquals(4, UnknownSettings.distance("", "abcd"));
   }
 
   @Test

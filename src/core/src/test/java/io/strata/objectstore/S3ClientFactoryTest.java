@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.objectstore;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -95,6 +96,23 @@ class S3ClientFactoryTest {
         Optional.of("s3cr3t"), Optional.empty(), 3, Duration.ZERO, Duration.ZERO, 8);
     assertEquals("s3.us-east-2.amazonaws.com", S3ClientFactory.describeEndpoint(aws));
     assertTrue(!plain().toString().contains("s3cr3t"), plain().toString());
+  }
+
+  @Test
+  void awsClientsReachBucketsInAnyRegionAndS3CompatibleOnesDoNot() {
+    S3Settings aws = new S3Settings(Optional.empty(), "us-east-1", false, Optional.of("AKID"),
+        Optional.of("s3cr3t"), Optional.empty(), 3, Duration.ZERO, Duration.ZERO, 8);
+    assertTrue(S3ClientFactory.crossRegionAccess(aws));
+    try (S3Client client = S3ClientFactory.create(aws)) {
+      // the SDK wraps a cross-region client around the plain one
+      assertTrue(client.getClass().getSimpleName().contains("CrossRegion"),
+          client.getClass().getName());
+    }
+    assertTrue(!S3ClientFactory.crossRegionAccess(plain()));
+    try (S3Client client = S3ClientFactory.create(plain())) {
+      assertTrue(!client.getClass().getSimpleName().contains("CrossRegion"),
+          client.getClass().getName());
+    }
   }
 
   @Test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
 import io.strata.metrics.RequestCounter;
@@ -22,7 +23,8 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
   /**
    * A writable store holding {@code version}; see {@link AbstractStrataProvider#openStore}.
    *
-   * @throws org.apache.spark.SparkException as {@link AbstractStrataProvider#openStore}
+   * <p>Throws {@code org.apache.spark.SparkException}, undeclared (Spark's Scala callers expect
+   * it): as {@link AbstractStrataProvider#openStore}
    */
   @Override
   public StateStore getStore(long version, Option<String> stateStoreCkptId) {

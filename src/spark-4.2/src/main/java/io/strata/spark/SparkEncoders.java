@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
 import io.strata.metrics.RequestCounter;
@@ -22,6 +23,9 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
   /**
    * A writable store holding {@code version}; see {@link AbstractStrataProvider#openStore}.
    *
+   * <p>Throws {@code org.apache.spark.SparkException}, undeclared (Spark's Scala callers expect
+   * it): as {@link AbstractStrataProvider#openStore}
+   *
    * @param forceSnapshotOnCommit the commit also uploads a base snapshot of the new version
    *     (Spark's coordinator asks when this store's snapshots lag; {@code
    *     forceSnapshotUploadOnLag})
@@ -29,7 +33,6 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
    *     state repartitioning) is not supported
    * @throws org.apache.spark.SparkUnsupportedOperationException ({@code
    *     STATE_STORE_UNSUPPORTED_OPERATION}) for {@code loadEmpty}, before anything is loaded
-   * @throws org.apache.spark.SparkException as {@link AbstractStrataProvider#openStore}
    */
   @Override
   public StateStore getStore(long version, Option<String> stateStoreCkptId,

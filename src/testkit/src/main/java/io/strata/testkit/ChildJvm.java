@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package io.strata.testkit;
 
 import java.io.File;
@@ -66,6 +67,21 @@ public final class ChildJvm implements AutoCloseable {
    */
   public static ChildJvm start(String classpath, Class<?> main, Path log, String... args)
       throws IOException {
+    return start(classpath, List.of(), main.getName(), log, args);
+  }
+
+  /**
+   * Starts the class named {@code main} with {@code args} on exactly {@code classpath}, with
+   * {@code jvmOptions} after the defaults (so they win: e.g. {@code -Duser.home=...}).
+   *
+   * @param classpath entries joined by {@link File#pathSeparator}
+   * @param jvmOptions extra JVM options, each one argument
+   * @param main the main class's binary name; the classpath must hold it
+   * @param log file for the child's standard output and error
+   * @throws IOException if the process cannot be started
+   */
+  public static ChildJvm start(String classpath, List<String> jvmOptions, String main, Path log,
+      String... args) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx1g");
@@ -79,9 +95,10 @@ public final class ChildJvm implements AutoCloseable {
         cmd.add(a);
       }
     }
+    cmd.addAll(jvmOptions);
     cmd.add("-cp");
     cmd.add(classpath);
-    cmd.add(main.getName());
+    cmd.add(main);
     cmd.addAll(Arrays.asList(args));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
         .redirectOutput(log.toFile());

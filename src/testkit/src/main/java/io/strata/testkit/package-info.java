@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * What Strata's tests and the flights demo share, outside every runtime jar: {@link
  * io.strata.testkit.S3ProxyServer} (an S3-compatible server in a child JVM on loopback), {@link
