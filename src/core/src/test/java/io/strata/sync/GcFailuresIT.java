@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.LogCapture;
 import io.strata.engine.SharedMemory;
 import io.strata.metrics.GcStats;
 import io.strata.objectstore.HeaderRecorder;
@@ -26,14 +27,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
-import org.apache.logging.log4j.Level;
-import org.apache.logging.log4j.LogManager;
-import org.apache.logging.log4j.core.LogEvent;
-import org.apache.logging.log4j.core.LoggerContext;
-import org.apache.logging.log4j.core.appender.AbstractAppender;
-import org.apache.logging.log4j.core.config.Configurator;
-import org.apache.logging.log4j.core.config.Property;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -125,7 +118,7 @@ class GcFailuresIT {
   @Test
   void failedRoundsAreCountedAndWarnedAboutNamingTheStoreAndTheCause() throws Exception {
     S3Settings s3 = s3(true);
-    try (SyncedStore s = committedStore(s3); Capture log = new Capture()) {
+    try (SyncedStore s = committedStore(s3); LogCapture log = new LogCapture()) {
       putJunk(s3);
       proxy.rule(r -> isDeleteObjects(r) ? FaultProxy.Fault.INTERNAL_ERROR
           : FaultProxy.Fault.NONE);
@@ -179,36 +172,6 @@ class GcFailuresIT {
       }
       bucket = "gcf-" + UUID.randomUUID().toString().substring(0, 13);
       server.createBucket(bucket);
-    }
-  }
-
-  /** Collects log events ("LEVEL logger: message") while open. */
-  private static final class Capture extends AbstractAppender implements AutoCloseable {
-    final List<String> lines = new CopyOnWriteArrayList<>();
-    private final Level strataLevel = LogManager.getLogger("io.strata").getLevel();
-
-    Capture() {
-      super("gc-capture-" + System.nanoTime(), null, null, true, Property.EMPTY_ARRAY);
-      start();
-      LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
-      ctx.getConfiguration().getRootLogger().addAppender(this, Level.ALL, null);
-      Configurator.setLevel("io.strata", Level.INFO);
-      ctx.updateLoggers();
-    }
-
-    @Override
-    public void append(LogEvent event) {
-      lines.add(event.getLevel() + " " + event.getLoggerName() + ": "
-          + event.getMessage().getFormattedMessage());
-    }
-
-    @Override
-    public void close() {
-      LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
-      ctx.getConfiguration().getRootLogger().removeAppender(getName());
-      Configurator.setLevel("io.strata", strataLevel);
-      ctx.updateLoggers();
-      stop();
     }
   }
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.strata.config;
+package io.strata;
 
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -11,12 +11,17 @@ import org.apache.logging.log4j.core.appender.AbstractAppender;
 import org.apache.logging.log4j.core.config.Configurator;
 import org.apache.logging.log4j.core.config.Property;
 
-/** Collects log events ("LEVEL logger: message") of every logger while open. */
-final class LogCapture extends AbstractAppender implements AutoCloseable {
-  final List<String> lines = new CopyOnWriteArrayList<>();
+/**
+ * Collects log events ("LEVEL logger: message") of every logger while open, with Strata's loggers
+ * at INFO; a test helper for strata-core's tests.
+ */
+public final class LogCapture extends AbstractAppender implements AutoCloseable {
+  /** The events so far, in order. */
+  public final List<String> lines = new CopyOnWriteArrayList<>();
   private final Level strataLevel = LogManager.getLogger("io.strata").getLevel();
 
-  LogCapture() {
+  /** Starts collecting. */
+  public LogCapture() {
     super("config-capture-" + System.nanoTime(), null, null, true, Property.EMPTY_ARRAY);
     start();
     LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
