@@ -4,6 +4,7 @@ package io.strata.config;
 import io.strata.objectstore.S3WriteSettings;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.function.UnaryOperator;
 
@@ -79,7 +80,7 @@ public final class S3aFallbacks {
     if (algorithm == null) {
       return;
     }
-    String strata = switch (algorithm.toUpperCase(java.util.Locale.ROOT)) {
+    String strata = switch (algorithm.toUpperCase(Locale.ROOT)) {
       case "SSE-S3", "AES256" -> S3WriteSettings.SSE_S3;
       case "SSE-KMS", "AWS:KMS" -> S3WriteSettings.SSE_KMS;
       case "NONE" -> S3WriteSettings.SSE_NONE;
