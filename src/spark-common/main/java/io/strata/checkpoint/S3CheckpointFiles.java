@@ -140,21 +140,24 @@ final class S3CheckpointFiles {
     Path qualified = qualify(path, hadoopConf, null);
     CheckpointPath cp = CheckpointPath.of(qualified);
     this.root = qualified;
-    this.s3 = settings(hadoopConf).s3();
+    this.s3 = settings(hadoopConf, cp.bucket()).s3();
     this.stores = new Stores(s3);
     this.cleanable = CLEANER.register(this, stores);
     stores.get(cp.bucket()); // fails now on a bad bucket name
   }
 
-  /** Strata's settings from a Hadoop configuration: its Strata keys, then S3A fallbacks. */
-  static StrataConf settings(Configuration conf) {
+  /**
+   * Strata's settings from a Hadoop configuration: its Strata keys, then S3A fallbacks for
+   * {@code bucket} (its {@code fs.s3a.bucket.<bucket>.*} keys before the global ones).
+   */
+  static StrataConf settings(Configuration conf, String bucket) {
     Map<String, String> strata = new HashMap<>();
     for (Map.Entry<String, String> e : conf) {
       if (e.getKey().startsWith(StrataConf.PREFIX)) {
         strata.put(e.getKey(), conf.get(e.getKey()));
       }
     }
-    return StrataConf.from(strata, S3aFallbacks.from(conf::get));
+    return StrataConf.from(strata, S3aFallbacks.from(conf::get, bucket));
   }
 
   /**

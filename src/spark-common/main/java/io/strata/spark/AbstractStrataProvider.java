@@ -153,7 +153,8 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
     }
     this.defaultCodec = newCodec(DEFAULT_CF, keySchema, valueSchema, keyStateEncoderSpec,
         useMultipleValuesPerKey);
-    this.conf = StrataConf.from(Scala.javaMap(storeConfs.sqlConfs()), s3aFallbacks(hadoopConf));
+    this.conf = StrataConf.from(Scala.javaMap(storeConfs.sqlConfs()),
+        s3aFallbacks(hadoopConf, ObjectStores.bucketOf(location())));
     this.memoryLimits = memoryLimits(conf, SparkEnv.get());
     // Fails now, naming the location, if its scheme is not one Strata can write to.
     ObjectStores.open(location(), conf.s3(), null).close();
@@ -693,8 +694,13 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
     return Math.max(MEMORY_AUTO_MIN, (overheadMiB << 20) / 2);
   }
 
-  /** Hadoop S3A settings Strata falls back to, with the endpoint given a scheme. */
-  static Map<String, String> s3aFallbacks(Configuration hadoop) {
-    return S3aFallbacks.from(hadoop == null ? null : hadoop::get);
+  /**
+   * Hadoop S3A settings Strata falls back to for {@code bucket} (its {@code
+   * fs.s3a.bucket.<bucket>.*} keys first), with the endpoint given a scheme.
+   *
+   * @param bucket the checkpoint location's bucket; null for a location that is not in S3
+   */
+  static Map<String, String> s3aFallbacks(Configuration hadoop, String bucket) {
+    return S3aFallbacks.from(hadoop == null ? null : hadoop::get, bucket);
   }
 }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.config;
 
+import io.strata.objectstore.S3Credentials;
 import io.strata.objectstore.S3WriteSettings;
 import java.net.URI;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Function;
@@ -184,6 +186,16 @@ public record OptionType<T>(String allowed, Function<String, T> parser,
    */
   public static OptionType<Path> path() {
     return new OptionType<>("path", s -> Paths.get(Parsers.nonBlank(s)), Path::toString);
+  }
+
+  /**
+   * A credentials provider list ({@link CredentialProviderNames}).
+   *
+   * @return the type
+   */
+  public static OptionType<List<S3Credentials.Provider>> credentialProviders() {
+    return new OptionType<>(CredentialProviderNames.allowed(), CredentialProviderNames::parse,
+        CredentialProviderNames::format);
   }
 
   /**

@@ -31,11 +31,45 @@ public final class S3aFallbacks {
   /** The names S3A had for them before Hadoop 3.3 (still read by S3A, as deprecated keys). */
   static final String OLD_SSE = "fs.s3a.server-side-encryption-algorithm";
   static final String OLD_SSE_KEY = "fs.s3a.server-side-encryption.key";
+  /** S3A's STS endpoint key, which may come without a scheme as the endpoint may. */
+  private static final String STS_ENDPOINT =
+      StrataConf.S3_ROLE_STS_ENDPOINT.fallbackKey().orElseThrow();
+  /** S3A's prefix, and the prefix of its per-bucket keys ({@code fs.s3a.bucket.<bucket>.}). */
+  static final String PREFIX = "fs.s3a.";
+  static final String BUCKET_PREFIX = "fs.s3a.bucket.";
+  /** The entry naming the bucket whose per-bucket keys answered (not an S3A key). */
+  static final String BUCKET_ENTRY = "fs.s3a.bucket";
+  /**
+   * Keys that are taken as one group: if any of a group's keys is set for the bucket, the
+   * group's global keys are all ignored, so a global {@code fs.s3a.access.key} meant for other
+   * buckets never pairs with this bucket's secret key or credentials provider.
+   */
+  static final List<List<String>> GROUPS = List.of(
+      List.of("fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token",
+          "fs.s3a.aws.credentials.provider", "fs.s3a.assumed.role.arn",
+          "fs.s3a.assumed.role.session.name", "fs.s3a.assumed.role.session.duration",
+          "fs.s3a.assumed.role.sts.endpoint"),
+      List.of(SSE, SSE_KEY, OLD_SSE, OLD_SSE_KEY));
 
   private S3aFallbacks() { }
 
   /**
-   * The fallback entries present in {@code lookup}, trimmed; blank values are left out. An
+   * As {@link #from(UnaryOperator, String)} without per-bucket keys.
+   *
+   * @param lookup returns the value of a key, or null if unset; null means no Hadoop settings
+   * @return entries for {@link StrataConf#from}'s {@code hadoop} argument
+   */
+  public static Map<String, String> from(UnaryOperator<String> lookup) {
+    return from(lookup, null);
+  }
+
+  /**
+   * The fallback entries present in {@code lookup} for {@code bucket}, trimmed; blank values are
+   * left out. S3A's per-bucket keys come first: {@code fs.s3a.bucket.<bucket>.<option>} wins
+   * over {@code fs.s3a.<option>} (S3A's {@code S3AUtils.propagateBucketOptions}); and for the
+   * credential keys and the encryption keys ({@link #GROUPS}), one per-bucket key of the group
+   * set means no global key of that group is read at all. A value taken from a per-bucket key
+   * is also returned under that key, so errors can name it. An
    * {@code fs.s3a.endpoint} without a scheme gets {@code https://}, or {@code http://} when
    * {@code fs.s3a.connection.ssl.enabled} is {@code false} (S3A's own rule).
    *
@@ -50,26 +84,75 @@ public final class S3aFallbacks {
    * @param lookup returns the value of a key, or null if unset; null means no Hadoop settings
    * @return entries for {@link StrataConf#from}'s {@code hadoop} argument
    */
-  public static Map<String, String> from(UnaryOperator<String> lookup) {
+  public static Map<String, String> from(UnaryOperator<String> lookup, String bucket) {
     Map<String, String> m = new HashMap<>();
     if (lookup == null) {
       return m;
     }
+    Map<String, String> perBucket = new HashMap<>();
+    UnaryOperator<String> forBucket = bucketView(lookup, bucket, perBucket);
     for (String k : KEYS) {
-      String v = lookup.apply(k);
-      if (v == null || v.isBlank()) {
+      String v = trimmed(forBucket.apply(k));
+      if (v == null) {
         continue;
       }
-      v = v.trim();
-      if (k.equals(ENDPOINT) && !v.contains("://")) {
-        String ssl = lookup.apply("fs.s3a.connection.ssl.enabled");
+      if ((k.equals(ENDPOINT) || k.equals(STS_ENDPOINT)) && !v.contains("://")) {
+        String ssl = forBucket.apply("fs.s3a.connection.ssl.enabled");
         boolean https = ssl == null || !ssl.trim().equalsIgnoreCase("false");
         v = (https ? "https://" : "http://") + v;
       }
       m.put(k, v);
     }
-    encryption(lookup, m);
+    encryption(forBucket, m);
+    perBucket.forEach((global, bucketKey) -> {
+      if (m.containsKey(global)) {
+        m.put(bucketKey, m.get(global));
+        m.put(BUCKET_ENTRY, bucket);
+      }
+    });
     return m;
+  }
+
+  /**
+   * {@code lookup} as S3A sees it for {@code bucket}: a per-bucket key before the global one,
+   * and no global key of a group with a per-bucket key set.
+   *
+   * @param used receives, for each global key answered from a per-bucket key, that key
+   */
+  private static UnaryOperator<String> bucketView(UnaryOperator<String> lookup, String bucket,
+      Map<String, String> used) {
+    if (bucket == null || bucket.isEmpty()) {
+      return lookup;
+    }
+    String prefix = BUCKET_PREFIX + bucket + ".";
+    UnaryOperator<String> own = k -> trimmed(lookup.apply(prefix + k.substring(PREFIX.length())));
+    return k -> {
+      String v = own.apply(k);
+      if (v != null) {
+        used.put(k, prefix + k.substring(PREFIX.length()));
+        return v;
+      }
+      for (List<String> group : GROUPS) {
+        if (group.contains(k) && group.stream().anyMatch(g -> own.apply(g) != null)) {
+          return null;
+        }
+      }
+      return lookup.apply(k);
+    };
+  }
+
+  /**
+   * The key a fallback value was read from, for messages: the per-bucket key that {@link
+   * #from(UnaryOperator, String)} returned beside {@code globalKey} with the same value, else
+   * {@code globalKey}.
+   */
+  static String sourceKey(Map<String, String> fallbacks, String globalKey) {
+    String bucket = fallbacks.get(BUCKET_ENTRY);
+    if (bucket == null || !globalKey.startsWith(PREFIX)) {
+      return globalKey;
+    }
+    String key = BUCKET_PREFIX + bucket + "." + globalKey.substring(PREFIX.length());
+    return fallbacks.containsKey(key) ? key : globalKey;
   }
 
   private static void encryption(UnaryOperator<String> lookup, Map<String, String> m) {

@@ -2,6 +2,7 @@
 package io.strata.config;
 
 import io.strata.objectstore.S3ClientFactory;
+import io.strata.objectstore.S3Credentials;
 import io.strata.objectstore.S3Regions;
 import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
@@ -148,6 +149,63 @@ public record StrataConf(
       .fallbackKey("fs.s3a.session.token")
       .secret()
       .description("Session token for temporary static credentials; never logged.");
+  /** {@code s3.credentialsProvider}: where credentials come from. */
+  public static final ConfigOption<List<S3Credentials.Provider>> S3_CREDENTIALS_PROVIDER =
+      ConfigOption.key("s3.credentialsProvider")
+      .type(OptionType.credentialProviders())
+      .noDefaultValue("the static keys if set, else `default`")
+      .fallbackKey("fs.s3a.aws.credentials.provider")
+      .description("Credentials providers tried in order, the first that yields credentials "
+          + "wins: `static` (the keys above), `temporary` (the keys and the session token), "
+          + "`environment`, `system-properties`, `profile` (a profile of the credentials file, "
+          + "re-read when it changes), `container`, `instance-profile`, `web-identity` (EKS "
+          + "service-account roles), `assumed-role` (STS AssumeRole of `s3.assumedRole.arn`), "
+          + "`default` (the AWS SDK's chain), `anonymous`. S3A's value is read as is: S3A's "
+          + "and the AWS SDKs' class names map to these (see "
+          + "[docs/operations.md](docs/operations.md#credentials)).");
+  /** {@code s3.profile}: the AWS profile the profile and default providers read. */
+  public static final ConfigOption<String> S3_PROFILE = ConfigOption.key("s3.profile")
+      .type(OptionType.nonBlank())
+      .noDefaultValue("`AWS_PROFILE`, else `default`")
+      .description("Profile of the AWS credentials file that the `profile` and `default` "
+          + "providers read.");
+  /** {@code s3.credentialsFile}: the credentials file the profile providers read. */
+  public static final ConfigOption<Path> S3_CREDENTIALS_FILE =
+      ConfigOption.key("s3.credentialsFile")
+      .type(OptionType.path())
+      .noDefaultValue("`AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`")
+      .description("AWS credentials file that the `profile` and `default` providers read, "
+          + "on every executor; a rewritten file (rotated keys) is picked up within about a "
+          + "second, without a restart.");
+  /** {@code s3.assumedRole.arn}: the role the assumed-role provider assumes. */
+  public static final ConfigOption<String> S3_ROLE_ARN = ConfigOption.key("s3.assumedRole.arn")
+      .type(OptionType.nonBlank())
+      .noDefaultValue("none")
+      .fallbackKey("fs.s3a.assumed.role.arn")
+      .description("ARN of the IAM role that the `assumed-role` provider assumes, with the "
+          + "static keys if set, else the `default` chain, as its own credentials.");
+  /** {@code s3.assumedRole.sessionName}: the STS role session name. */
+  public static final ConfigOption<String> S3_ROLE_SESSION_NAME =
+      ConfigOption.key("s3.assumedRole.sessionName")
+      .type(OptionType.nonBlank())
+      .defaultValue("strata")
+      .fallbackKey("fs.s3a.assumed.role.session.name")
+      .description("Role session name of the `assumed-role` provider's sessions.");
+  /** {@code s3.assumedRole.sessionDuration}: how long each assumed-role session lasts. */
+  public static final ConfigOption<Duration> S3_ROLE_SESSION_DURATION =
+      ConfigOption.key("s3.assumedRole.sessionDuration")
+      .type(OptionType.durationAtLeast(S3Credentials.AssumedRole.MIN_SESSION))
+      .defaultValue(Duration.ofHours(1))
+      .fallbackKey("fs.s3a.assumed.role.session.duration")
+      .description("Duration of each `assumed-role` session, at most `12h`; sessions are "
+          + "renewed before they expire.");
+  /** {@code s3.assumedRole.stsEndpoint}: an STS endpoint override. */
+  public static final ConfigOption<URI> S3_ROLE_STS_ENDPOINT =
+      ConfigOption.key("s3.assumedRole.stsEndpoint")
+      .type(OptionType.endpoint())
+      .noDefaultValue("the region's STS endpoint")
+      .fallbackKey("fs.s3a.assumed.role.sts.endpoint")
+      .description("STS endpoint the `assumed-role` provider calls.");
   /** {@code s3.maxAttempts}: attempts per S3 request. */
   public static final ConfigOption<Integer> S3_MAX_ATTEMPTS = ConfigOption.key("s3.maxAttempts")
       .type(OptionType.intAtLeast(1))
@@ -300,7 +358,9 @@ public record StrataConf(
   /** Every option, in documentation order (the order of README.md's configuration table). */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR,
       FILE_CHECKPOINT_SHARED, S3_ENDPOINT, S3_REGION,
-      S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_MAX_ATTEMPTS,
+      S3_PATH_STYLE, S3_ACCESS_KEY, S3_SECRET_KEY, S3_SESSION_TOKEN, S3_CREDENTIALS_PROVIDER,
+      S3_PROFILE, S3_CREDENTIALS_FILE, S3_ROLE_ARN, S3_ROLE_SESSION_NAME,
+      S3_ROLE_SESSION_DURATION, S3_ROLE_STS_ENDPOINT, S3_MAX_ATTEMPTS,
       S3_API_CALL_TIMEOUT, S3_ATTEMPT_TIMEOUT, S3_MAX_CONNECTIONS, S3_SSE, S3_SSE_KMS_KEY_ID,
       S3_STORAGE_CLASS, S3_PAYLOAD_CHECKSUMS, S3_LEGACY_MD5, SNAPSHOT_INTERVAL,
       SNAPSHOT_ON_COMMIT, STAGE_DELTAS_IN_MEMORY, TRANSFER_THREADS, SPILL_THRESHOLD, LOCK_TIMEOUT, MEMORY_BOUNDED, MEMORY_MAX, GC_ENABLED,
@@ -364,7 +424,7 @@ public record StrataConf(
         r.get(S3_MAX_ATTEMPTS),
         call,
         attempt,
-        r.get(S3_MAX_CONNECTIONS)).withWrites(writes(r));
+        r.get(S3_MAX_CONNECTIONS)).withWrites(writes(r)).withCredentials(credentials(r));
     return new StrataConf(
         r.opt(LOCAL_DIR),
         r.get(FILE_CHECKPOINT_SHARED),
@@ -379,6 +439,48 @@ public record StrataConf(
         r.get(MEMORY_MAX),
         r.get(GC_ENABLED),
         r.get(GC_GRACE_PERIOD));
+  }
+
+  /**
+   * The credentials source ({@link #S3_CREDENTIALS_PROVIDER} and what its providers need).
+   *
+   * @throws IllegalArgumentException naming the keys if a listed provider lacks what it needs:
+   *     {@code static} the keys, {@code temporary} the keys and the session token, {@code
+   *     assumed-role} a role ARN; or if the session duration exceeds 12 h
+   */
+  private static S3Credentials credentials(Reader r) {
+    Optional<List<S3Credentials.Provider>> providers = r.opt(S3_CREDENTIALS_PROVIDER);
+    List<S3Credentials.Provider> list = providers.orElse(List.of());
+    String where = S3_CREDENTIALS_PROVIDER.fullKey() + " (or "
+        + S3_CREDENTIALS_PROVIDER.fallbackKey().orElseThrow() + ")";
+    boolean keys = r.opt(S3_ACCESS_KEY).isPresent();
+    if (list.contains(S3Credentials.Provider.STATIC) && !keys) {
+      throw new IllegalArgumentException("Invalid S3 credentials: " + where + " lists static "
+          + "credentials but " + S3_ACCESS_KEY.fullKey() + " and " + S3_SECRET_KEY.fullKey()
+          + " (or fs.s3a.access.key and fs.s3a.secret.key) are not set");
+    }
+    if (list.contains(S3Credentials.Provider.TEMPORARY)
+        && (!keys || r.opt(S3_SESSION_TOKEN).isEmpty())) {
+      throw new IllegalArgumentException("Invalid S3 credentials: " + where + " lists temporary "
+          + "credentials, which need " + S3_ACCESS_KEY.fullKey() + ", "
+          + S3_SECRET_KEY.fullKey() + " and " + S3_SESSION_TOKEN.fullKey()
+          + " (or the fs.s3a.access.key, fs.s3a.secret.key and fs.s3a.session.token keys)");
+    }
+    Optional<S3Credentials.AssumedRole> role = Optional.empty();
+    if (list.contains(S3Credentials.Provider.ASSUMED_ROLE)) {
+      String arn = r.opt(S3_ROLE_ARN).orElseThrow(() -> new IllegalArgumentException(
+          "Invalid S3 credentials: " + where + " lists assumed-role, which needs "
+              + S3_ROLE_ARN.fullKey() + " (or " + S3_ROLE_ARN.fallbackKey().orElseThrow()
+              + "), the ARN of the role to assume"));
+      Duration duration = r.get(S3_ROLE_SESSION_DURATION);
+      if (duration.compareTo(S3Credentials.AssumedRole.MAX_SESSION) > 0) {
+        throw new IllegalArgumentException("Invalid value " + duration + " for "
+            + S3_ROLE_SESSION_DURATION.fullKey() + ": STS sessions last at most 12h");
+      }
+      role = Optional.of(new S3Credentials.AssumedRole(arn, r.get(S3_ROLE_SESSION_NAME),
+          duration, r.opt(S3_ROLE_STS_ENDPOINT)));
+    }
+    return new S3Credentials(list, r.opt(S3_CREDENTIALS_FILE), r.opt(S3_PROFILE), role);
   }
 
   /**
@@ -444,6 +546,9 @@ public record StrataConf(
       } catch (IllegalArgumentException e) {
         // Never echo secrets, nor anything that may embed credentials (user:secret@host).
         String shown = option.secret() || raw.contains("@") ? "<redacted>" : "'" + raw + "'";
+        if (!key.equals(option.fullKey())) {
+          key = S3aFallbacks.sourceKey(hadoop, key);
+        }
         throw new IllegalArgumentException(
             "Invalid value " + shown + " for " + key + ": " + e.getMessage(), e);
       }

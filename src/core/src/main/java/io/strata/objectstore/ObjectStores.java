@@ -77,6 +77,26 @@ public final class ObjectStores {
   }
 
   /**
+   * The bucket of an S3 location, for per-bucket settings ({@code fs.s3a.bucket.<bucket>.*}).
+   * Does no I/O.
+   *
+   * @param location checkpoint location, see the class comment
+   * @return the bucket; null for a local location, an unsupported scheme or a malformed S3
+   *     location ({@link #open} refuses those, naming what is wrong)
+   */
+  public static String bucketOf(String location) {
+    String scheme = scheme(Objects.requireNonNull(location, "location"));
+    if (scheme == null || !(scheme.equals("s3") || scheme.equals("s3a") || scheme.equals("s3n"))) {
+      return null;
+    }
+    try {
+      return parseS3(location).bucket();
+    } catch (IllegalArgumentException malformed) {
+      return null;
+    }
+  }
+
+  /**
    * True if {@link #open} maps {@code location} to the local-filesystem store: a {@code file:}
    * location or a path without a scheme. Does no I/O and does not validate the rest of the
    * location ({@link #open} does).

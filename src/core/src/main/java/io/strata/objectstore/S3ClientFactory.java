@@ -3,21 +3,38 @@ package io.strata.objectstore;
 
 import java.net.URI;
 import java.time.Duration;
-import java.util.Optional;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+import software.amazon.awssdk.auth.credentials.AnonymousCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProviderChain;
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
+import software.amazon.awssdk.auth.credentials.ContainerCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.InstanceProfileCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.SystemPropertyCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.WebIdentityTokenFileCredentialsProvider;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
+import software.amazon.awssdk.profiles.ProfileFile;
+import software.amazon.awssdk.profiles.ProfileFileSupplier;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.retries.api.RetryStrategy;
 import software.amazon.awssdk.services.s3.LegacyMd5Plugin;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
+import software.amazon.awssdk.services.sts.StsClient;
+import software.amazon.awssdk.services.sts.StsClientBuilder;
+import software.amazon.awssdk.services.sts.auth.StsAssumeRoleCredentialsProvider;
+import software.amazon.awssdk.utils.SdkAutoCloseable;
 
 /**
  * Builds the AWS SDK v2 {@link S3Client} for {@link S3Settings} as a short chain of small steps
@@ -45,10 +62,12 @@ public final class S3ClientFactory {
    * (package-private execution attribute, set by the object store); requests without one are
    * not reported.
    *
-   * @throws IllegalArgumentException if {@code settings} has a non-positive max connection count
-   *     or a negative timeout
+   * @return the client with the credentials providers that close with it
+   * @throws IllegalArgumentException if {@code settings} has a non-positive max connection
+   *     count, a negative timeout, or a credentials provider without what it needs
    */
-  public static S3Client create(S3Settings settings) {
+  public static OwnedClient create(S3Settings settings) {
+    List<SdkAutoCloseable> toClose = new ArrayList<>();
     S3ClientBuilder builder = S3Client.builder();
     applyEndpoint(builder, settings);
     builder.region(region(settings));
@@ -56,10 +75,15 @@ public final class S3ClientFactory {
     builder.forcePathStyle(settings.pathStyleAccess());
     builder.requestChecksumCalculation(requestChecksums(settings));
     legacyMd5(builder, settings);
-    credentialsProvider(settings).ifPresent(builder::credentialsProvider);
+    builder.credentialsProvider(credentialsProvider(settings, toClose));
     builder.overrideConfiguration(overrideConfiguration(settings));
     builder.httpClientBuilder(httpClient(settings));
-    return builder.build();
+    try {
+      return new OwnedClient(builder.build(), List.copyOf(toClose));
+    } catch (RuntimeException e) {
+      toClose.forEach(SdkAutoCloseable::close);
+      throw e;
+    }
   }
 
   /**
@@ -118,20 +142,150 @@ public final class S3ClientFactory {
   }
 
   /**
-   * Step: static keys (with a session token if given) from the settings; empty to let the SDK
-   * build its default chain (environment, system properties, profile, web identity, container
-   * and instance roles), which the client then owns and closes with itself.
+   * Step: the credentials provider for {@link S3Settings#credentials()}: one SDK provider per
+   * listed {@link S3Credentials.Provider}, in a chain when there are several (the first that
+   * yields credentials wins, and is reused). {@link S3Credentials#AUTO}: the static keys if set,
+   * else the SDK's default chain.
+   *
+   * <p>The SDK client does not close a provider it is given, so every provider built here that
+   * holds resources (refresh threads, the STS client) is added to {@code toClose}.
+   *
+   * @param toClose receives what must be closed with the client
+   * @throws IllegalArgumentException if a static provider is listed without keys, or {@code
+   *     temporary} without a session token
    */
-  static Optional<AwsCredentialsProvider> credentialsProvider(S3Settings settings) {
+  static AwsCredentialsProvider credentialsProvider(S3Settings settings,
+      List<SdkAutoCloseable> toClose) {
+    S3Credentials c = settings.credentials();
+    List<S3Credentials.Provider> names = c.providers();
+    if (names.isEmpty()) {
+      names = List.of(settings.accessKeyId().isPresent() ? S3Credentials.Provider.STATIC
+          : S3Credentials.Provider.DEFAULT);
+    }
+    List<AwsCredentialsProvider> providers = new ArrayList<>();
+    for (S3Credentials.Provider p : names) {
+      AwsCredentialsProvider provider = provider(p, settings);
+      if (provider instanceof SdkAutoCloseable closeable) {
+        toClose.add(closeable);
+      }
+      providers.add(provider);
+    }
+    if (providers.size() == 1) {
+      return providers.get(0);
+    }
+    AwsCredentialsProviderChain chain = AwsCredentialsProviderChain.builder()
+        .credentialsProviders(providers).reuseLastProviderEnabled(true).build();
+    return chain;
+  }
+
+  /** One SDK provider; see {@link S3Credentials.Provider} for what each reads. */
+  private static AwsCredentialsProvider provider(S3Credentials.Provider p, S3Settings settings) {
+    S3Credentials c = settings.credentials();
+    return switch (p) {
+      case STATIC -> StaticCredentialsProvider.create(staticKeys(settings, false));
+      case TEMPORARY -> StaticCredentialsProvider.create(staticKeys(settings, true));
+      case ENVIRONMENT -> EnvironmentVariableCredentialsProvider.create();
+      case SYSTEM_PROPERTIES -> SystemPropertyCredentialsProvider.create();
+      case PROFILE -> {
+        ProfileCredentialsProvider.Builder b = ProfileCredentialsProvider.builder()
+            .profileFile(profileFiles(c));
+        c.profileName().ifPresent(b::profileName);
+        yield b.build();
+      }
+      case CONTAINER -> ContainerCredentialsProvider.builder().build();
+      case INSTANCE_PROFILE -> InstanceProfileCredentialsProvider.builder()
+          .profileFile(profileFiles(c)).build();
+      case WEB_IDENTITY -> WebIdentityTokenFileCredentialsProvider.create();
+      case ASSUMED_ROLE -> assumedRole(settings, c.assumedRole().orElseThrow());
+      case DEFAULT -> {
+        DefaultCredentialsProvider.Builder b = DefaultCredentialsProvider.builder()
+            .profileFile(profileFiles(c));
+        c.profileName().ifPresent(b::profileName);
+        yield b.build();
+      }
+      case ANONYMOUS -> AnonymousCredentialsProvider.create();
+    };
+  }
+
+  /**
+   * The SDK's reloading profile-file supplier: {@code c.profileFile()} as a credentials file,
+   * else the SDK's default credentials and config files; each is re-read when its modification
+   * time changes.
+   */
+  static Supplier<ProfileFile> profileFiles(S3Credentials c) {
+    return c.profileFile()
+        .<Supplier<ProfileFile>>map(f -> ProfileFileSupplier.reloadWhenModified(f,
+            ProfileFile.Type.CREDENTIALS))
+        .orElseGet(ProfileFileSupplier::defaultSupplier);
+  }
+
+  private static AwsCredentials staticKeys(S3Settings settings, boolean sessionRequired) {
     if (settings.accessKeyId().isEmpty()) {
-      return Optional.empty();
+      throw new IllegalArgumentException("the static credentials provider needs an access key id "
+          + "and a secret key");
     }
     String id = settings.accessKeyId().get();
     String secret = settings.secretAccessKey().orElseThrow();
-    AwsCredentials credentials = settings.sessionToken()
+    if (sessionRequired && settings.sessionToken().isEmpty()) {
+      throw new IllegalArgumentException("the temporary credentials provider needs a session "
+          + "token as well as an access key id and a secret key");
+    }
+    return settings.sessionToken()
         .<AwsCredentials>map(token -> AwsSessionCredentials.create(id, secret, token))
         .orElseGet(() -> AwsBasicCredentials.create(id, secret));
-    return Optional.of(StaticCredentialsProvider.create(credentials));
+  }
+
+  /**
+   * STS AssumeRole, with the static keys if set, else the SDK's default chain, as the caller's
+   * credentials; the returned provider closes its STS client with itself.
+   */
+  private static AwsCredentialsProvider assumedRole(S3Settings settings,
+      S3Credentials.AssumedRole role) {
+    AwsCredentialsProvider base = settings.accessKeyId().isPresent()
+        ? StaticCredentialsProvider.create(staticKeys(settings, false))
+        : DefaultCredentialsProvider.builder().profileFile(profileFiles(settings.credentials()))
+            .build();
+    StsClientBuilder sts = StsClient.builder()
+        .region(region(settings))
+        .credentialsProvider(base)
+        .httpClientBuilder(Apache5HttpClient.builder());
+    role.stsEndpoint().ifPresent(sts::endpointOverride);
+    StsClient client = sts.build();
+    StsAssumeRoleCredentialsProvider provider = StsAssumeRoleCredentialsProvider.builder()
+        .stsClient(client)
+        .refreshRequest(r -> r.roleArn(role.roleArn()).roleSessionName(role.sessionName())
+            .durationSeconds((int) role.sessionDuration().toSeconds()))
+        .build();
+    return new ClosingProvider(provider, List.of(provider, client,
+        base instanceof SdkAutoCloseable b ? b : () -> { }));
+  }
+
+  /** A provider that closes other resources with itself. */
+  private record ClosingProvider(AwsCredentialsProvider delegate, List<SdkAutoCloseable> owned)
+      implements AwsCredentialsProvider, SdkAutoCloseable {
+    @Override
+    public AwsCredentials resolveCredentials() {
+      return delegate.resolveCredentials();
+    }
+
+    @Override
+    public void close() {
+      owned.forEach(SdkAutoCloseable::close);
+    }
+  }
+
+  /** A client and what closes with it: the credentials providers the SDK does not close. */
+  public record OwnedClient(S3Client client, List<SdkAutoCloseable> resources)
+      implements AutoCloseable {
+    /** Closes the client, then the resources. */
+    @Override
+    public void close() {
+      try {
+        client.close();
+      } finally {
+        resources.forEach(SdkAutoCloseable::close);
+      }
+    }
   }
 
   /**

@@ -27,6 +27,8 @@ import java.util.Optional;
  * @param maxConnections HTTP connection pool size per client (&gt; 0; checked when the client
  *     is built)
  * @param writes server-side encryption and storage class sent on every PUT
+ * @param credentials where credentials come from ({@link S3Credentials#AUTO}: the static keys
+ *     if set, else the SDK's default chain)
  */
 public record S3Settings(
     Optional<URI> endpoint,
@@ -39,7 +41,8 @@ public record S3Settings(
     Duration apiCallTimeout,
     Duration apiCallAttemptTimeout,
     int maxConnections,
-    S3WriteSettings writes) {
+    S3WriteSettings writes,
+    S3Credentials credentials) {
 
   /** Settings with {@link S3WriteSettings#DEFAULT} (no encryption header, no storage class). */
   public S3Settings(Optional<URI> endpoint, String region, boolean pathStyleAccess,
@@ -48,13 +51,31 @@ public record S3Settings(
       Duration apiCallAttemptTimeout, int maxConnections) {
     this(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey, sessionToken,
         maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections,
-        S3WriteSettings.DEFAULT);
+        S3WriteSettings.DEFAULT, S3Credentials.AUTO);
+  }
+
+  /** Settings with {@link S3Credentials#AUTO}. */
+  public S3Settings(Optional<URI> endpoint, String region, boolean pathStyleAccess,
+      Optional<String> accessKeyId, Optional<String> secretAccessKey,
+      Optional<String> sessionToken, int maxAttempts, Duration apiCallTimeout,
+      Duration apiCallAttemptTimeout, int maxConnections, S3WriteSettings writes) {
+    this(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey, sessionToken,
+        maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, writes,
+        S3Credentials.AUTO);
   }
 
   /** A copy with other write settings. */
   public S3Settings withWrites(S3WriteSettings w) {
     return new S3Settings(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey,
-        sessionToken, maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, w);
+        sessionToken, maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, w,
+        credentials);
+  }
+
+  /** A copy with another credentials source. */
+  public S3Settings withCredentials(S3Credentials c) {
+    return new S3Settings(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey,
+        sessionToken, maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, writes,
+        c);
   }
 
   /**
@@ -71,6 +92,7 @@ public record S3Settings(
     Objects.requireNonNull(secretAccessKey, "secretAccessKey");
     Objects.requireNonNull(sessionToken, "sessionToken");
     Objects.requireNonNull(writes, "writes");
+    Objects.requireNonNull(credentials, "credentials");
     if (accessKeyId.isPresent() != secretAccessKey.isPresent()) {
       throw new IllegalArgumentException("access key id and secret access key must be set together");
     }
@@ -84,7 +106,7 @@ public record S3Settings(
   public String toString() {
     return "S3Settings[endpoint=" + endpoint.map(URI::toString).orElse("<aws>")
         + ", region=" + region + ", pathStyleAccess=" + pathStyleAccess
-        + ", credentials=" + (accessKeyId.isPresent() ? "static" : "default-chain")
+        + ", credentials=" + (accessKeyId.isPresent() ? "static keys, " : "") + credentials
         + ", maxAttempts=" + maxAttempts + ", apiCallTimeout=" + apiCallTimeout
         + ", apiCallAttemptTimeout=" + apiCallAttemptTimeout
         + ", maxConnections=" + maxConnections + ", " + writes + "]";

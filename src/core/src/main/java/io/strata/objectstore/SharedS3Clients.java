@@ -59,12 +59,12 @@ public final class SharedS3Clients {
   }
 
   private static void release(S3Settings settings, Entry entry) {
-    S3Client toClose = null;
+    S3ClientFactory.OwnedClient toClose = null;
     synchronized (LOCK) {
       entry.leases--;
       if (entry.leases == 0) {
         ENTRIES.remove(settings, entry);
-        toClose = entry.client;
+        toClose = entry.owned;
       }
     }
     if (toClose != null) {
@@ -74,12 +74,14 @@ public final class SharedS3Clients {
   }
 
   private static final class Entry {
+    final S3ClientFactory.OwnedClient owned;
     final S3Client client;
     /** Guarded by {@link #LOCK}. */
     int leases;
 
-    Entry(S3Client client) {
-      this.client = client;
+    Entry(S3ClientFactory.OwnedClient owned) {
+      this.owned = owned;
+      this.client = owned.client();
     }
   }
 

@@ -77,4 +77,82 @@ class S3aFallbacksTest {
       assertFalse(e.getMessage().contains("Q1VTVE9NRVJTRUNSRVRLRVk="), e.getMessage());
     }
   }
+
+  private static StrataConf conf(Map<String, String> strata, Map<String, String> hadoop,
+      String bucket) {
+    return StrataConf.from(strata, S3aFallbacks.from(hadoop::get, bucket));
+  }
+
+  @Test
+  void perBucketKeysWinForTheirBucketOnly() {
+    Map<String, String> hadoop = Map.of("fs.s3a.endpoint", "http://global:9000",
+        "fs.s3a.path.style.access", "false",
+        "fs.s3a.bucket.ckpt.endpoint", "ckpt-host:9000",
+        "fs.s3a.bucket.ckpt.connection.ssl.enabled", "false",
+        "fs.s3a.bucket.ckpt.path.style.access", "true");
+    StrataConf ckpt = conf(Map.of(), hadoop, "ckpt");
+    assertEquals("http://ckpt-host:9000", ckpt.s3().endpoint().orElseThrow().toString());
+    assertTrue(ckpt.s3().pathStyleAccess());
+    StrataConf other = conf(Map.of(), hadoop, "other");
+    assertEquals("http://global:9000", other.s3().endpoint().orElseThrow().toString());
+    assertFalse(other.s3().pathStyleAccess());
+  }
+
+  @Test
+  void perBucketCredentialsNeverPairWithGlobalOnes() {
+    Map<String, String> hadoop = Map.of("fs.s3a.access.key", "GLOBAL-AK",
+        "fs.s3a.secret.key", "GLOBAL-SK", "fs.s3a.session.token", "GLOBAL-TOKEN",
+        "fs.s3a.bucket.ckpt.access.key", "CKPT-AK", "fs.s3a.bucket.ckpt.secret.key", "CKPT-SK");
+    StrataConf ckpt = conf(Map.of(), hadoop, "ckpt");
+    assertEquals(Optional.of("CKPT-AK"), ckpt.s3().accessKeyId());
+    assertEquals(Optional.of("CKPT-SK"), ckpt.s3().secretAccessKey());
+    assertEquals(Optional.empty(), ckpt.s3().sessionToken(),
+        "the global session token belongs to the global keys");
+    assertEquals(Optional.of("GLOBAL-AK"), conf(Map.of(), hadoop, "other").s3().accessKeyId());
+
+    // A per-bucket provider alone also keeps the global keys away from the bucket.
+    StrataConf role = conf(Map.of(), Map.of("fs.s3a.access.key", "GLOBAL-AK",
+        "fs.s3a.secret.key", "GLOBAL-SK",
+        "fs.s3a.bucket.ckpt.aws.credentials.provider",
+        "com.amazonaws.auth.WebIdentityTokenCredentialsProvider"), "ckpt");
+    assertEquals(Optional.empty(), role.s3().accessKeyId());
+    assertEquals(java.util.List.of(io.strata.objectstore.S3Credentials.Provider.WEB_IDENTITY),
+        role.s3().credentials().providers());
+
+    // A lone per-bucket access key with a global secret is refused, not paired.
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> conf(Map.of(), Map.of("fs.s3a.secret.key", "GLOBAL-SK",
+            "fs.s3a.bucket.ckpt.access.key", "CKPT-AK"), "ckpt"));
+    assertTrue(e.getMessage().contains("must be set together"), e.getMessage());
+    assertFalse(e.getMessage().contains("GLOBAL-SK"), e.getMessage());
+  }
+
+  @Test
+  void stratasOwnKeysStillWinOverPerBucketOnes() {
+    StrataConf c = conf(Map.of(P + "s3.accessKeyId", "OWN-AK", P + "s3.secretAccessKey",
+        "OWN-SK"), Map.of("fs.s3a.bucket.ckpt.access.key", "CKPT-AK",
+        "fs.s3a.bucket.ckpt.secret.key", "CKPT-SK"), "ckpt");
+    assertEquals(Optional.of("OWN-AK"), c.s3().accessKeyId());
+  }
+
+  @Test
+  void aBadPerBucketValueIsRefusedNamingThePerBucketKey() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> conf(Map.of(), Map.of("fs.s3a.path.style.access", "true",
+            "fs.s3a.bucket.ckpt.path.style.access", "maybe"), "ckpt"));
+    assertTrue(e.getMessage().contains("fs.s3a.bucket.ckpt.path.style.access"), e.getMessage());
+    IllegalArgumentException global = assertThrows(IllegalArgumentException.class,
+        () -> conf(Map.of(), Map.of("fs.s3a.path.style.access", "maybe"), "ckpt"));
+    assertTrue(global.getMessage().contains("for fs.s3a.path.style.access:"),
+        global.getMessage());
+  }
+
+  @Test
+  void perBucketEncryptionReplacesTheGlobalPair() {
+    StrataConf c = conf(Map.of(), Map.of("fs.s3a.encryption.algorithm", "SSE-KMS",
+        "fs.s3a.encryption.key", "alias/global",
+        "fs.s3a.bucket.ckpt.encryption.algorithm", "SSE-S3"), "ckpt");
+    assertEquals(S3WriteSettings.SSE_S3, c.s3().writes().serverSideEncryption());
+    assertEquals(Optional.empty(), c.s3().writes().kmsKeyId());
+  }
 }

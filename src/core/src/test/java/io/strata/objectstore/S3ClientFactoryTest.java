@@ -8,13 +8,31 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.nio.file.Path;
+import java.time.Instant;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.auth.credentials.AnonymousCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProviderChain;
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
+import software.amazon.awssdk.auth.credentials.ContainerCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.InstanceProfileCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.SystemPropertyCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.WebIdentityTokenFileCredentialsProvider;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.utils.SdkAutoCloseable;
 
 class S3ClientFactoryTest {
 
@@ -29,25 +47,102 @@ class S3ClientFactoryTest {
         Duration.ofSeconds(30), Duration.ofSeconds(5), 16);
   }
 
+  private static AwsCredentialsProvider provider(S3Settings s) {
+    return S3ClientFactory.credentialsProvider(s, new ArrayList<>());
+  }
+
   @Test
   void staticCredentialsComeFromTheSettings() {
-    AwsCredentials c = S3ClientFactory.credentialsProvider(plain()).orElseThrow()
-        .resolveCredentials();
+    AwsCredentials c = provider(plain()).resolveCredentials();
     assertEquals("AKID", c.accessKeyId());
     assertEquals("s3cr3t", c.secretAccessKey());
 
     S3Settings withToken = settings(Optional.of("AKID"), Optional.of("s3cr3t"),
         Optional.of("tok"), Duration.ZERO, Duration.ZERO, 1);
     AwsSessionCredentials session = assertInstanceOf(AwsSessionCredentials.class,
-        S3ClientFactory.credentialsProvider(withToken).orElseThrow().resolveCredentials());
+        provider(withToken).resolveCredentials());
     assertEquals("tok", session.sessionToken());
   }
 
   @Test
-  void noKeysLeavesTheSdkDefaultChain() {
+  void noKeysTakesTheSdkDefaultChainWhichClosesWithTheClient() {
     S3Settings none = settings(Optional.empty(), Optional.empty(), Optional.empty(),
         Duration.ZERO, Duration.ZERO, 1);
-    assertTrue(S3ClientFactory.credentialsProvider(none).isEmpty());
+    List<SdkAutoCloseable> toClose = new ArrayList<>();
+    assertInstanceOf(DefaultCredentialsProvider.class,
+        S3ClientFactory.credentialsProvider(none, toClose));
+    assertEquals(1, toClose.size(), "the built default chain is closed with the client");
+  }
+
+  @Test
+  void eachProviderMapsToTheSdkProviderOfTheSameSource() {
+    S3Settings keys = plain();
+    Map<S3Credentials.Provider, Class<?>> expected = Map.of(
+        S3Credentials.Provider.STATIC, StaticCredentialsProvider.class,
+        S3Credentials.Provider.ENVIRONMENT, EnvironmentVariableCredentialsProvider.class,
+        S3Credentials.Provider.SYSTEM_PROPERTIES, SystemPropertyCredentialsProvider.class,
+        S3Credentials.Provider.PROFILE, ProfileCredentialsProvider.class,
+        S3Credentials.Provider.CONTAINER, ContainerCredentialsProvider.class,
+        S3Credentials.Provider.INSTANCE_PROFILE, InstanceProfileCredentialsProvider.class,
+        S3Credentials.Provider.WEB_IDENTITY, WebIdentityTokenFileCredentialsProvider.class,
+        S3Credentials.Provider.DEFAULT, DefaultCredentialsProvider.class,
+        S3Credentials.Provider.ANONYMOUS, AnonymousCredentialsProvider.class);
+    expected.forEach((p, type) -> {
+      S3Settings s = keys.withCredentials(new S3Credentials(List.of(p), Optional.empty(),
+          Optional.empty(), Optional.empty()));
+      assertInstanceOf(type, provider(s), p.id());
+    });
+    S3Settings chain = keys.withCredentials(new S3Credentials(
+        List.of(S3Credentials.Provider.ENVIRONMENT, S3Credentials.Provider.STATIC),
+        Optional.empty(), Optional.empty(), Optional.empty()));
+    AwsCredentialsProvider p = provider(chain);
+    assertInstanceOf(AwsCredentialsProviderChain.class, p);
+    assertEquals("AKID", p.resolveCredentials().accessKeyId(),
+        "no AWS_ACCESS_KEY_ID here, so the chain falls through to the static keys");
+  }
+
+  @Test
+  void assumedRoleBuildsAnStsClientThatClosesWithTheClient() {
+    S3Settings role = plain().withCredentials(new S3Credentials(
+        List.of(S3Credentials.Provider.ASSUMED_ROLE), Optional.empty(), Optional.empty(),
+        Optional.of(new S3Credentials.AssumedRole("arn:aws:iam::123456789012:role/r", "strata",
+            Duration.ofHours(1), Optional.of(URI.create("http://127.0.0.1:1"))))));
+    List<SdkAutoCloseable> toClose = new ArrayList<>();
+    AwsCredentialsProvider p = S3ClientFactory.credentialsProvider(role, toClose);
+    assertEquals(1, toClose.size());
+    toClose.forEach(SdkAutoCloseable::close);
+    assertTrue(!p.toString().contains("s3cr3t"), p.toString());
+  }
+
+  @Test
+  void theProfileProviderRereadsARewrittenCredentialsFile(@TempDir Path tmp) throws Exception {
+    Path file = tmp.resolve("credentials");
+    CredentialRotationIT.writeCredentials(file, "p", "KEY-1", "SECRET-1",
+        Instant.now().minusSeconds(60));
+    S3Settings s = plain().withCredentials(new S3Credentials(
+        List.of(S3Credentials.Provider.PROFILE), Optional.of(file), Optional.of("p"),
+        Optional.empty()));
+    AwsCredentialsProvider p = provider(s);
+    assertEquals("KEY-1", p.resolveCredentials().accessKeyId());
+    CredentialRotationIT.writeCredentials(file, "p", "KEY-2", "SECRET-2", Instant.now());
+    // The SDK's supplier checks the file's modification time at most about once a second.
+    long deadline = System.nanoTime() + 5_000_000_000L;
+    while (!p.resolveCredentials().accessKeyId().equals("KEY-2")
+        && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    assertEquals("KEY-2", p.resolveCredentials().accessKeyId(), "re-read within 5 s");
+    assertEquals("SECRET-2", p.resolveCredentials().secretAccessKey());
+  }
+
+  @Test
+  void temporaryWithoutASessionTokenIsRefused() {
+    S3Settings s = plain().withCredentials(new S3Credentials(
+        List.of(S3Credentials.Provider.TEMPORARY), Optional.empty(), Optional.empty(),
+        Optional.empty()));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> provider(s));
+    assertTrue(e.getMessage().contains("session token"), e.getMessage());
   }
 
   @Test
@@ -82,7 +177,8 @@ class S3ClientFactoryTest {
 
   @Test
   void regionEndpointAndPathStyleReachTheClient() {
-    try (S3Client client = S3ClientFactory.create(plain())) {
+    try (S3ClientFactory.OwnedClient owned = S3ClientFactory.create(plain())) {
+      S3Client client = owned.client();
       assertEquals(Region.EU_WEST_1, client.serviceClientConfiguration().region());
       assertEquals(Optional.of(URI.create("http://127.0.0.1:9000")),
           client.serviceClientConfiguration().endpointOverride());
@@ -103,13 +199,15 @@ class S3ClientFactoryTest {
     S3Settings aws = new S3Settings(Optional.empty(), "us-east-1", false, Optional.of("AKID"),
         Optional.of("s3cr3t"), Optional.empty(), 3, Duration.ZERO, Duration.ZERO, 8);
     assertTrue(S3ClientFactory.crossRegionAccess(aws));
-    try (S3Client client = S3ClientFactory.create(aws)) {
+    try (S3ClientFactory.OwnedClient owned = S3ClientFactory.create(aws)) {
+      S3Client client = owned.client();
       // the SDK wraps a cross-region client around the plain one
       assertTrue(client.getClass().getSimpleName().contains("CrossRegion"),
           client.getClass().getName());
     }
     assertTrue(!S3ClientFactory.crossRegionAccess(plain()));
-    try (S3Client client = S3ClientFactory.create(plain())) {
+    try (S3ClientFactory.OwnedClient owned = S3ClientFactory.create(plain())) {
+      S3Client client = owned.client();
       assertTrue(!client.getClass().getSimpleName().contains("CrossRegion"),
           client.getClass().getName());
     }

@@ -71,9 +71,22 @@ public final class S3ProxyServer implements AutoCloseable {
    */
   public static S3ProxyServer start(Path dataDir, Map<String, String> extraProperties)
       throws IOException {
+    return start(dataDir, extraProperties, freePort());
+  }
+
+  /**
+   * As {@link #start(Path, Map)} on a given loopback port, for example to start a server again
+   * on a stopped one's port and objects with other credentials ({@code s3proxy.identity} and
+   * {@code s3proxy.credential} in {@code extraProperties} replace {@link #ACCESS_KEY} and {@link
+   * #SECRET_KEY}), as a key rotation does.
+   *
+   * @param port a free TCP port on 127.0.0.1
+   * @throws IOException as {@link #start(Path, Map)}
+   */
+  public static S3ProxyServer start(Path dataDir, Map<String, String> extraProperties, int port)
+      throws IOException {
     Path jar = locateJar();
     Files.createDirectories(dataDir);
-    int port = freePort();
     Map<String, String> props = new LinkedHashMap<>();
     props.put("s3proxy.endpoint", "http://127.0.0.1:" + port);
     props.put("s3proxy.authorization", "aws-v2-or-v4");

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.objectstore.S3Credentials;
+import io.strata.objectstore.S3Credentials.Provider;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+class CredentialProviderNamesTest {
+  private static final String P = StrataConf.PREFIX;
+
+  @Test
+  void theClassNamesS3aUsersSetMapToTheProvidersOfTheSameSource() {
+    Map<String, List<Provider>> expected = Map.of(
+        "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider", List.of(Provider.STATIC),
+        "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider", List.of(Provider.TEMPORARY),
+        "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
+        List.of(Provider.ENVIRONMENT),
+        "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider",
+        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE),
+        "com.amazonaws.auth.InstanceProfileCredentialsProvider",
+        List.of(Provider.INSTANCE_PROFILE),
+        "software.amazon.awssdk.auth.credentials.WebIdentityTokenFileCredentialsProvider",
+        List.of(Provider.WEB_IDENTITY),
+        "com.amazonaws.auth.WebIdentityTokenCredentialsProvider", List.of(Provider.WEB_IDENTITY),
+        "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider",
+        List.of(Provider.ASSUMED_ROLE),
+        "software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider",
+        List.of(Provider.PROFILE),
+        "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider", List.of(Provider.ANONYMOUS));
+    expected.forEach((name, providers) ->
+        assertEquals(providers, CredentialProviderNames.parse(name), name));
+    for (Provider p : Provider.values()) {
+      assertEquals(List.of(p), CredentialProviderNames.parse(p.id()));
+    }
+  }
+
+  @Test
+  void s3asDefaultListReadsAsAChainInOrderWithoutRepeats() {
+    // Hadoop 3.4's fs.s3a.aws.credentials.provider default, as core-default.xml spells it.
+    String hadoopDefault = "\n  org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider,\n"
+        + "  org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider,\n"
+        + "  software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider,\n"
+        + "  org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider\n";
+    assertEquals(List.of(Provider.TEMPORARY, Provider.STATIC, Provider.ENVIRONMENT,
+        Provider.CONTAINER, Provider.INSTANCE_PROFILE),
+        CredentialProviderNames.parse(hadoopDefault));
+    assertEquals("temporary,static", CredentialProviderNames.format(
+        List.of(Provider.TEMPORARY, Provider.STATIC)));
+  }
+
+  @Test
+  void anUnknownProviderIsRefusedNamingTheKeyTheEntryAndTheKnownNames() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
+            "com.example.MyProvider")));
+    assertTrue(e.getMessage().contains("fs.s3a.aws.credentials.provider"), e.getMessage());
+    assertTrue(e.getMessage().contains("com.example.MyProvider"), e.getMessage());
+    assertTrue(e.getMessage().contains("web-identity"), e.getMessage());
+    assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", " , "), Map.of()));
+  }
+
+  @Test
+  void providersThatNeedSettingsAreRefusedWithoutThemNamingTheKeysNeverTheSecrets() {
+    IllegalArgumentException temporary = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
+            "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
+            "fs.s3a.access.key", "AK", "fs.s3a.secret.key", "TOP-SECRET")));
+    assertTrue(temporary.getMessage().contains("fs.s3a.session.token"), temporary.getMessage());
+    assertFalse(temporary.getMessage().contains("TOP-SECRET"), temporary.getMessage());
+    IllegalArgumentException simple = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", "static"), Map.of()));
+    assertTrue(simple.getMessage().contains(P + "s3.accessKeyId"), simple.getMessage());
+    IllegalArgumentException role = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", "assumed-role"), Map.of()));
+    assertTrue(role.getMessage().contains("fs.s3a.assumed.role.arn"), role.getMessage());
+    IllegalArgumentException longSession = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
+            "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider",
+            "fs.s3a.assumed.role.arn", "arn:aws:iam::123456789012:role/r",
+            "fs.s3a.assumed.role.session.duration", "13h")));
+    assertTrue(longSession.getMessage().contains(P + "s3.assumedRole.sessionDuration"),
+        longSession.getMessage());
+  }
+
+  @Test
+  void s3asAssumedRoleKeysReachTheRole() {
+    StrataConf c = StrataConf.from(Map.of(P + "s3.credentialsFile", "/etc/strata/credentials",
+        P + "s3.profile", "ckpt"), S3aFallbacks.from(Map.of("fs.s3a.aws.credentials.provider",
+        "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider",
+        "fs.s3a.assumed.role.arn", "arn:aws:iam::123456789012:role/r",
+        "fs.s3a.assumed.role.session.name", "etl", "fs.s3a.assumed.role.session.duration", "30m",
+        "fs.s3a.assumed.role.sts.endpoint", "sts.eu-west-1.amazonaws.com")::get));
+    S3Credentials creds = c.s3().credentials();
+    assertEquals(List.of(Provider.ASSUMED_ROLE), creds.providers());
+    S3Credentials.AssumedRole role = creds.assumedRole().orElseThrow();
+    assertEquals("arn:aws:iam::123456789012:role/r", role.roleArn());
+    assertEquals("etl", role.sessionName());
+    assertEquals(Duration.ofMinutes(30), role.sessionDuration());
+    assertEquals("https://sts.eu-west-1.amazonaws.com", role.stsEndpoint().orElseThrow()
+        .toString());
+    assertEquals(Optional.of(Path.of("/etc/strata/credentials")), creds.profileFile());
+    assertEquals(Optional.of("ckpt"), creds.profileName());
+  }
+
+  @Test
+  void withoutAProviderListTheDefaultIsUnchanged() {
+    assertEquals(S3Credentials.AUTO, StrataConf.from(Map.of(), Map.of()).s3().credentials());
+  }
+}
