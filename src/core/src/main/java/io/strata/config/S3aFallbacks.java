@@ -37,6 +37,23 @@ public final class S3aFallbacks {
   /** S3A's prefix, and the prefix of its per-bucket keys ({@code fs.s3a.bucket.<bucket>.}). */
   static final String PREFIX = "fs.s3a.";
   static final String BUCKET_PREFIX = "fs.s3a.bucket.";
+  /** S3A's credentials provider list key. */
+  static final String PROVIDERS = "fs.s3a.aws.credentials.provider";
+  /**
+   * Hadoop's shipped values of {@link #PROVIDERS} ({@code core-default.xml} of Hadoop 3.4 and
+   * 3.5, and of 3.3 with the SDK v1 name), which every Hadoop {@code Configuration} returns when
+   * nobody set the key. Read as unset: Strata's default (the static keys if set, else the SDK's
+   * default chain) reads every source they list, and web identity too.
+   */
+  static final List<List<String>> HADOOP_DEFAULT_PROVIDERS = List.of(
+      List.of("org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
+          "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+          "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider",
+          "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider"),
+      List.of("org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
+          "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+          "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
+          "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider"));
   /** The entry naming the bucket whose per-bucket keys answered (not an S3A key). */
   static final String BUCKET_ENTRY = "fs.s3a.bucket";
   /**
@@ -69,7 +86,8 @@ public final class S3aFallbacks {
    * over {@code fs.s3a.<option>} (S3A's {@code S3AUtils.propagateBucketOptions}); and for the
    * credential keys and the encryption keys ({@link #GROUPS}), one per-bucket key of the group
    * set means no global key of that group is read at all. A value taken from a per-bucket key
-   * is also returned under that key, so errors can name it. An
+   * is also returned under that key, so errors can name it. Hadoop's shipped default of {@code
+   * fs.s3a.aws.credentials.provider} ({@link #HADOOP_DEFAULT_PROVIDERS}) counts as unset. An
    * {@code fs.s3a.endpoint} without a scheme gets {@code https://}, or {@code http://} when
    * {@code fs.s3a.connection.ssl.enabled} is {@code false} (S3A's own rule).
    *
@@ -104,6 +122,10 @@ public final class S3aFallbacks {
       m.put(k, v);
     }
     encryption(forBucket, m);
+    if (m.containsKey(PROVIDERS) && HADOOP_DEFAULT_PROVIDERS.contains(entries(m.get(PROVIDERS)))) {
+      m.remove(PROVIDERS);
+      perBucket.remove(PROVIDERS);
+    }
     perBucket.forEach((global, bucketKey) -> {
       if (m.containsKey(global)) {
         m.put(bucketKey, m.get(global));
@@ -173,6 +195,12 @@ public final class S3aFallbacks {
     if (strata.equals(S3WriteSettings.SSE_KMS) && key != null) {
       m.put(SSE_KEY, key);
     }
+  }
+
+  /** A comma-separated list's entries, stripped, blank ones left out. */
+  private static List<String> entries(String list) {
+    return java.util.Arrays.stream(list.split(",")).map(String::strip)
+        .filter(e -> !e.isEmpty()).toList();
   }
 
   private static String trimmed(String v) {

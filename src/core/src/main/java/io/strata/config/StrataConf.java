@@ -444,9 +444,13 @@ public record StrataConf(
   /**
    * The credentials source ({@link #S3_CREDENTIALS_PROVIDER} and what its providers need).
    *
-   * @throws IllegalArgumentException naming the keys if a listed provider lacks what it needs:
-   *     {@code static} the keys, {@code temporary} the keys and the session token, {@code
-   *     assumed-role} a role ARN; or if the session duration exceeds 12 h
+   * <p>In a list of several providers, {@code static} without the keys and {@code temporary}
+   * without the keys and a session token are left out, as S3A's chain skips them.
+   *
+   * @throws IllegalArgumentException naming the keys if a provider lacks what it needs: {@code
+   *     static} the keys and {@code temporary} the keys and the session token (when listed alone
+   *     or with only each other), {@code assumed-role} a role ARN; or if the session duration
+   *     exceeds 12 h
    */
   private static S3Credentials credentials(Reader r) {
     Optional<List<S3Credentials.Provider>> providers = r.opt(S3_CREDENTIALS_PROVIDER);
@@ -454,13 +458,24 @@ public record StrataConf(
     String where = S3_CREDENTIALS_PROVIDER.fullKey() + " (or "
         + S3_CREDENTIALS_PROVIDER.fallbackKey().orElseThrow() + ")";
     boolean keys = r.opt(S3_ACCESS_KEY).isPresent();
+    boolean token = r.opt(S3_SESSION_TOKEN).isPresent();
+    if (list.size() > 1) {
+      // As in S3A's chain, a key-based provider without its keys yields nothing and the next is
+      // tried; so Hadoop's list of both before the environment and instance ones works without
+      // keys. Alone, it is a mistake, refused below.
+      List<S3Credentials.Provider> usable = new ArrayList<>(list);
+      usable.removeIf(p -> (p == S3Credentials.Provider.STATIC && !keys)
+          || (p == S3Credentials.Provider.TEMPORARY && !(keys && token)));
+      if (!usable.isEmpty()) {
+        list = List.copyOf(usable);
+      }
+    }
     if (list.contains(S3Credentials.Provider.STATIC) && !keys) {
       throw new IllegalArgumentException("Invalid S3 credentials: " + where + " lists static "
           + "credentials but " + S3_ACCESS_KEY.fullKey() + " and " + S3_SECRET_KEY.fullKey()
           + " (or fs.s3a.access.key and fs.s3a.secret.key) are not set");
     }
-    if (list.contains(S3Credentials.Provider.TEMPORARY)
-        && (!keys || r.opt(S3_SESSION_TOKEN).isEmpty())) {
+    if (list.contains(S3Credentials.Provider.TEMPORARY) && !(keys && token)) {
       throw new IllegalArgumentException("Invalid S3 credentials: " + where + " lists temporary "
           + "credentials, which need " + S3_ACCESS_KEY.fullKey() + ", "
           + S3_SECRET_KEY.fullKey() + " and " + S3_SESSION_TOKEN.fullKey()

@@ -114,6 +114,40 @@ class CredentialProviderNamesTest {
   }
 
   @Test
+  void hadoopsShippedDefaultListCountsAsUnset() {
+    // What every Hadoop Configuration returns for the key when nobody set it (core-default.xml).
+    String shipped = "\n    org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider,\n"
+        + "    org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider,\n"
+        + "    software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider,\n"
+        + "    org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider\n  ";
+    StrataConf c = StrataConf.from(Map.of(), S3aFallbacks.from(
+        Map.of("fs.s3a.aws.credentials.provider", shipped)::get, "b"));
+    assertEquals(S3Credentials.AUTO, c.s3().credentials(),
+        "Strata's default, which also reads web identity");
+    StrataConf reordered = StrataConf.from(Map.of(), S3aFallbacks.from(Map.of(
+        "fs.s3a.aws.credentials.provider",
+        "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider")::get, "b"));
+    assertEquals(List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE),
+        reordered.s3().credentials().providers(), "a list someone set is honoured");
+  }
+
+  @Test
+  void inAChainKeyProvidersWithoutTheirKeysAreSkippedAsS3aSkipsThem() {
+    StrataConf none = StrataConf.from(Map.of(P + "s3.credentialsProvider",
+        "temporary,static,environment"), Map.of());
+    assertEquals(List.of(Provider.ENVIRONMENT), none.s3().credentials().providers());
+    StrataConf keys = StrataConf.from(Map.of(P + "s3.credentialsProvider",
+        "temporary,static,environment", P + "s3.accessKeyId", "AK", P + "s3.secretAccessKey",
+        "SK"), Map.of());
+    assertEquals(List.of(Provider.STATIC, Provider.ENVIRONMENT),
+        keys.s3().credentials().providers(), "no session token: temporary yields nothing");
+    IllegalArgumentException both = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", "temporary,static"),
+            Map.of()));
+    assertTrue(both.getMessage().contains(P + "s3.accessKeyId"), both.getMessage());
+  }
+
+  @Test
   void withoutAProviderListTheDefaultIsUnchanged() {
     assertEquals(S3Credentials.AUTO, StrataConf.from(Map.of(), Map.of()).s3().credentials());
   }
