@@ -390,8 +390,11 @@ final class S3ObjectStore implements ObjectStore {
       throw S3Errors.classify("list", describe(listPrefix), endpoint, e);
     }
     objects.sort((a, b) -> Keys.compare(a.key(), b.key()));
-    prefixes.sort(Keys.ORDER);
-    return new DelimitedListing(objects, prefixes);
+    // S3 names a common prefix once; S3Mock 4.11 repeats one on every page it spans, and a
+    // repeated directory would reach Spark's checkpoint listings twice.
+    java.util.TreeSet<String> distinct = new java.util.TreeSet<>(Keys.ORDER);
+    distinct.addAll(prefixes);
+    return new DelimitedListing(objects, List.copyOf(distinct));
   }
 
   @Override

@@ -36,7 +36,7 @@ import software.amazon.awssdk.services.s3.model.BucketAlreadyOwnedByYouException
  * <p>Latency injection (S3Proxy's latency middleware) is configured by passing properties such
  * as {@code s3proxy.latency-blobstore.put.latency=30} (milliseconds) in {@code extraProperties}.
  */
-public final class S3ProxyServer implements AutoCloseable {
+public final class S3ProxyServer implements S3TestServer {
   /** The access key id the server accepts (SigV2/SigV4 are verified). */
   public static final String ACCESS_KEY = "strata-test";
   /** The secret key the server accepts. Test-only credentials. */
@@ -132,7 +132,35 @@ public final class S3ProxyServer implements AutoCloseable {
         + " after 60 s; log " + log + ":\n" + server.logTail());
   }
 
+  @Override
+  public Kind kind() {
+    return Kind.S3PROXY;
+  }
+
+  @Override
+  public String accessKey() {
+    return ACCESS_KEY;
+  }
+
+  @Override
+  public String secretKey() {
+    return SECRET_KEY;
+  }
+
+  /** S3Proxy verifies SigV2 and SigV4 signatures. */
+  @Override
+  public boolean verifiesSignatures() {
+    return true;
+  }
+
+  /** S3Proxy's filesystem store answers 501 NotImplemented to an encryption header. */
+  @Override
+  public boolean supportsServerSideEncryption() {
+    return false;
+  }
+
   /** The endpoint, {@code http://127.0.0.1:<port>}. */
+  @Override
   public URI endpoint() {
     return URI.create("http://127.0.0.1:" + port);
   }
@@ -147,12 +175,19 @@ public final class S3ProxyServer implements AutoCloseable {
     return dataDir;
   }
 
+  /** S3Proxy serialises create-only writes of a key: of racing writers exactly one wins. */
+  @Override
+  public boolean atomicCreateOnly() {
+    return true;
+  }
+
   /**
    * Creates {@code bucket} if it does not exist (S3Proxy does not create buckets on demand, nor
    * does S3A).
    *
    * @throws UncheckedIOException wrapping the SDK failure if the bucket cannot be created
    */
+  @Override
   public void createBucket(String bucket) {
     try (S3Client s3 = client()) {
       s3.createBucket(b -> b.bucket(bucket));
@@ -165,6 +200,7 @@ public final class S3ProxyServer implements AutoCloseable {
   }
 
   /** A plain SDK client for this server (path-style, us-east-1); the caller closes it. */
+  @Override
   public S3Client client() {
     return S3Client.builder()
         .endpointOverride(endpoint())
@@ -222,7 +258,7 @@ public final class S3ProxyServer implements AutoCloseable {
         + ":jar-with-dependencies) or set -Dstrata.s3proxy.jar=<path>");
   }
 
-  private static int freePort() throws IOException {
+  static int freePort() throws IOException {
     try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       return s.getLocalPort();
     }

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.testkit;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.BucketAlreadyOwnedByYouException;
+
+/**
+ * Adobe's S3Mock 4.11.0 (a Spring Boot application with its own file store, an S3 implementation
+ * independent of S3Proxy's) run as a separate JVM on a free loopback port: the second real S3
+ * server the behaviour tests run against. It supports conditional writes ({@code If-None-Match:
+ * *} answers 412 on an existing key), ranged and suffix reads, delimited and paginated listings,
+ * multi-object delete, multipart uploads and SSE headers; it accepts any credentials (no
+ * signature check).
+ *
+ * <p>The jar is found at the system property {@code strata.s3mock.jar}, then {@code
+ * target/s3mock/s3mock.jar}, then the local Maven repository. The build fetches it from Maven
+ * Central ({@code com.adobe.testing:s3mock:4.11.0:jar:exec}).
+ */
+public final class S3MockServer implements S3TestServer {
+  private static final String VERSION = "4.11.0";
+  /** S3Mock checks no signature; these keys only make requests well-formed. */
+  private static final String ACCESS_KEY = "strata-s3mock";
+  private static final String SECRET_KEY = "strata-s3mock-secret";
+
+  private final Process process;
+  private final int port;
+  private final Path logFile;
+  private final Thread shutdownHook;
+
+  private S3MockServer(Process process, int port, Path logFile) {
+    this.process = process;
+    this.port = port;
+    this.logFile = logFile;
+    this.shutdownHook = new Thread(process::destroy, "s3mock-shutdown-" + port);
+    Runtime.getRuntime().addShutdownHook(shutdownHook);
+  }
+
+  /**
+   * Starts a server whose objects live under {@code dataDir} and waits until it answers a
+   * ListBuckets (about 5 s).
+   *
+   * @param dataDir the server's store root; created if missing
+   * @throws IOException if the jar is missing, the process cannot start, or it does not answer
+   *     within 90 s (the message includes the tail of its log)
+   */
+  public static S3MockServer start(Path dataDir) throws IOException {
+    Path jar = locateJar();
+    Files.createDirectories(dataDir);
+    int port = S3ProxyServer.freePort();
+    int httpsPort = S3ProxyServer.freePort();
+    Path log = dataDir.resolveSibling(dataDir.getFileName() + "-s3mock.log");
+    List<String> cmd = new ArrayList<>(List.of(
+        Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Xmx512m", "-jar", jar.toString(),
+        "--server.address=127.0.0.1",
+        "--server.port=" + httpsPort,
+        "--com.adobe.testing.s3mock.http-port=" + port,
+        "--com.adobe.testing.s3mock.store.root=" + dataDir.toAbsolutePath(),
+        "--com.adobe.testing.s3mock.store.retain-files-on-exit=true",
+        "--logging.level.root=WARN",
+        "--spring.main.banner-mode=off"));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
+        .start();
+    S3MockServer server = new S3MockServer(p, port, log);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (System.nanoTime() < deadline) {
+      if (!p.isAlive()) {
+        throw new IOException("Cannot start S3Mock: process exited with " + p.exitValue()
+            + "; log " + log + ":\n" + server.logTail());
+      }
+      if (server.answers()) {
+        return server;
+      }
+      sleep(200);
+    }
+    server.close();
+    throw new IOException("Cannot start S3Mock: no answer on port " + port
+        + " after 90 s; log " + log + ":\n" + server.logTail());
+  }
+
+  private boolean answers() {
+    try {
+      HttpURLConnection c = (HttpURLConnection) endpoint().toURL().openConnection();
+      c.setConnectTimeout(500);
+      c.setReadTimeout(2000);
+      try {
+        return c.getResponseCode() == 200;
+      } finally {
+        c.disconnect();
+      }
+    } catch (IOException notYet) {
+      return false;
+    }
+  }
+
+  @Override
+  public Kind kind() {
+    return Kind.S3MOCK;
+  }
+
+  @Override
+  public URI endpoint() {
+    return URI.create("http://127.0.0.1:" + port);
+  }
+
+  @Override
+  public String accessKey() {
+    return ACCESS_KEY;
+  }
+
+  @Override
+  public String secretKey() {
+    return SECRET_KEY;
+  }
+
+  /** S3Mock accepts any signature. */
+  @Override
+  public boolean verifiesSignatures() {
+    return false;
+  }
+
+  /** S3Mock stores {@code x-amz-server-side-encryption} and returns it on GET and HEAD. */
+  @Override
+  public boolean supportsServerSideEncryption() {
+    return true;
+  }
+
+  /**
+   * S3Mock 4.11 checks {@code If-None-Match: *} against what is stored, but not atomically: of
+   * writers racing to create one key, more than one may get 200, the later overwriting.
+   */
+  @Override
+  public boolean atomicCreateOnly() {
+    return false;
+  }
+
+  @Override
+  public void createBucket(String bucket) {
+    try (S3Client s3 = client()) {
+      s3.createBucket(b -> b.bucket(bucket));
+    } catch (BucketAlreadyOwnedByYouException exists) {
+      // fine
+    } catch (SdkException e) {
+      throw new UncheckedIOException(
+          new IOException("Cannot create bucket " + bucket + " on " + endpoint(), e));
+    }
+  }
+
+  @Override
+  public S3Client client() {
+    return S3Client.builder()
+        .endpointOverride(endpoint())
+        .region(Region.US_EAST_1)
+        .forcePathStyle(true)
+        .credentialsProvider(
+            StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+        .build();
+  }
+
+  /** Stops the process and waits up to 10 s for it to exit. Idempotent. */
+  @Override
+  public void close() {
+    try {
+      Runtime.getRuntime().removeShutdownHook(shutdownHook);
+    } catch (IllegalStateException shuttingDown) {
+      // the hook runs or has run
+    }
+    process.destroy();
+    try {
+      if (!process.waitFor(10, TimeUnit.SECONDS)) {
+        process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private String logTail() {
+    try (InputStream in = Files.newInputStream(logFile)) {
+      String s = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      return s.length() > 4000 ? s.substring(s.length() - 4000) : s;
+    } catch (IOException e) {
+      return "(no log: " + e.getMessage() + ")";
+    }
+  }
+
+  /** Finds the S3Mock executable jar; see the class comment for the search order. */
+  static Path locateJar() throws IOException {
+    List<Path> candidates = new ArrayList<>();
+    String prop = System.getProperty("strata.s3mock.jar");
+    if (prop != null && !prop.isBlank()) {
+      candidates.add(Paths.get(prop));
+    }
+    candidates.add(Paths.get("target", "s3mock", "s3mock.jar"));
+    candidates.add(Paths.get(System.getProperty("user.home"), ".m2", "repository", "com",
+        "adobe", "testing", "s3mock", VERSION, "s3mock-" + VERSION + "-exec.jar"));
+    for (Path c : candidates) {
+      if (Files.isRegularFile(c)) {
+        return c.toAbsolutePath();
+      }
+    }
+    throw new IOException("Cannot find the S3Mock jar: looked at " + candidates
+        + "; run 'mvn generate-test-resources' (it fetches com.adobe.testing:s3mock:" + VERSION
+        + ":jar:exec) or set -Dstrata.s3mock.jar=<path>");
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
