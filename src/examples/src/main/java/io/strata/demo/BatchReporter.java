@@ -68,7 +68,19 @@ final class BatchReporter extends StreamingQueryListener implements AutoCloseabl
     long s3Bytes;
     long s3Requests;
     boolean s3Reported;
+    /** One entry per batch, in batch order, for the report's plots. */
+    final List<Batch> perBatch = new ArrayList<>();
   }
+
+  /**
+   * One batch of one query, as the report plots it.
+   *
+   * @param batchId Spark's batch id
+   * @param commitP50Ms the median of the batch's per-partition commit times, ms; -1 if none
+   * @param s3Requests S3 requests the batch's state stores made (Strata's {@code
+   *     strataS3Requests}); -1 if the provider does not report it
+   */
+  record Batch(long batchId, long commitP50Ms, long s3Requests) { }
 
   BatchReporter(PrintStream out, int totalFiles) {
     this.out = out;
@@ -144,6 +156,8 @@ final class BatchReporter extends StreamingQueryListener implements AutoCloseabl
     t.rowsIn += p.numInputRows();
     t.lastProgress = p;
     t.commitMs.addAll(commits);
+    t.perBatch.add(new Batch(p.batchId(), commits.isEmpty() ? -1 : percentile(commits, 50),
+        reported ? requests : -1));
     if (reported) {
       t.s3Reported = true;
       t.s3Bytes += bytes;

@@ -60,6 +60,9 @@ public final class FlightsDemo {
   private final PrintStream out;
   private final String master;
   private final Logger log = LoggerFactory.getLogger(FlightsDemo.class);
+  /** Each query's totals in phase 1 and in phase 2 (after the restore), for the report. */
+  private final Map<String, BatchReporter.QueryTotals> phase1Totals = new LinkedHashMap<>();
+  private final Map<String, BatchReporter.QueryTotals> phase2Totals = new LinkedHashMap<>();
 
   private FlightsDemo(DemoOptions options, PrintStream out, String master) {
     this.options = options;
@@ -184,6 +187,9 @@ public final class FlightsDemo {
       out.println("  checkpoint  " + target);
       DemoResult result = runPhases(runDir, data, target, started);
       out.println(result.summary());
+      Path report = DemoReport.write(options.workDir().resolve("report").toAbsolutePath(),
+          phase1Totals, phase2Totals, result.summary());
+      out.println(DemoReport.describe(report));
       if (result.verified() && !options.keep()) {
         if (proxy != null) {
           proxy.close();
@@ -248,6 +254,9 @@ public final class FlightsDemo {
         }
         reporter.drain();
         printTotals(reporter, phaseStart);
+        for (String name : FlightQueries.ALL) {
+          phase1Totals.put(name, reporter.totals(name));
+        }
       }
       localState = DemoFiles.usage(local);
     } finally {
@@ -286,6 +295,7 @@ public final class FlightsDemo {
         printTotals(reporter, phaseStart);
         for (String name : FlightQueries.ALL) {
           totals.put(name, reporter.totals(name));
+          phase2Totals.put(name, reporter.totals(name));
         }
       }
       return verify(spark, data, output, totals, target, started);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.strata.bench;
+package io.strata.report;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -8,12 +8,12 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Minimal SVG charts for the benchmark report, with no dependency: a line chart over categories
+ * Minimal SVG charts for the benchmark report and the flights demo's report, with no dependency: a line chart over categories
  * (linear or log-10 y axis) and a bar chart (grouped or stacked). Missing values ({@code null} or
  * negative) are left out. The output is deterministic for the same input, so regenerating the
  * plots from unchanged results changes no committed file.
  */
-final class SvgChart {
+public final class SvgChart {
   private static final String[] COLORS = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a",
       "#66a61e", "#e6ab02", "#a6761d", "#666666", "#1f78b4", "#b2df8a"};
   private static final int W = 760;
@@ -26,18 +26,25 @@ final class SvgChart {
   private SvgChart() { }
 
   /**
-   * A line chart: one line per series over the categories {@code x}.
+   * A line chart: one line per series over the categories {@code x}; with more than 20
+   * categories only every k-th is labelled, so that at most 20 labels show.
    *
+   * @param title the chart's title
+   * @param xLabel the x axis's label
+   * @param yLabel the y axis's label, with the unit
+   * @param x the categories, left to right
    * @param series name to values, one per category (null for none)
    * @param logY log-10 y axis (values must be &gt; 0 to show)
+   * @return the SVG document
    */
-  static String lines(String title, String xLabel, String yLabel, List<String> x,
+  public static String lines(String title, String xLabel, String yLabel, List<String> x,
       Map<String, List<Double>> series, boolean logY) {
     Axis y = Axis.of(all(series), logY);
     StringBuilder sb = header(title, xLabel, yLabel);
     y.draw(sb);
     double step = x.size() > 1 ? (double) plotW() / (x.size() - 1) : 0;
-    for (int i = 0; i < x.size(); i++) {
+    int every = (x.size() + 19) / 20;
+    for (int i = 0; i < x.size(); i += Math.max(1, every)) {
       double px = LEFT + (x.size() > 1 ? i * step : plotW() / 2.0);
       text(sb, px, H - BOTTOM + 18, x.get(i), "middle", 12);
     }
@@ -69,8 +76,16 @@ final class SvgChart {
   /**
    * A bar chart: one group of bars per category; within a group one bar per series, or one
    * stacked bar when {@code stacked}.
+   *
+   * @param title the chart's title
+   * @param xLabel the x axis's label
+   * @param yLabel the y axis's label, with the unit
+   * @param x the categories, left to right
+   * @param series name to values, one per category (null for none)
+   * @param stacked one stacked bar per category instead of one bar per series
+   * @return the SVG document
    */
-  static String bars(String title, String xLabel, String yLabel, List<String> x,
+  public static String bars(String title, String xLabel, String yLabel, List<String> x,
       Map<String, List<Double>> series, boolean stacked) {
     List<Double> values = new ArrayList<>();
     if (stacked) {
@@ -175,7 +190,8 @@ final class SvgChart {
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
   }
 
-  static String fmt(double v) {
+  /** A coordinate or value as SVG text: at most two decimals, no trailing zeros. */
+  public static String fmt(double v) {
     return String.format(Locale.ROOT, "%.1f", v);
   }
 
