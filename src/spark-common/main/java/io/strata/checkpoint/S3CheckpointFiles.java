@@ -141,7 +141,7 @@ final class S3CheckpointFiles {
     CheckpointPath cp = CheckpointPath.of(qualified);
     this.root = qualified;
     this.s3 = settings(hadoopConf, cp.bucket()).s3();
-    this.stores = new Stores(s3);
+    this.stores = new Stores(s3, cp.bucket());
     this.cleanable = CLEANER.register(this, stores);
     stores.get(cp.bucket()); // fails now on a bad bucket name
   }
@@ -392,20 +392,37 @@ final class S3CheckpointFiles {
     return bucket + '\u0000' + key;
   }
 
-  /** The object stores of one manager, one per bucket; closing releases their S3 clients. */
+  /**
+   * The object store of one manager, for its root's bucket; closing releases its S3 client. The
+   * settings were resolved for that bucket (its {@code fs.s3a.bucket.<bucket>.*} keys), so a
+   * path in another bucket is refused rather than reached with them.
+   */
   private static final class Stores implements Runnable {
     private final S3Settings s3;
+    private final String rootBucket;
     private final Map<String, ObjectStore> byBucket = new HashMap<>();
     private boolean closed;
 
-    Stores(S3Settings s3) {
+    Stores(S3Settings s3, String rootBucket) {
       this.s3 = s3;
+      this.rootBucket = rootBucket;
     }
 
+    /**
+     * The store of {@code bucket}.
+     *
+     * @throws IllegalStateException if the manager is closed
+     * @throws IllegalArgumentException if {@code bucket} is not the root's bucket
+     */
     synchronized ObjectStore get(String bucket) {
       if (closed) {
         throw new IllegalStateException("Checkpoint file manager for s3://" + bucket
             + " is closed");
+      }
+      if (!bucket.equals(rootBucket)) {
+        throw new IllegalArgumentException("Cannot use s3://" + bucket + " through the "
+            + "checkpoint file manager of s3://" + rootBucket + ": its settings were resolved "
+            + "for that bucket; open a manager for the other bucket's path");
       }
       return byBucket.computeIfAbsent(bucket,
           b -> ObjectStores.open("s3://" + b, s3, CheckpointRequests.LISTENER));

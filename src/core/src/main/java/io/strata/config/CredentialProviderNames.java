@@ -33,17 +33,24 @@ public final class CredentialProviderNames {
     m.put(s3a + "TemporaryAWSCredentialsProvider", List.of(Provider.TEMPORARY));
     m.put(s3a + "AnonymousAWSCredentialsProvider", List.of(Provider.ANONYMOUS));
     m.put(v2 + "AnonymousCredentialsProvider", List.of(Provider.ANONYMOUS));
+    m.put(v1 + "AnonymousAWSCredentials", List.of(Provider.ANONYMOUS));
     m.put(v1 + "EnvironmentVariableCredentialsProvider", List.of(Provider.ENVIRONMENT));
     m.put(v2 + "EnvironmentVariableCredentialsProvider", List.of(Provider.ENVIRONMENT));
     m.put(v1 + "SystemPropertiesCredentialsProvider", List.of(Provider.SYSTEM_PROPERTIES));
     m.put(v2 + "SystemPropertyCredentialsProvider", List.of(Provider.SYSTEM_PROPERTIES));
     m.put(v1 + "profile.ProfileCredentialsProvider", List.of(Provider.PROFILE));
     m.put(v2 + "ProfileCredentialsProvider", List.of(Provider.PROFILE));
+    // Hadoop 3.5's, which reads fs.s3a.auth.profile.name and .file (s3.profile's and
+    // s3.credentialsFile's fallbacks).
+    m.put(s3a + "auth.ProfileAWSCredentialsProvider", List.of(Provider.PROFILE));
     // S3A's instance provider tries the container endpoint, then the EC2 instance profile.
     m.put(s3a + "auth.IAMInstanceCredentialsProvider",
         List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
-    m.put(s3a + "SharedInstanceCredentialsProvider", List.of(Provider.INSTANCE_PROFILE));
-    m.put(v1 + "InstanceProfileCredentialsProvider", List.of(Provider.INSTANCE_PROFILE));
+    // S3A's own factory maps these two to its instance provider too.
+    m.put(s3a + "SharedInstanceCredentialProvider",
+        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
+    m.put(v1 + "InstanceProfileCredentialsProvider",
+        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
     m.put(v2 + "InstanceProfileCredentialsProvider", List.of(Provider.INSTANCE_PROFILE));
     m.put(v1 + "EC2ContainerCredentialsProviderWrapper",
         List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));

@@ -57,16 +57,17 @@ public final class S3aFallbacks {
   /** The entry naming the bucket whose per-bucket keys answered (not an S3A key). */
   static final String BUCKET_ENTRY = "fs.s3a.bucket";
   /**
-   * Keys that are taken as one group: if any of a group's keys is set for the bucket, the
-   * group's global keys are all ignored, so a global {@code fs.s3a.access.key} meant for other
-   * buckets never pairs with this bucket's secret key or credentials provider.
+   * Keys that are taken as one group: if any of a group's keys is set for the bucket (blank
+   * included), the group's global keys are all ignored, so a global {@code fs.s3a.access.key}
+   * meant for other buckets never pairs with this bucket's secret key, and a global KMS key never
+   * encrypts this bucket's objects. The other keys (the provider list, the assumed-role keys)
+   * are taken one by one, as S3A's {@code propagateBucketOptions} does.
    */
   static final List<List<String>> GROUPS = List.of(
-      List.of("fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token",
-          "fs.s3a.aws.credentials.provider", "fs.s3a.assumed.role.arn",
-          "fs.s3a.assumed.role.session.name", "fs.s3a.assumed.role.session.duration",
-          "fs.s3a.assumed.role.sts.endpoint"),
+      List.of("fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token"),
       List.of(SSE, SSE_KEY, OLD_SSE, OLD_SSE_KEY));
+  /** Deprecated per-bucket names that answer for a key, for messages. */
+  private static final Map<String, String> OLD_NAMES = Map.of(SSE, OLD_SSE, SSE_KEY, OLD_SSE_KEY);
 
   private S3aFallbacks() { }
 
@@ -83,9 +84,9 @@ public final class S3aFallbacks {
   /**
    * The fallback entries present in {@code lookup} for {@code bucket}, trimmed; blank values are
    * left out. S3A's per-bucket keys come first: {@code fs.s3a.bucket.<bucket>.<option>} wins
-   * over {@code fs.s3a.<option>} (S3A's {@code S3AUtils.propagateBucketOptions}); and for the
-   * credential keys and the encryption keys ({@link #GROUPS}), one per-bucket key of the group
-   * set means no global key of that group is read at all. A value taken from a per-bucket key
+   * over {@code fs.s3a.<option>} (S3A's {@code S3AUtils.propagateBucketOptions}), a blank one
+   * meaning none for the bucket; and for the static keys and the encryption keys ({@link
+   * #GROUPS}), one per-bucket key of the group set means no global key of that group is read. A value taken from a per-bucket key
    * is also returned under that key, so errors can name it. Hadoop's shipped default of {@code
    * fs.s3a.aws.credentials.provider} ({@link #HADOOP_DEFAULT_PROVIDERS}) counts as unset. An
    * {@code fs.s3a.endpoint} without a scheme gets {@code https://}, or {@code http://} when
@@ -126,6 +127,12 @@ public final class S3aFallbacks {
       m.remove(PROVIDERS);
       perBucket.remove(PROVIDERS);
     }
+    // A deprecated per-bucket encryption key answered for the current name: name it in errors.
+    OLD_NAMES.forEach((current, deprecated) -> {
+      if (perBucket.containsKey(deprecated) && !perBucket.containsKey(current)) {
+        perBucket.put(current, perBucket.get(deprecated));
+      }
+    });
     perBucket.forEach((global, bucketKey) -> {
       if (m.containsKey(global)) {
         m.put(bucketKey, m.get(global));
@@ -147,10 +154,15 @@ public final class S3aFallbacks {
       return lookup;
     }
     String prefix = BUCKET_PREFIX + bucket + ".";
-    UnaryOperator<String> own = k -> trimmed(lookup.apply(prefix + k.substring(PREFIX.length())));
+    // A per-bucket key set to blank is set: S3A copies it over the global one, meaning "none for
+    // this bucket", so it hides the global key (and its group) and yields no value.
+    UnaryOperator<String> own = k -> lookup.apply(prefix + k.substring(PREFIX.length()));
     return k -> {
       String v = own.apply(k);
       if (v != null) {
+        if (v.isBlank()) {
+          return null;
+        }
         used.put(k, prefix + k.substring(PREFIX.length()));
         return v;
       }
@@ -174,7 +186,17 @@ public final class S3aFallbacks {
       return globalKey;
     }
     String key = BUCKET_PREFIX + bucket + "." + globalKey.substring(PREFIX.length());
-    return fallbacks.containsKey(key) ? key : globalKey;
+    if (fallbacks.containsKey(key)) {
+      return key;
+    }
+    String deprecated = OLD_NAMES.get(globalKey);
+    if (deprecated != null) {
+      String old = BUCKET_PREFIX + bucket + "." + deprecated.substring(PREFIX.length());
+      if (fallbacks.containsKey(old)) {
+        return old;
+      }
+    }
+    return globalKey;
   }
 
   private static void encryption(UnaryOperator<String> lookup, Map<String, String> m) {

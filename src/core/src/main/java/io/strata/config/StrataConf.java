@@ -167,6 +167,7 @@ public record StrataConf(
   public static final ConfigOption<String> S3_PROFILE = ConfigOption.key("s3.profile")
       .type(OptionType.nonBlank())
       .noDefaultValue("`AWS_PROFILE`, else `default`")
+      .fallbackKey("fs.s3a.auth.profile.name")
       .description("Profile of the AWS credentials file that the `profile` and `default` "
           + "providers read.");
   /** {@code s3.credentialsFile}: the credentials file the profile providers read. */
@@ -174,9 +175,10 @@ public record StrataConf(
       ConfigOption.key("s3.credentialsFile")
       .type(OptionType.path())
       .noDefaultValue("`AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`")
+      .fallbackKey("fs.s3a.auth.profile.file")
       .description("AWS credentials file that the `profile` and `default` providers read, "
           + "on every executor; a rewritten file (rotated keys) is picked up within about a "
-          + "second, without a restart.");
+          + "second, without a restart (a default file must exist when the store opens).");
   /** {@code s3.assumedRole.arn}: the role the assumed-role provider assumes. */
   public static final ConfigOption<String> S3_ROLE_ARN = ConfigOption.key("s3.assumedRole.arn")
       .type(OptionType.nonBlank())
@@ -355,6 +357,13 @@ public record StrataConf(
           + "and base snapshots are never robbed. Must exceed twice the clock skew between "
           + "executors and the object store.");
 
+  /**
+   * The options naming credentials: if any is set under Strata's key, none of them is read
+   * from S3A's keys.
+   */
+  static final List<ConfigOption<?>> CREDENTIAL_OPTIONS = List.of(S3_ACCESS_KEY, S3_SECRET_KEY,
+      S3_SESSION_TOKEN, S3_CREDENTIALS_PROVIDER);
+
   /** Every option, in documentation order (the order of README.md's configuration table). */
   public static final List<ConfigOption<?>> OPTIONS = List.of(LOCAL_DIR,
       FILE_CHECKPOINT_SHARED, S3_ENDPOINT, S3_REGION,
@@ -388,8 +397,12 @@ public record StrataConf(
       }
     }
     Reader r = new Reader(settings, hadoop);
-    Optional<String> accessKey = r.opt(S3_ACCESS_KEY);
-    Optional<String> secretKey = r.opt(S3_SECRET_KEY);
+    // Strata's own credential keys, if any is set, replace S3A's as a whole: never Strata's keys
+    // with S3A's session token or provider list.
+    Reader c = CREDENTIAL_OPTIONS.stream().anyMatch(r::isSet)
+        ? r.withoutFallbacksOf(CREDENTIAL_OPTIONS) : r;
+    Optional<String> accessKey = c.opt(S3_ACCESS_KEY);
+    Optional<String> secretKey = c.opt(S3_SECRET_KEY);
     if (accessKey.isPresent() != secretKey.isPresent()) {
       throw new IllegalArgumentException("Invalid S3 credentials: " + S3_ACCESS_KEY.fullKey()
           + " and " + S3_SECRET_KEY.fullKey()
@@ -420,11 +433,11 @@ public record StrataConf(
         r.get(S3_PATH_STYLE),
         accessKey,
         secretKey,
-        r.opt(S3_SESSION_TOKEN),
+        c.opt(S3_SESSION_TOKEN),
         r.get(S3_MAX_ATTEMPTS),
         call,
         attempt,
-        r.get(S3_MAX_CONNECTIONS)).withWrites(writes(r)).withCredentials(credentials(r));
+        r.get(S3_MAX_CONNECTIONS)).withWrites(writes(r)).withCredentials(credentials(c));
     return new StrataConf(
         r.opt(LOCAL_DIR),
         r.get(FILE_CHECKPOINT_SHARED),
@@ -534,6 +547,17 @@ public record StrataConf(
     /** This reader without the Hadoop fallbacks. */
     Reader withoutFallbacks() {
       return new Reader(settings, Collections.emptyMap());
+    }
+
+    /** This reader without the Hadoop fallbacks of {@code options} (and per-bucket copies). */
+    Reader withoutFallbacksOf(List<ConfigOption<?>> options) {
+      Map<String, String> rest = new java.util.HashMap<>(hadoop);
+      for (ConfigOption<?> o : options) {
+        o.fallbackKey().ifPresent(k -> rest.keySet().removeIf(h -> h.equals(k)
+            || (h.startsWith(S3aFallbacks.BUCKET_PREFIX)
+                && h.endsWith("." + k.substring(S3aFallbacks.PREFIX.length())))));
+      }
+      return new Reader(settings, rest);
     }
 
     /**

@@ -68,19 +68,20 @@ public final class S3ClientFactory {
    */
   public static OwnedClient create(S3Settings settings) {
     List<SdkAutoCloseable> toClose = new ArrayList<>();
-    S3ClientBuilder builder = S3Client.builder();
-    applyEndpoint(builder, settings);
-    builder.region(region(settings));
-    builder.crossRegionAccessEnabled(crossRegionAccess(settings));
-    builder.forcePathStyle(settings.pathStyleAccess());
-    builder.requestChecksumCalculation(requestChecksums(settings));
-    legacyMd5(builder, settings);
-    builder.credentialsProvider(credentialsProvider(settings, toClose));
-    builder.overrideConfiguration(overrideConfiguration(settings));
-    builder.httpClientBuilder(httpClient(settings));
     try {
+      S3ClientBuilder builder = S3Client.builder();
+      applyEndpoint(builder, settings);
+      builder.region(region(settings));
+      builder.crossRegionAccessEnabled(crossRegionAccess(settings));
+      builder.forcePathStyle(settings.pathStyleAccess());
+      builder.requestChecksumCalculation(requestChecksums(settings));
+      legacyMd5(builder, settings);
+      builder.credentialsProvider(credentialsProvider(settings, toClose));
+      builder.overrideConfiguration(overrideConfiguration(settings));
+      builder.httpClientBuilder(httpClient(settings));
       return new OwnedClient(builder.build(), List.copyOf(toClose));
     } catch (RuntimeException e) {
+      // Nothing built so far outlives a failed build (an STS client has its own pool).
       toClose.forEach(SdkAutoCloseable::close);
       throw e;
     }
@@ -166,7 +167,7 @@ public final class S3ClientFactory {
     for (S3Credentials.Provider p : names) {
       AwsCredentialsProvider provider = provider(p, settings);
       if (provider instanceof SdkAutoCloseable closeable) {
-        toClose.add(closeable);
+        toClose.add(closeable); // before the next provider can fail: the caller closes these
       }
       providers.add(provider);
     }
@@ -250,14 +251,26 @@ public final class S3ClientFactory {
         .credentialsProvider(base)
         .httpClientBuilder(Apache5HttpClient.builder());
     role.stsEndpoint().ifPresent(sts::endpointOverride);
-    StsClient client = sts.build();
-    StsAssumeRoleCredentialsProvider provider = StsAssumeRoleCredentialsProvider.builder()
-        .stsClient(client)
-        .refreshRequest(r -> r.roleArn(role.roleArn()).roleSessionName(role.sessionName())
-            .durationSeconds((int) role.sessionDuration().toSeconds()))
-        .build();
-    return new ClosingProvider(provider, List.of(provider, client,
-        base instanceof SdkAutoCloseable b ? b : () -> { }));
+    SdkAutoCloseable closeBase = base instanceof SdkAutoCloseable b ? b : () -> { };
+    StsClient client;
+    try {
+      client = sts.build();
+    } catch (RuntimeException e) {
+      closeBase.close();
+      throw e;
+    }
+    try {
+      StsAssumeRoleCredentialsProvider provider = StsAssumeRoleCredentialsProvider.builder()
+          .stsClient(client)
+          .refreshRequest(r -> r.roleArn(role.roleArn()).roleSessionName(role.sessionName())
+              .durationSeconds((int) role.sessionDuration().toSeconds()))
+          .build();
+      return new ClosingProvider(provider, List.of(provider, client, closeBase));
+    } catch (RuntimeException e) {
+      client.close();
+      closeBase.close();
+      throw e;
+    }
   }
 
   /** A provider that closes other resources with itself. */

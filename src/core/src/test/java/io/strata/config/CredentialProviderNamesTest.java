@@ -28,7 +28,7 @@ class CredentialProviderNamesTest {
         "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider",
         List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE),
         "com.amazonaws.auth.InstanceProfileCredentialsProvider",
-        List.of(Provider.INSTANCE_PROFILE),
+        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE),
         "software.amazon.awssdk.auth.credentials.WebIdentityTokenFileCredentialsProvider",
         List.of(Provider.WEB_IDENTITY),
         "com.amazonaws.auth.WebIdentityTokenCredentialsProvider", List.of(Provider.WEB_IDENTITY),
@@ -37,6 +37,13 @@ class CredentialProviderNamesTest {
         "software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider",
         List.of(Provider.PROFILE),
         "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider", List.of(Provider.ANONYMOUS));
+    expected.forEach((name, providers) ->
+        assertEquals(providers, CredentialProviderNames.parse(name), name));
+    expected = Map.of(
+        "org.apache.hadoop.fs.s3a.auth.ProfileAWSCredentialsProvider", List.of(Provider.PROFILE),
+        "org.apache.hadoop.fs.s3a.SharedInstanceCredentialProvider",
+        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE),
+        "com.amazonaws.auth.AnonymousAWSCredentials", List.of(Provider.ANONYMOUS));
     expected.forEach((name, providers) ->
         assertEquals(providers, CredentialProviderNames.parse(name), name));
     for (Provider p : Provider.values()) {

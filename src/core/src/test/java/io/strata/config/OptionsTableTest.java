@@ -93,7 +93,8 @@ class OptionsTableTest {
   void s3aFallbacksReadEveryOptionsFallbackKey() {
     assertEquals(List.of("fs.s3a.endpoint", "fs.s3a.endpoint.region", "fs.s3a.path.style.access",
         "fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token",
-        "fs.s3a.aws.credentials.provider", "fs.s3a.assumed.role.arn",
+        "fs.s3a.aws.credentials.provider", "fs.s3a.auth.profile.name", "fs.s3a.auth.profile.file",
+        "fs.s3a.assumed.role.arn",
         "fs.s3a.assumed.role.session.name", "fs.s3a.assumed.role.session.duration",
         "fs.s3a.assumed.role.sts.endpoint", "fs.s3a.encryption.algorithm", "fs.s3a.encryption.key"), S3aFallbacks.KEYS);
   }

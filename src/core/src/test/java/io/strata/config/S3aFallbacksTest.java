@@ -110,14 +110,19 @@ class S3aFallbacksTest {
         "the global session token belongs to the global keys");
     assertEquals(Optional.of("GLOBAL-AK"), conf(Map.of(), hadoop, "other").s3().accessKeyId());
 
-    // A per-bucket provider alone also keeps the global keys away from the bucket.
+    // A per-bucket provider is taken on its own, as S3A takes it.
     StrataConf role = conf(Map.of(), Map.of("fs.s3a.access.key", "GLOBAL-AK",
         "fs.s3a.secret.key", "GLOBAL-SK",
         "fs.s3a.bucket.ckpt.aws.credentials.provider",
         "com.amazonaws.auth.WebIdentityTokenCredentialsProvider"), "ckpt");
-    assertEquals(Optional.empty(), role.s3().accessKeyId());
     assertEquals(java.util.List.of(io.strata.objectstore.S3Credentials.Provider.WEB_IDENTITY),
         role.s3().credentials().providers());
+
+    // A blank per-bucket key means none for the bucket (S3A copies it over the global one).
+    StrataConf blank = conf(Map.of(), Map.of("fs.s3a.access.key", "GLOBAL-AK",
+        "fs.s3a.secret.key", "GLOBAL-SK", "fs.s3a.bucket.pub.access.key", "",
+        "fs.s3a.bucket.pub.secret.key", " "), "pub");
+    assertEquals(Optional.empty(), blank.s3().accessKeyId(), "never the global key");
 
     // A lone per-bucket access key with a global secret is refused, not paired.
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
@@ -125,6 +130,51 @@ class S3aFallbacksTest {
             "fs.s3a.bucket.ckpt.access.key", "CKPT-AK"), "ckpt"));
     assertTrue(e.getMessage().contains("must be set together"), e.getMessage());
     assertFalse(e.getMessage().contains("GLOBAL-SK"), e.getMessage());
+  }
+
+  @Test
+  void aGlobalAssumedRoleProviderTakesTheBucketsOwnRole() {
+    StrataConf c = conf(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
+        "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider",
+        "fs.s3a.assumed.role.arn", "arn:aws:iam::123456789012:role/global",
+        "fs.s3a.bucket.ckpt.assumed.role.arn", "arn:aws:iam::123456789012:role/ckpt"), "ckpt");
+    assertEquals(java.util.List.of(io.strata.objectstore.S3Credentials.Provider.ASSUMED_ROLE),
+        c.s3().credentials().providers());
+    assertEquals("arn:aws:iam::123456789012:role/ckpt",
+        c.s3().credentials().assumedRole().orElseThrow().roleArn());
+  }
+
+  @Test
+  void stratasCredentialKeysReplaceAllOfS3as() {
+    StrataConf keys = conf(Map.of(P + "s3.accessKeyId", "OWN-AK", P + "s3.secretAccessKey",
+        "OWN-SK"), Map.of("fs.s3a.session.token", "GLOBAL-TOKEN",
+        "fs.s3a.bucket.ckpt.session.token", "CKPT-TOKEN",
+        "fs.s3a.bucket.ckpt.aws.credentials.provider",
+        "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"), "ckpt");
+    assertEquals(Optional.empty(), keys.s3().sessionToken(), "no S3A token with Strata's keys");
+    assertEquals(io.strata.objectstore.S3Credentials.AUTO, keys.s3().credentials(),
+        "no S3A provider with Strata's keys");
+    StrataConf provider = conf(Map.of(P + "s3.credentialsProvider", "environment"),
+        Map.of("fs.s3a.access.key", "GLOBAL-AK", "fs.s3a.secret.key", "GLOBAL-SK"), "ckpt");
+    assertEquals(Optional.empty(), provider.s3().accessKeyId());
+  }
+
+  @Test
+  void aBlankPerBucketEncryptionKeepsTheGlobalKmsKeyAway() {
+    StrataConf c = conf(Map.of(), Map.of("fs.s3a.encryption.algorithm", "SSE-KMS",
+        "fs.s3a.encryption.key", "arn:aws:kms:eu-west-1:123456789012:key/global",
+        "fs.s3a.bucket.ckpt.encryption.algorithm", ""), "ckpt");
+    assertEquals(S3WriteSettings.SSE_NONE, c.s3().writes().serverSideEncryption());
+    assertEquals(Optional.empty(), c.s3().writes().kmsKeyId());
+  }
+
+  @Test
+  void aBadDeprecatedPerBucketEncryptionKeyIsNamed() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> conf(Map.of(), Map.of("fs.s3a.bucket.ckpt.server-side-encryption-algorithm",
+            "SSE-C"), "ckpt"));
+    assertTrue(e.getMessage().contains("fs.s3a.bucket.ckpt.server-side-encryption-algorithm"),
+        e.getMessage());
   }
 
   @Test

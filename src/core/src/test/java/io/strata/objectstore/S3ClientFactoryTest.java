@@ -136,6 +136,24 @@ class S3ClientFactoryTest {
   }
 
   @Test
+  void aFailedBuildClosesTheProvidersItBuilt() {
+    // An assumed role (its own STS client) and then a provider that cannot be built.
+    S3Settings s = plain().withCredentials(new S3Credentials(
+        List.of(S3Credentials.Provider.ASSUMED_ROLE, S3Credentials.Provider.TEMPORARY),
+        Optional.empty(), Optional.empty(),
+        Optional.of(new S3Credentials.AssumedRole("arn:aws:iam::123456789012:role/r", "strata",
+            Duration.ofHours(1), Optional.of(URI.create("http://127.0.0.1:1"))))));
+    List<SdkAutoCloseable> toClose = new ArrayList<>();
+    assertThrows(IllegalArgumentException.class,
+        () -> S3ClientFactory.credentialsProvider(s, toClose));
+    assertEquals(1, toClose.size(), "the assumed-role provider is handed back for closing");
+    toClose.forEach(SdkAutoCloseable::close);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> S3ClientFactory.create(s));
+    assertTrue(e.getMessage().contains("session token"), e.getMessage());
+  }
+
+  @Test
   void temporaryWithoutASessionTokenIsRefused() {
     S3Settings s = plain().withCredentials(new S3Credentials(
         List.of(S3Credentials.Provider.TEMPORARY), Optional.empty(), Optional.empty(),

@@ -28,6 +28,11 @@ import software.amazon.awssdk.services.s3.model.BucketAlreadyOwnedByYouException
  * multi-object delete, multipart uploads and SSE headers; it accepts any credentials (no
  * signature check).
  *
+ * <p>The endpoint is Spring Boot's connector on 127.0.0.1 (TLS off). S3Mock always opens a second
+ * plain-HTTP connector too, on every interface (it has no setting to bind or disable it), here on
+ * another free port: a test-only server holding test data, reachable from the network while
+ * it runs.
+ *
  * <p>The jar is found at the system property {@code strata.s3mock.jar}, then {@code
  * target/s3mock/s3mock.jar}, then the local Maven repository. The build fetches it from Maven
  * Central ({@code com.adobe.testing:s3mock:4.11.0:jar:exec}).
@@ -63,14 +68,18 @@ public final class S3MockServer implements S3TestServer {
     Path jar = locateJar();
     Files.createDirectories(dataDir);
     int port = S3ProxyServer.freePort();
-    int httpsPort = S3ProxyServer.freePort();
+    int extraPort = S3ProxyServer.freePort();
     Path log = dataDir.resolveSibling(dataDir.getFileName() + "-s3mock.log");
     List<String> cmd = new ArrayList<>(List.of(
         Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xmx512m", "-jar", jar.toString(),
+        // The endpoint: Spring Boot's connector, plain HTTP, on loopback.
         "--server.address=127.0.0.1",
-        "--server.port=" + httpsPort,
-        "--com.adobe.testing.s3mock.http-port=" + port,
+        "--server.ssl.enabled=false",
+        "--server.port=" + port,
+        // S3Mock's own second connector cannot be turned off and binds every interface; a free
+        // port keeps it from clashing (its default is 9090). Nothing here uses it.
+        "--com.adobe.testing.s3mock.http-port=" + extraPort,
         "--com.adobe.testing.s3mock.store.root=" + dataDir.toAbsolutePath(),
         "--com.adobe.testing.s3mock.store.retain-files-on-exit=true",
         "--logging.level.root=WARN",
@@ -87,7 +96,12 @@ public final class S3MockServer implements S3TestServer {
       if (server.answers()) {
         return server;
       }
-      sleep(200);
+      try {
+        sleep(200);
+      } catch (IOException interrupted) {
+        server.close();
+        throw interrupted;
+      }
     }
     server.close();
     throw new IOException("Cannot start S3Mock: no answer on port " + port
@@ -220,11 +234,12 @@ public final class S3MockServer implements S3TestServer {
         + ":jar:exec) or set -Dstrata.s3mock.jar=<path>");
   }
 
-  private static void sleep(long ms) {
+  private static void sleep(long ms) throws IOException {
     try {
       Thread.sleep(ms);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException("interrupted while S3Mock starts");
     }
   }
 }
