@@ -5,14 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.testkit.CredentialsFiles;
 import io.strata.testkit.OnlyOnSparkLines;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.Map;
 import java.util.UUID;
@@ -58,16 +56,6 @@ class CredentialRotationQueryIT {
     }
   }
 
-  /** Replaces the credentials file atomically with one profile, {@code strata}. */
-  private static void writeCredentials(Path file, String key, String secret, Instant mtime)
-      throws IOException {
-    Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-    Files.writeString(tmp, "[strata]\naws_access_key_id = " + key + "\naws_secret_access_key = "
-        + secret + "\n", StandardCharsets.UTF_8);
-    Files.setLastModifiedTime(tmp, FileTime.from(mtime));
-    Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-  }
-
   /** Batch b's input: keys k0..k9, key kj (j + b) % 3 + 1 times. */
   private static void writeBatch(Path in, int b) throws IOException {
     StringBuilder sb = new StringBuilder();
@@ -98,7 +86,8 @@ class CredentialRotationQueryIT {
     Path in = Files.createDirectories(h.work.resolve("rotation-in"));
     Path out = h.work.resolve("rotation-out");
     Path credentials = h.work.resolve("rotation-credentials");
-    writeCredentials(credentials, S3ProxyServer.ACCESS_KEY, S3ProxyServer.SECRET_KEY,
+    CredentialsFiles.write(credentials, "strata", S3ProxyServer.ACCESS_KEY,
+        S3ProxyServer.SECRET_KEY,
         Instant.now().minusSeconds(60));
     String checkpoint = "s3a://" + BUCKET + "/rotation-" + UUID.randomUUID();
 
@@ -113,7 +102,7 @@ class CredentialRotationQueryIT {
     // Rotate: the server comes back accepting only the new keys, the file holds them.
     int port = server.port();
     server.close();
-    writeCredentials(credentials, "rotated-key", "rotated-secret", Instant.now());
+    CredentialsFiles.write(credentials, "strata", "rotated-key", "rotated-secret", Instant.now());
     Thread.sleep(2_000); // longer than the SDK's check of the file's time (about a second)
     server = S3ProxyServer.start(h.work.resolve("rotation-s3"),
         Map.of("s3proxy.identity", "rotated-key", "s3proxy.credential", "rotated-secret"), port);

@@ -86,7 +86,8 @@ public final class S3aFallbacks {
    * left out. S3A's per-bucket keys come first: {@code fs.s3a.bucket.<bucket>.<option>} wins
    * over {@code fs.s3a.<option>} (S3A's {@code S3AUtils.propagateBucketOptions}), a blank one
    * meaning none for the bucket; and for the static keys and the encryption keys ({@link
-   * #GROUPS}), one per-bucket key of the group set means no global key of that group is read. A value taken from a per-bucket key
+   * #GROUPS}), one per-bucket key of the group set means no global key of that group is read.
+   * A value taken from a per-bucket key
    * is also returned under that key, so errors can name it. Hadoop's shipped default of {@code
    * fs.s3a.aws.credentials.provider} ({@link #HADOOP_DEFAULT_PROVIDERS}) counts as unset. An
    * {@code fs.s3a.endpoint} without a scheme gets {@code https://}, or {@code http://} when

@@ -6,14 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.testkit.CredentialsFiles;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -44,18 +42,6 @@ class CredentialRotationIT {
     }
   }
 
-  /** Writes a credentials file with one profile, replacing the old one atomically. */
-  static void writeCredentials(Path file, String profile, String key, String secret,
-      Instant mtime) throws IOException {
-    Path tmpFile = file.resolveSibling(file.getFileName() + ".tmp");
-    Files.writeString(tmpFile, "[" + profile + "]\naws_access_key_id = " + key
-        + "\naws_secret_access_key = " + secret + "\n", StandardCharsets.UTF_8);
-    // A distinct modification time even on a file system with coarse timestamps.
-    Files.setLastModifiedTime(tmpFile, FileTime.from(mtime));
-    Files.move(tmpFile, file, StandardCopyOption.REPLACE_EXISTING,
-        StandardCopyOption.ATOMIC_MOVE);
-  }
-
   static Map<String, String> identity(String key, String secret) {
     return Map.of("s3proxy.identity", key, "s3proxy.credential", secret);
   }
@@ -67,7 +53,7 @@ class CredentialRotationIT {
     server.createBucket("rot");
     int port = server.port();
     Path file = tmp.resolve("credentials");
-    writeCredentials(file, "strata", S3ProxyServer.ACCESS_KEY, S3ProxyServer.SECRET_KEY,
+    CredentialsFiles.write(file, "strata", S3ProxyServer.ACCESS_KEY, S3ProxyServer.SECRET_KEY,
         Instant.now().minusSeconds(60));
     S3Settings settings = new S3Settings(Optional.of(server.endpoint()), "us-east-1", true,
         Optional.empty(), Optional.empty(), Optional.empty(), 2, Duration.ofSeconds(30),
@@ -85,7 +71,7 @@ class CredentialRotationIT {
           "the server no longer accepts the first keys");
       assertFalse(refused.toString().contains(S3ProxyServer.SECRET_KEY), refused.toString());
 
-      writeCredentials(file, "strata", "rotated-key", "rotated-secret", Instant.now());
+      CredentialsFiles.write(file, "strata", "rotated-key", "rotated-secret", Instant.now());
       // The SDK's supplier checks the file's modification time at most about once a second; a
       // real rotation keeps the old keys valid for longer than that after the file is rewritten.
       Thread.sleep(ROTATION_PICKUP_MS);

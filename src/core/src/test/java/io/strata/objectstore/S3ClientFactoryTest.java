@@ -117,14 +117,14 @@ class S3ClientFactoryTest {
   @Test
   void theProfileProviderRereadsARewrittenCredentialsFile(@TempDir Path tmp) throws Exception {
     Path file = tmp.resolve("credentials");
-    CredentialRotationIT.writeCredentials(file, "p", "KEY-1", "SECRET-1",
+    io.strata.testkit.CredentialsFiles.write(file, "p", "KEY-1", "SECRET-1",
         Instant.now().minusSeconds(60));
     S3Settings s = plain().withCredentials(new S3Credentials(
         List.of(S3Credentials.Provider.PROFILE), Optional.of(file), Optional.of("p"),
         Optional.empty()));
     AwsCredentialsProvider p = provider(s);
     assertEquals("KEY-1", p.resolveCredentials().accessKeyId());
-    CredentialRotationIT.writeCredentials(file, "p", "KEY-2", "SECRET-2", Instant.now());
+    io.strata.testkit.CredentialsFiles.write(file, "p", "KEY-2", "SECRET-2", Instant.now());
     // The SDK's supplier checks the file's modification time at most about once a second.
     long deadline = System.nanoTime() + 5_000_000_000L;
     while (!p.resolveCredentials().accessKeyId().equals("KEY-2")

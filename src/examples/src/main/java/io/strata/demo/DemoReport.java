@@ -57,7 +57,8 @@ final class DemoReport {
         StandardCharsets.UTF_8);
     StringBuilder html = new StringBuilder();
     html.append("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">")
-        .append("<title>Strata flights demo</title></head><body style=\"font-family:sans-serif\">\n")
+        .append("<title>Strata flights demo</title></head>")
+        .append("<body style=\"font-family:sans-serif\">\n")
         .append("<h1>Strata flights demo</h1>\n")
         .append("<p>Phase 1 runs the queries over part of the input and stops; the local state ")
         .append("is wiped; phase 2 restores every store from the checkpoint and finishes the ")

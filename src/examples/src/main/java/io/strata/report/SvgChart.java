@@ -8,7 +8,8 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Minimal SVG charts for the benchmark report and the flights demo's report, with no dependency: a line chart over categories
+ * Minimal SVG charts for the benchmark report and the flights demo's report, with no dependency:
+ * a line chart over categories
  * (linear or log-10 y axis) and a bar chart (grouped or stacked). Missing values ({@code null} or
  * negative) are left out. The output is deterministic for the same input, so regenerating the
  * plots from unchanged results changes no committed file.

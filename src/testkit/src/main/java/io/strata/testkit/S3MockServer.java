@@ -2,23 +2,15 @@
 package io.strata.testkit;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.net.HttpURLConnection;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.core.exception.SdkException;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.BucketAlreadyOwnedByYouException;
 
 /**
  * Adobe's S3Mock 4.11.0 (a Spring Boot application with its own file store, an S3 implementation
@@ -43,17 +35,12 @@ public final class S3MockServer implements S3TestServer {
   private static final String ACCESS_KEY = "strata-s3mock";
   private static final String SECRET_KEY = "strata-s3mock-secret";
 
-  private final Process process;
+  private final ChildS3Process child;
   private final int port;
-  private final Path logFile;
-  private final Thread shutdownHook;
 
   private S3MockServer(Process process, int port, Path logFile) {
-    this.process = process;
+    this.child = new ChildS3Process("S3Mock", process, port, logFile);
     this.port = port;
-    this.logFile = logFile;
-    this.shutdownHook = new Thread(process::destroy, "s3mock-shutdown-" + port);
-    Runtime.getRuntime().addShutdownHook(shutdownHook);
   }
 
   /**
@@ -67,8 +54,8 @@ public final class S3MockServer implements S3TestServer {
   public static S3MockServer start(Path dataDir) throws IOException {
     Path jar = locateJar();
     Files.createDirectories(dataDir);
-    int port = S3ProxyServer.freePort();
-    int extraPort = S3ProxyServer.freePort();
+    int port = ChildS3Process.freePort();
+    int extraPort = ChildS3Process.freePort();
     Path log = dataDir.resolveSibling(dataDir.getFileName() + "-s3mock.log");
     List<String> cmd = new ArrayList<>(List.of(
         Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
@@ -89,10 +76,7 @@ public final class S3MockServer implements S3TestServer {
     S3MockServer server = new S3MockServer(p, port, log);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     while (System.nanoTime() < deadline) {
-      if (!p.isAlive()) {
-        throw new IOException("Cannot start S3Mock: process exited with " + p.exitValue()
-            + "; log " + log + ":\n" + server.logTail());
-      }
+      server.child.checkAlive();
       if (server.answers()) {
         return server;
       }
@@ -103,9 +87,7 @@ public final class S3MockServer implements S3TestServer {
         throw interrupted;
       }
     }
-    server.close();
-    throw new IOException("Cannot start S3Mock: no answer on port " + port
-        + " after 90 s; log " + log + ":\n" + server.logTail());
+    throw server.child.notReady("no answer on port " + port + " after 90 s");
   }
 
   private boolean answers() {
@@ -166,52 +148,18 @@ public final class S3MockServer implements S3TestServer {
 
   @Override
   public void createBucket(String bucket) {
-    try (S3Client s3 = client()) {
-      s3.createBucket(b -> b.bucket(bucket));
-    } catch (BucketAlreadyOwnedByYouException exists) {
-      // fine
-    } catch (SdkException e) {
-      throw new UncheckedIOException(
-          new IOException("Cannot create bucket " + bucket + " on " + endpoint(), e));
-    }
+    ChildS3Process.createBucket(this, bucket);
   }
 
   @Override
   public S3Client client() {
-    return S3Client.builder()
-        .endpointOverride(endpoint())
-        .region(Region.US_EAST_1)
-        .forcePathStyle(true)
-        .credentialsProvider(
-            StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
-        .build();
+    return ChildS3Process.client(endpoint(), ACCESS_KEY, SECRET_KEY);
   }
 
   /** Stops the process and waits up to 10 s for it to exit. Idempotent. */
   @Override
   public void close() {
-    try {
-      Runtime.getRuntime().removeShutdownHook(shutdownHook);
-    } catch (IllegalStateException shuttingDown) {
-      // the hook runs or has run
-    }
-    process.destroy();
-    try {
-      if (!process.waitFor(10, TimeUnit.SECONDS)) {
-        process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  private String logTail() {
-    try (InputStream in = Files.newInputStream(logFile)) {
-      String s = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-      return s.length() > 4000 ? s.substring(s.length() - 4000) : s;
-    } catch (IOException e) {
-      return "(no log: " + e.getMessage() + ")";
-    }
+    child.close();
   }
 
   /** Finds the S3Mock executable jar; see the class comment for the search order. */
@@ -224,14 +172,9 @@ public final class S3MockServer implements S3TestServer {
     candidates.add(Paths.get("target", "s3mock", "s3mock.jar"));
     candidates.add(Paths.get(System.getProperty("user.home"), ".m2", "repository", "com",
         "adobe", "testing", "s3mock", VERSION, "s3mock-" + VERSION + "-exec.jar"));
-    for (Path c : candidates) {
-      if (Files.isRegularFile(c)) {
-        return c.toAbsolutePath();
-      }
-    }
-    throw new IOException("Cannot find the S3Mock jar: looked at " + candidates
-        + "; run 'mvn generate-test-resources' (it fetches com.adobe.testing:s3mock:" + VERSION
-        + ":jar:exec) or set -Dstrata.s3mock.jar=<path>");
+    return ChildS3Process.locateJar(candidates, "S3Mock jar (run 'mvn generate-test-resources',"
+        + " which fetches com.adobe.testing:s3mock:" + VERSION + ":jar:exec, or set "
+        + "-Dstrata.s3mock.jar=<path>)");
   }
 
   private static void sleep(long ms) throws IOException {

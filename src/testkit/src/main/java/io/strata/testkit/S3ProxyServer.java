@@ -2,10 +2,8 @@
 package io.strata.testkit;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -17,12 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.core.exception.SdkException;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.BucketAlreadyOwnedByYouException;
 
 /**
  * An S3-compatible server (S3Proxy 4.1.0, filesystem store) run as a separate JVM on a free
@@ -44,20 +37,14 @@ public final class S3ProxyServer implements S3TestServer {
 
   private static final String VERSION = "4.1.0";
 
-  private final Process process;
+  private final ChildS3Process child;
   private final int port;
   private final Path dataDir;
-  private final Path logFile;
-  /** Stops the child if this JVM exits without {@link #close()} (Ctrl-C, System.exit). */
-  private final Thread shutdownHook;
 
   private S3ProxyServer(Process process, int port, Path dataDir, Path logFile) {
-    this.process = process;
+    this.child = new ChildS3Process("S3Proxy", process, port, logFile);
     this.port = port;
     this.dataDir = dataDir;
-    this.logFile = logFile;
-    this.shutdownHook = new Thread(process::destroy, "s3proxy-shutdown-" + port);
-    Runtime.getRuntime().addShutdownHook(shutdownHook);
   }
 
   /**
@@ -116,10 +103,7 @@ public final class S3ProxyServer implements S3TestServer {
     S3ProxyServer server = new S3ProxyServer(p, port, dataDir, log);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (System.nanoTime() < deadline) {
-      if (!p.isAlive()) {
-        throw new IOException("Cannot start S3Proxy: process exited with " + p.exitValue()
-            + "; log " + log + ":\n" + server.logTail());
-      }
+      server.child.checkAlive();
       try (Socket s = new Socket()) {
         s.connect(new InetSocketAddress("127.0.0.1", port), 200);
         return server;
@@ -127,9 +111,7 @@ public final class S3ProxyServer implements S3TestServer {
         sleep(100);
       }
     }
-    server.close();
-    throw new IOException("Cannot start S3Proxy: not listening on port " + port
-        + " after 60 s; log " + log + ":\n" + server.logTail());
+    throw server.child.notReady("not listening on port " + port + " after 60 s");
   }
 
   @Override
@@ -189,53 +171,19 @@ public final class S3ProxyServer implements S3TestServer {
    */
   @Override
   public void createBucket(String bucket) {
-    try (S3Client s3 = client()) {
-      s3.createBucket(b -> b.bucket(bucket));
-    } catch (BucketAlreadyOwnedByYouException exists) {
-      // fine
-    } catch (SdkException e) {
-      throw new UncheckedIOException(
-          new IOException("Cannot create bucket " + bucket + " on " + endpoint(), e));
-    }
+    ChildS3Process.createBucket(this, bucket);
   }
 
   /** A plain SDK client for this server (path-style, us-east-1); the caller closes it. */
   @Override
   public S3Client client() {
-    return S3Client.builder()
-        .endpointOverride(endpoint())
-        .region(Region.US_EAST_1)
-        .forcePathStyle(true)
-        .credentialsProvider(
-            StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
-        .build();
+    return ChildS3Process.client(endpoint(), ACCESS_KEY, SECRET_KEY);
   }
 
   /** Stops the process and waits up to 10 s for it to exit. Idempotent. */
   @Override
   public void close() {
-    try {
-      Runtime.getRuntime().removeShutdownHook(shutdownHook);
-    } catch (IllegalStateException shuttingDown) {
-      // the hook runs or has run
-    }
-    process.destroy();
-    try {
-      if (!process.waitFor(10, TimeUnit.SECONDS)) {
-        process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  private String logTail() {
-    try (InputStream in = Files.newInputStream(logFile)) {
-      String s = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-      return s.length() > 4000 ? s.substring(s.length() - 4000) : s;
-    } catch (IOException e) {
-      return "(no log: " + e.getMessage() + ")";
-    }
+    child.close();
   }
 
   /** Finds the S3Proxy fat jar; see the class comment for the search order. */
@@ -248,20 +196,13 @@ public final class S3ProxyServer implements S3TestServer {
     candidates.add(Paths.get("target", "s3proxy", "s3proxy.jar"));
     candidates.add(Paths.get(System.getProperty("user.home"), ".m2", "repository", "org", "gaul",
         "s3proxy", VERSION, "s3proxy-" + VERSION + "-jar-with-dependencies.jar"));
-    for (Path c : candidates) {
-      if (Files.isRegularFile(c)) {
-        return c.toAbsolutePath();
-      }
-    }
-    throw new IOException("Cannot find the S3Proxy jar: looked at " + candidates
-        + "; run 'mvn generate-test-resources' (it fetches org.gaul:s3proxy:" + VERSION
-        + ":jar-with-dependencies) or set -Dstrata.s3proxy.jar=<path>");
+    return ChildS3Process.locateJar(candidates, "S3Proxy jar (run 'mvn generate-test-resources',"
+        + " which fetches org.gaul:s3proxy:" + VERSION + ":jar-with-dependencies, or set "
+        + "-Dstrata.s3proxy.jar=<path>)");
   }
 
   static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      return s.getLocalPort();
-    }
+    return ChildS3Process.freePort();
   }
 
   private static void sleep(long ms) {
