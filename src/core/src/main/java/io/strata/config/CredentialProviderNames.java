@@ -40,13 +40,14 @@ public final class CredentialProviderNames {
     m.put(v2 + "SystemPropertyCredentialsProvider", List.of(Provider.SYSTEM_PROPERTIES));
     m.put(v1 + "profile.ProfileCredentialsProvider", List.of(Provider.PROFILE));
     m.put(v2 + "ProfileCredentialsProvider", List.of(Provider.PROFILE));
-    // Hadoop 3.5's, which reads fs.s3a.auth.profile.name and .file (s3.profile's and
+    // Hadoop 3.4.2's and later, which reads fs.s3a.auth.profile.name and .file (s3.profile's and
     // s3.credentialsFile's fallbacks).
     m.put(s3a + "auth.ProfileAWSCredentialsProvider", List.of(Provider.PROFILE));
     // S3A's instance provider tries the container endpoint, then the EC2 instance profile.
     m.put(s3a + "auth.IAMInstanceCredentialsProvider",
         List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
-    // S3A's own factory maps these two to its instance provider too.
+    // S3A's instance provider: SDK v1's name is mapped to it by S3A's provider factory, and
+    // SharedInstanceCredentialProvider is a subclass of it.
     m.put(s3a + "SharedInstanceCredentialProvider",
         List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
     m.put(v1 + "InstanceProfileCredentialsProvider",

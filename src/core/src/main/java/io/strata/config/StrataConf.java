@@ -169,7 +169,7 @@ public record StrataConf(
       .noDefaultValue("`AWS_PROFILE`, else `default`")
       .fallbackKey("fs.s3a.auth.profile.name")
       .description("Profile of the AWS credentials file that the `profile` and `default` "
-          + "providers read.");
+          + "providers read (S3A's key applies to `profile` only).");
   /** {@code s3.credentialsFile}: the credentials file the profile providers read. */
   public static final ConfigOption<Path> S3_CREDENTIALS_FILE =
       ConfigOption.key("s3.credentialsFile")
@@ -178,7 +178,8 @@ public record StrataConf(
       .fallbackKey("fs.s3a.auth.profile.file")
       .description("AWS credentials file that the `profile` and `default` providers read, "
           + "on every executor; a rewritten file (rotated keys) is picked up within about a "
-          + "second, without a restart (a default file must exist when the store opens).");
+          + "second, without a restart (a default file must exist when the store opens). "
+          + "S3A's key applies to `profile` only.");
   /** {@code s3.assumedRole.arn}: the role the assumed-role provider assumes. */
   public static final ConfigOption<String> S3_ROLE_ARN = ConfigOption.key("s3.assumedRole.arn")
       .type(OptionType.nonBlank())
@@ -357,6 +358,12 @@ public record StrataConf(
           + "and base snapshots are never robbed. Must exceed twice the clock skew between "
           + "executors and the object store.");
 
+  /** The end of a message about missing keys: why S3A's may not have been read. */
+  private static final String NOT_READ = " (S3A's fs.s3a.access.key, secret.key, session.token "
+      + "and aws.credentials.provider are not read when any of Strata's s3.accessKeyId, "
+      + "s3.secretAccessKey, s3.sessionToken and s3.credentialsProvider is set, nor the global "
+      + "ones when the bucket sets one of its own)";
+
   /**
    * The options naming credentials: if any is set under Strata's key, none of them is read
    * from S3A's keys.
@@ -397,12 +404,17 @@ public record StrataConf(
       }
     }
     Reader r = new Reader(settings, hadoop);
-    // Strata's own credential keys, if any is set, replace S3A's as a whole: never Strata's keys
-    // with S3A's session token or provider list.
+    // Strata's own credential keys, if any is set, replace S3A's four (keys, token, provider
+    // list): never Strata's keys with S3A's session token or provider list.
     Reader c = CREDENTIAL_OPTIONS.stream().anyMatch(r::isSet)
         ? r.withoutFallbacksOf(CREDENTIAL_OPTIONS) : r;
     Optional<String> accessKey = c.opt(S3_ACCESS_KEY);
     Optional<String> secretKey = c.opt(S3_SECRET_KEY);
+    if (c.opt(S3_SESSION_TOKEN).isPresent() && accessKey.isEmpty()) {
+      throw new IllegalArgumentException("Invalid S3 credentials: a session token ("
+          + S3_SESSION_TOKEN.fullKey() + " or fs.s3a.session.token) is set without "
+          + S3_ACCESS_KEY.fullKey() + " and " + S3_SECRET_KEY.fullKey() + NOT_READ);
+    }
     if (accessKey.isPresent() != secretKey.isPresent()) {
       throw new IllegalArgumentException("Invalid S3 credentials: " + S3_ACCESS_KEY.fullKey()
           + " and " + S3_SECRET_KEY.fullKey()
@@ -486,7 +498,7 @@ public record StrataConf(
     if (list.contains(S3Credentials.Provider.STATIC) && !keys) {
       throw new IllegalArgumentException("Invalid S3 credentials: " + where + " lists static "
           + "credentials but " + S3_ACCESS_KEY.fullKey() + " and " + S3_SECRET_KEY.fullKey()
-          + " (or fs.s3a.access.key and fs.s3a.secret.key) are not set");
+          + " (or fs.s3a.access.key and fs.s3a.secret.key) are not set" + NOT_READ);
     }
     if (list.contains(S3Credentials.Provider.TEMPORARY) && !(keys && token)) {
       throw new IllegalArgumentException("Invalid S3 credentials: " + where + " lists temporary "
@@ -502,13 +514,23 @@ public record StrataConf(
               + "), the ARN of the role to assume"));
       Duration duration = r.get(S3_ROLE_SESSION_DURATION);
       if (duration.compareTo(S3Credentials.AssumedRole.MAX_SESSION) > 0) {
-        throw new IllegalArgumentException("Invalid value " + duration + " for "
-            + S3_ROLE_SESSION_DURATION.fullKey() + ": STS sessions last at most 12h");
+        String key = r.isSet(S3_ROLE_SESSION_DURATION) ? S3_ROLE_SESSION_DURATION.fullKey()
+            : S3aFallbacks.sourceKey(r.hadoop(),
+                S3_ROLE_SESSION_DURATION.fallbackKey().orElseThrow());
+        throw new IllegalArgumentException("Invalid value " + duration + " for " + key
+            + ": STS sessions last at most 12h");
       }
       role = Optional.of(new S3Credentials.AssumedRole(arn, r.get(S3_ROLE_SESSION_NAME),
           duration, r.opt(S3_ROLE_STS_ENDPOINT)));
     }
-    return new S3Credentials(list, r.opt(S3_CREDENTIALS_FILE), r.opt(S3_PROFILE), role);
+    // S3A's profile keys configure its profile provider only; Strata's own apply to the default
+    // chain too.
+    boolean profile = list.contains(S3Credentials.Provider.PROFILE);
+    Optional<Path> file = profile || r.isSet(S3_CREDENTIALS_FILE) ? r.opt(S3_CREDENTIALS_FILE)
+        : Optional.empty();
+    Optional<String> name = profile || r.isSet(S3_PROFILE) ? r.opt(S3_PROFILE)
+        : Optional.empty();
+    return new S3Credentials(list, file, name, role);
   }
 
   /**

@@ -160,6 +160,43 @@ class S3aFallbacksTest {
   }
 
   @Test
+  void aLoneStrataSessionTokenIsRefusedNotSilentlyDropped() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> conf(Map.of(P + "s3.sessionToken", "TOKEN-SECRET"), Map.of("fs.s3a.access.key",
+            "AK", "fs.s3a.secret.key", "SK"), "ckpt"));
+    assertTrue(e.getMessage().contains(P + "s3.accessKeyId"), e.getMessage());
+    assertTrue(e.getMessage().contains("are not read"), e.getMessage());
+    assertFalse(e.getMessage().contains("TOKEN-SECRET"), e.getMessage());
+  }
+
+  @Test
+  void s3asProfileKeysSteerOnlyTheProfileProvider() {
+    Map<String, String> hadoop = Map.of("fs.s3a.auth.profile.name", "analytics",
+        "fs.s3a.auth.profile.file", "/etc/analytics/credentials");
+    StrataConf auto = conf(Map.of(), hadoop, "ckpt");
+    assertEquals(io.strata.objectstore.S3Credentials.AUTO, auto.s3().credentials(),
+        "the default chain keeps the SDK's profile and files");
+    StrataConf profile = conf(Map.of(), Map.of("fs.s3a.auth.profile.name", "analytics",
+        "fs.s3a.aws.credentials.provider",
+        "org.apache.hadoop.fs.s3a.auth.ProfileAWSCredentialsProvider"), "ckpt");
+    assertEquals(Optional.of("analytics"), profile.s3().credentials().profileName());
+    StrataConf own = conf(Map.of(P + "s3.profile", "mine"), hadoop, "ckpt");
+    assertEquals(Optional.of("mine"), own.s3().credentials().profileName(),
+        "Strata's own key applies to the default chain too");
+  }
+
+  @Test
+  void aTooLongPerBucketSessionDurationIsRefusedNamingThePerBucketKey() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> conf(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
+            "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider",
+            "fs.s3a.assumed.role.arn", "arn:aws:iam::123456789012:role/r",
+            "fs.s3a.bucket.ckpt.assumed.role.session.duration", "24h"), "ckpt"));
+    assertTrue(e.getMessage().contains("fs.s3a.bucket.ckpt.assumed.role.session.duration"),
+        e.getMessage());
+  }
+
+  @Test
   void aBlankPerBucketEncryptionKeepsTheGlobalKmsKeyAway() {
     StrataConf c = conf(Map.of(), Map.of("fs.s3a.encryption.algorithm", "SSE-KMS",
         "fs.s3a.encryption.key", "arn:aws:kms:eu-west-1:123456789012:key/global",

@@ -108,7 +108,12 @@ public final class S3ProxyServer implements S3TestServer {
         s.connect(new InetSocketAddress("127.0.0.1", port), 200);
         return server;
       } catch (IOException notYet) {
-        sleep(100);
+        try {
+          sleep(100);
+        } catch (IllegalStateException interrupted) {
+          server.close();
+          throw interrupted;
+        }
       }
     }
     throw server.child.notReady("not listening on port " + port + " after 60 s");
