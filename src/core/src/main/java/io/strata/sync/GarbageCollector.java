@@ -88,6 +88,23 @@ final class GarbageCollector {
    */
   GcStats collect(long round, long knownNewestVersion, Set<String> protectedKeys,
       long nowMillis, boolean abortUploads) throws IOException {
+    return apply(decide(round, knownNewestVersion, protectedKeys, nowMillis), abortUploads);
+  }
+
+  /**
+   * Decides one round without deleting anything: one LIST of the store's root, then (only if
+   * something could be garbage) the roots' manifests and the listed published snapshots.
+   *
+   * @param round this round's sequence number (for the stats)
+   * @param knownNewestVersion the newest version the caller committed or loaded, or -1
+   * @param protectedKeys keys never deleted by this round
+   * @param nowMillis the caller's wall-clock time, taken before the listing
+   * @return the decision; {@link GcDecision#skippedForEpoch()} &gt; 0 when a later query run
+   *     claimed the store and this instance (of an earlier run) leaves collecting to it
+   * @throws IOException if listing or reading a root's manifest or a published snapshot fails
+   */
+  GcDecision decide(long round, long knownNewestVersion, Set<String> protectedKeys,
+      long nowMillis) throws IOException {
     long start = System.nanoTime();
     List<ObjectInfo> infos = objects.list("");
     List<Reachability.Listed> listing = new ArrayList<>(infos.size());
@@ -110,8 +127,8 @@ final class GarbageCollector {
             + "epoch {} and a later run claimed epoch {}, which collects instead", identity,
             round, epoch, newestClaim);
       }
-      return new GcStats(round, knownNewestVersion, -1, listing.size(), 0, 0, listRequests, 0,
-          0, 0, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+      return new GcDecision(round, knownNewestVersion, listing, null, null, Set.of(),
+          Set.of(), 0, listRequests, newestClaim, start, nowMillis);
     }
     Reachability.Plan plan = Reachability.plan(listing, knownNewestVersion,
         settings.versionsToRetain());
@@ -123,13 +140,14 @@ final class GarbageCollector {
         protectedKeys, nowMillis, grace);
     Reachability.Verdict verdict = upperBound;
     int reads = 0;
+    Set<String> named = new HashSet<>();
+    Set<String> usable = Set.of();
     if (!upperBound.garbage().isEmpty()) {
-      Set<String> named = new HashSet<>();
       List<PublishedSnapshot.TipIndex> tips = new ArrayList<>();
       reads = readNamedKeys(plan, named, tips);
       // A published snapshot a root can use stays; every file a listed one names stays (those
       // of one no root can use go in a later round, once it is gone).
-      Set<String> usable = Reachability.usablePublishedSnapshots(listing, tips);
+      usable = Reachability.usablePublishedSnapshots(listing, tips);
       named.addAll(usable);
       for (Reachability.Listed l : listing) {
         if (Reachability.kindOf(l.key()) != Reachability.Kind.PUBLISHED_SNAPSHOT) {
@@ -148,7 +166,30 @@ final class GarbageCollector {
       }
       verdict = Reachability.garbage(listing, plan, named, protectedKeys, nowMillis, grace);
     }
+    return new GcDecision(round, knownNewestVersion, listing, plan, verdict, named, usable,
+        reads, listRequests, -1, start, nowMillis);
+  }
 
+  /**
+   * Deletes what {@code d} found to be garbage (batched DeleteObjects, version objects first)
+   * and optionally aborts incomplete multipart uploads older than the grace period.
+   *
+   * @param d a decision of this collector's {@link #decide}
+   * @return what the round did
+   * @throws IOException if a delete fails (earlier batches stay deleted)
+   */
+  GcStats apply(GcDecision d, boolean abortUploads) throws IOException {
+    if (d.skippedForEpoch() > 0) {
+      return new GcStats(d.round(), d.knownNewestVersion(), -1, d.listing().size(), 0, 0,
+          d.listRequests(), 0, 0, 0,
+          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - d.startNanos()));
+    }
+    Reachability.Plan plan = d.plan();
+    Reachability.Verdict verdict = d.verdict();
+    long listRequests = d.listRequests();
+    int reads = d.manifestReads();
+    long nowMillis = d.nowMillis();
+    long grace = settings.gracePeriodMillis();
     List<String> keys = new ArrayList<>(verdict.garbage().size());
     verdict.garbage().forEach(l -> keys.add(l.key()));
     long deleteRequests = (keys.size() + S3_BATCH - 1) / S3_BATCH;
@@ -168,9 +209,10 @@ final class GarbageCollector {
       listRequests++;
       deleteRequests += aborted;
     }
-    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    long round = d.round();
+    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - d.startNanos());
     GcStats stats = new GcStats(round, plan.newestVersion(), plan.oldestRetainedVersion(),
-        listing.size(), keys.size(), verdict.garbageBytes(), listRequests, reads,
+        d.listing().size(), keys.size(), verdict.garbageBytes(), listRequests, reads,
         deleteRequests, aborted, ms, verdict.publishedSnapshots());
     if (!keys.isEmpty() || aborted > 0) {
       LOG.info("{} garbage collection round {} at version {}: deleted {} objects ({} bytes), "
@@ -184,8 +226,8 @@ final class GarbageCollector {
           verdict.publishedSnapshots(), reads, ms);
     } else {
       LOG.debug("{} garbage collection round {} at version {}: nothing to delete ({} objects, "
-          + "{} manifest reads, {} ms)", identity, round, plan.newestVersion(), listing.size(),
-          reads, ms);
+          + "{} manifest reads, {} ms)", identity, round, plan.newestVersion(),
+          d.listing().size(), reads, ms);
     }
     return stats;
   }

@@ -88,6 +88,14 @@ final class PublishedSnapshots {
           + "manifest's own chain", identity, m.version(), e.toString());
       return Optional.empty();
     }
+    return find(m, listed);
+  }
+
+  /**
+   * {@link #find(Manifest)} over a listing the caller already has (keys relative to the
+   * store's root; keys outside {@code b/} are ignored): GETs only, no LIST.
+   */
+  Optional<Found> find(Manifest m, List<ObjectInfo> listed) {
     PublishedSnapshot.TipIndex tips = PublishedSnapshot.TipIndex.of(m);
     List<String> candidates = new ArrayList<>();
     for (ObjectInfo o : listed) {
