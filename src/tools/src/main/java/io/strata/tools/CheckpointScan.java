@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import io.strata.format.Reachability;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectInfo;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One listing of a checkpoint, split into what Spark wrote (its offset and commit logs) and the
+ * state stores under {@code state/<operator>/<partition>[/<store>]/}: Strata's (by the shapes
+ * of docs/format.md) and another provider's (Spark's HDFS-backed or RocksDB provider's files).
+ * Pure: it only sorts keys.
+ */
+final class CheckpointScan {
+  /** Strata's top-level directories in a store's location. */
+  private static final Set<String> STRATA_DIRS = Set.of("v", "runs", "sst", "snap", "spill", "b",
+      "_strata");
+  /** Files of Spark's own providers: {@code 3.delta}, {@code 3.snapshot}, {@code 3.changelog},
+   * {@code 3.zip}, {@code 3_<uuid>.zip} and RocksDB's {@code SSTs/} directory. */
+  private static final Pattern FOREIGN =
+      Pattern.compile("^(\\d+(_[0-9A-Za-z-]+)?\\.(delta|snapshot|changelog|zip)|SSTs/.*)$");
+  private static final Pattern BATCH = Pattern.compile("^\\d+$");
+
+  /** One store's objects, keys relative to the store's location. */
+  record Store(long operator, int partition, String name, List<ObjectInfo> objects) {
+    /** {@code <operator>/<partition>/<name>}, as manifests name it. */
+    String id() {
+      return operator + "/" + partition + "/" + name;
+    }
+
+    /** The store's location relative to the checkpoint. */
+    String relativeLocation() {
+      return "state/" + operator + "/" + partition + ("default".equals(name) ? "" : "/" + name);
+    }
+
+    /** True if the store holds at least one version object (or anything of Strata's shape). */
+    boolean isStrata() {
+      return objects.stream().anyMatch(o -> Reachability.kindOf(o.key())
+          != Reachability.Kind.FOREIGN || o.key().startsWith(StoreLayout.RUNS));
+    }
+
+    /** The greatest version with a version object, or 0. */
+    long newestVersion() {
+      long n = 0;
+      for (ObjectInfo o : objects) {
+        n = Math.max(n, StoreLayout.versionOf(o.key()));
+      }
+      return n;
+    }
+
+    /** Version objects, in key order (so by version). */
+    List<ObjectInfo> versionObjects() {
+      return objects.stream().filter(o -> StoreLayout.versionOf(o.key()) >= 0)
+          .sorted(Comparator.comparing(ObjectInfo::key)).toList();
+    }
+
+    long bytes() {
+      return objects.stream().mapToLong(ObjectInfo::size).sum();
+    }
+  }
+
+  /** Spark's offset and commit logs: the batch ids listed, with their newest objects. */
+  record SparkLogs(OptionalLong latestOffset, OptionalLong latestCommit,
+      Optional<ObjectInfo> latestOffsetObject, Optional<ObjectInfo> latestCommitObject,
+      boolean metadata) {
+    /** "agree", "batch N planned, not committed", or what is wrong. */
+    String agreement() {
+      if (latestOffset.isEmpty() && latestCommit.isEmpty()) {
+        return "no batch yet";
+      }
+      if (latestCommit.isEmpty()) {
+        return "batch " + latestOffset.getAsLong() + " planned, none committed";
+      }
+      if (latestOffset.isEmpty()) {
+        return "commit log without offsets (damaged checkpoint)";
+      }
+      long o = latestOffset.getAsLong();
+      long c = latestCommit.getAsLong();
+      if (o == c) {
+        return "agree";
+      }
+      if (o == c + 1) {
+        return "batch " + o + " planned, not committed (a restart re-runs it)";
+      }
+      return "disagree: offsets at " + o + ", commits at " + c + " (damaged checkpoint)";
+    }
+  }
+
+  final List<Store> stores;
+  final SparkLogs spark;
+  final int objects;
+  final long bytes;
+
+  private CheckpointScan(List<Store> stores, SparkLogs spark, int objects, long bytes) {
+    this.stores = stores;
+    this.spark = spark;
+    this.objects = objects;
+    this.bytes = bytes;
+  }
+
+  /** Splits {@code listing} (keys relative to the checkpoint root). */
+  static CheckpointScan of(List<ObjectInfo> listing) {
+    Map<String, List<ObjectInfo>> byStore = new TreeMap<>();
+    Map<String, long[]> ids = new TreeMap<>();
+    ObjectInfo lastOffset = null;
+    ObjectInfo lastCommit = null;
+    long offset = -1;
+    long commit = -1;
+    boolean metadata = false;
+    long bytes = 0;
+    for (ObjectInfo o : listing) {
+      bytes += o.size();
+      String k = o.key();
+      if (k.equals("metadata")) {
+        metadata = true;
+      }
+      long b = batch(k, "offsets/");
+      if (b > offset) {
+        offset = b;
+        lastOffset = o;
+      }
+      b = batch(k, "commits/");
+      if (b > commit) {
+        commit = b;
+        lastCommit = o;
+      }
+      Matcher m = STORE.matcher(k);
+      if (!m.matches()) {
+        continue;
+      }
+      long op = Long.parseLong(m.group(1));
+      int part = Integer.parseInt(m.group(2));
+      String rest = m.group(3);
+      int slash = rest.indexOf('/');
+      String first = slash < 0 ? null : rest.substring(0, slash);
+      String name = "default";
+      String relative = rest;
+      if (first != null && !STRATA_DIRS.contains(first) && !first.equals("SSTs")) {
+        name = first;
+        relative = rest.substring(slash + 1);
+      }
+      String storeKey = String.format("%020d/%010d/%s", op, part, name);
+      ids.put(storeKey, new long[] {op, part});
+      byStore.computeIfAbsent(storeKey, x -> new ArrayList<>())
+          .add(new ObjectInfo(relative, o.size(), o.lastModifiedMillis(), o.metadata()));
+    }
+    List<Store> stores = new ArrayList<>();
+    byStore.forEach((key, objs) -> {
+      long[] id = ids.get(key);
+      String name = key.substring(key.lastIndexOf('/') + 1);
+      stores.add(new Store(id[0], (int) id[1], name, List.copyOf(objs)));
+    });
+    SparkLogs logs = new SparkLogs(
+        offset < 0 ? OptionalLong.empty() : OptionalLong.of(offset),
+        commit < 0 ? OptionalLong.empty() : OptionalLong.of(commit),
+        Optional.ofNullable(lastOffset), Optional.ofNullable(lastCommit), metadata);
+    return new CheckpointScan(List.copyOf(stores), logs, listing.size(), bytes);
+  }
+
+  private static final Pattern STORE = Pattern.compile("^state/(\\d+)/(\\d+)/(.+)$");
+
+  private static long batch(String key, String dir) {
+    if (!key.startsWith(dir)) {
+      return -1;
+    }
+    String name = key.substring(dir.length());
+    return BATCH.matcher(name).matches() && name.length() < 19 ? Long.parseLong(name) : -1;
+  }
+
+  /** The stores written by Strata. */
+  List<Store> strataStores() {
+    return stores.stream().filter(Store::isStrata).toList();
+  }
+
+  /**
+   * A file of another state store provider, if a store holds one and no Strata object: the
+   * provider's name and the file's key relative to the checkpoint.
+   */
+  Optional<String[]> foreignProvider() {
+    for (Store s : stores) {
+      if (s.isStrata()) {
+        continue;
+      }
+      for (ObjectInfo o : s.objects()) {
+        if (FOREIGN.matcher(o.key()).matches()) {
+          String provider = o.key().endsWith(".delta") || o.key().endsWith(".snapshot")
+              ? "Spark's HDFS-backed state store provider (HDFSBackedStateStoreProvider)"
+              : "Spark's RocksDB state store provider (RocksDBStateStoreProvider)";
+          return Optional.of(new String[] {provider, s.relativeLocation() + "/" + o.key()});
+        }
+      }
+    }
+    return Optional.empty();
+  }
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import io.strata.format.Reachability;
+import io.strata.format.StoreLayout;
+import io.strata.metrics.GcStats;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.sync.GcDecision;
+import io.strata.sync.GcSettings;
+import io.strata.sync.StoreInspector;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Future;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+
+/**
+ * {@code strata gc <checkpoint> --dry-run | --apply [--force]}: what maintenance would delete
+ * and why, decided by the same code ({@code GarbageCollector} over {@link Reachability}) with
+ * the query's retention ({@code spark.sql.streaming.minBatchesToRetain}, Strata's grace
+ * period). The newest version of every store is taken from Spark's commit log (batch + 1), not
+ * from the listing, so versions an earlier query run left above a rewind point never lift the
+ * retention window; without a commit log, the greatest listed version. {@code --apply} deletes
+ * it, and refuses (exit 4) while the query looks alive (anything in its offset or commit log or
+ * a version object written less than {@code --idle-minutes} ago) unless {@code --force} is
+ * given; even then it deletes only what a concurrent maintenance round could (unreferenced
+ * objects older than the grace period, versions below the retention).
+ */
+@Command(name = "gc", mixinStandardHelpOptions = true,
+    description = "What maintenance would delete and why (--dry-run), or delete it (--apply).")
+final class GcCommand implements Callable<Integer> {
+  @ParentCommand StrataTool tool;
+  @Mixin CommonOptions options;
+
+  @Parameters(index = "0", paramLabel = "CHECKPOINT", description = "The checkpoint location.")
+  String checkpoint;
+
+  @ArgGroup(exclusive = true, multiplicity = "1")
+  Mode mode;
+
+  static final class Mode {
+    @Option(names = "--dry-run", required = true, description = "Only say what would go.")
+    boolean dryRun;
+
+    @Option(names = "--apply", required = true, description = "Delete it.")
+    boolean apply;
+  }
+
+  @Option(names = "--force",
+      description = "With --apply: delete even though the query looks alive.")
+  boolean force;
+
+  @Option(names = "--idle-minutes", paramLabel = "M", defaultValue = "10",
+      description = "With --apply: the query looks alive if it wrote its logs or a version "
+          + "less than M minutes ago (default: ${DEFAULT-VALUE}).")
+  long idleMinutes;
+
+  private record StoreGc(CheckpointScan.Store store, StoreInspector inspector,
+      GcDecision decision, String error) { }
+
+  @Override
+  public Integer call() throws Exception {
+    try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
+      CheckpointScan scan = ctx.strataScan();
+      GcSettings settings = ctx.settings.gc(ctx.conf);
+      long now = System.currentTimeMillis();
+      long newest = scan.spark.latestCommit().isPresent()
+          ? scan.spark.latestCommit().getAsLong() + 1 : -1;
+      Optional<String> alive = liveness(scan, now);
+      if (mode.apply && alive.isPresent() && !force) {
+        throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing gc --apply on "
+            + ctx.checkpoint + ": the query looks alive (" + alive.get() + ", less than "
+            + idleMinutes + " min ago); its own maintenance collects while it runs. Stop the "
+            + "query, or pass --force (which deletes only what a concurrent maintenance round "
+            + "could), or --idle-minutes", null);
+      }
+      List<Future<StoreGc>> futures = new ArrayList<>();
+      for (CheckpointScan.Store s : scan.strataStores()) {
+        StoreInspector in = ctx.inspector(s);
+        futures.add(ctx.pool.submit(() -> {
+          try {
+            return new StoreGc(s, in, in.decideGc(newest, settings, now), null);
+          } catch (Exception e) {
+            return new StoreGc(s, in, null, e.getMessage());
+          }
+        }));
+      }
+      List<StoreGc> stores = new ArrayList<>();
+      for (Future<StoreGc> f : futures) {
+        stores.add(f.get());
+      }
+      List<String> failures = new ArrayList<>();
+      stores.stream().filter(g -> g.error() != null).forEach(g -> failures.add(g.error()));
+      long deleted = 0;
+      long deletedBytes = 0;
+      if (mode.apply) {
+        for (StoreGc g : stores) {
+          if (g.decision() == null || g.decision().verdict().garbage().isEmpty()) {
+            continue;
+          }
+          try {
+            GcStats st = g.inspector().applyGc(g.decision(), settings, false);
+            deleted += st.objectsDeleted();
+            deletedBytes += st.bytesDeleted();
+          } catch (Exception e) {
+            failures.add("Cannot delete the garbage of store " + g.store().id() + ": "
+                + e.getMessage());
+          }
+        }
+      }
+      report(ctx, settings, newest, alive, stores, deleted, deletedBytes, now);
+      failures.forEach(f -> ctx.err.println("strata: " + f));
+      return failures.isEmpty() ? StrataTool.EXIT_OK : StrataTool.EXIT_UNREADABLE;
+    }
+  }
+
+  /** What makes the query look alive: its newest write, if younger than the idle time. */
+  private Optional<String> liveness(CheckpointScan scan, long now) {
+    long idle = idleMinutes * 60_000L;
+    String what = null;
+    long newest = 0;
+    List<ObjectInfo> candidates = new ArrayList<>();
+    scan.spark.latestOffsetObject().ifPresent(candidates::add);
+    scan.spark.latestCommitObject().ifPresent(candidates::add);
+    for (ObjectInfo o : candidates) {
+      if (o.lastModifiedMillis() > newest) {
+        newest = o.lastModifiedMillis();
+        what = o.key();
+      }
+    }
+    for (CheckpointScan.Store s : scan.strataStores()) {
+      for (ObjectInfo o : s.objects()) {
+        if (StoreLayout.versionOf(o.key()) >= 0 && o.lastModifiedMillis() > newest) {
+          newest = o.lastModifiedMillis();
+          what = s.relativeLocation() + "/" + o.key();
+        }
+      }
+    }
+    if (what != null && now - newest < idle) {
+      return Optional.of(what + " was written " + Table.age(Math.max(0, now - newest)) + " ago");
+    }
+    return Optional.empty();
+  }
+
+  /** Why {@code l} is garbage, in words. */
+  static String why(Reachability.Listed l, Reachability.Plan plan, long now) {
+    String age = l.ageKnown() ? ", " + Table.age(now - l.lastModifiedMillis()) + " old" : "";
+    String key = l.key();
+    return switch (Reachability.kindOf(key)) {
+      case VERSION_OBJECT -> "version " + StoreLayout.versionOf(key) + " is below the retention "
+          + "(versions >= " + plan.oldestRetainedVersion() + " stay) and no retained manifest "
+          + "names it" + age;
+      case SPILL -> "a spill delta of version " + StoreLayout.spillVersionOf(key) + " that no "
+          + "retained manifest names (an aborted or lost attempt)" + age;
+      case SNAPSHOT_SST, SNAPSHOT_PACK -> "a base-snapshot file no retained manifest and no "
+          + "published snapshot names" + age;
+      case PUBLISHED_SNAPSHOT -> "a published snapshot of version "
+          + StoreLayout.publishedSnapshotVersionOf(key) + " that no retained version can use"
+          + age;
+      case FOREIGN -> "not Strata's (never deleted)";
+    };
+  }
+
+  private void report(ToolContext ctx, GcSettings settings, long newest, Optional<String> alive,
+      List<StoreGc> stores, long deleted, long deletedBytes, long now) {
+    long objects = 0;
+    long bytes = 0;
+    for (StoreGc g : stores) {
+      if (g.decision() != null) {
+        objects += g.decision().verdict().garbage().size();
+        bytes += g.decision().verdict().garbageBytes();
+      }
+    }
+    if (options.json) {
+      Map<String, Object> j = new LinkedHashMap<>();
+      j.put("checkpoint", ctx.checkpoint);
+      j.put("mode", mode.apply ? "apply" : "dry-run");
+      j.put("minBatchesToRetain", settings.versionsToRetain());
+      j.put("gracePeriodMillis", settings.gracePeriodMillis());
+      j.put("newestVersionFromCommitLog", newest < 0 ? null : newest);
+      j.put("looksAlive", alive.orElse(null));
+      List<Object> list = new ArrayList<>();
+      for (StoreGc g : stores) {
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("store", g.store().id());
+        if (g.decision() != null) {
+          Reachability.Plan plan = g.decision().plan();
+          s.put("newestVersion", plan.newestVersion());
+          s.put("oldestRetainedVersion", Math.max(0, plan.oldestRetainedVersion()));
+          List<Object> garbage = new ArrayList<>();
+          for (Reachability.Listed l : g.decision().verdict().garbage()) {
+            Map<String, Object> o = new LinkedHashMap<>();
+            o.put("key", g.store().relativeLocation() + "/" + l.key());
+            o.put("kind", Reachability.kindOf(l.key()).name());
+            o.put("bytes", l.size());
+            o.put("why", why(l, plan, now));
+            garbage.add(o);
+          }
+          s.put("garbage", garbage);
+          s.put("keptYoung", g.decision().verdict().young());
+        }
+        s.put("error", g.error());
+        list.add(s);
+      }
+      j.put("stores", list);
+      j.put("garbageObjects", objects);
+      j.put("garbageBytes", bytes);
+      j.put("deletedObjects", mode.apply ? deleted : null);
+      j.put("deletedBytes", mode.apply ? deletedBytes : null);
+      ctx.printJson(j);
+      return;
+    }
+    ctx.out.println("Garbage collection of " + ctx.checkpoint + (mode.apply ? "" : " (dry run)"));
+    ctx.out.println("  retention: minBatchesToRetain " + settings.versionsToRetain()
+        + ", grace period " + Table.age(settings.gracePeriodMillis()) + "; newest version "
+        + (newest < 0 ? "from each store's listing (no commit log)"
+            : newest + " (Spark's commit log)"));
+    alive.ifPresent(a -> ctx.out.println("  the query looks alive: " + a));
+    ctx.out.println();
+    Table t = new Table("STORE", "OBJECT", "BYTES", "WHY");
+    for (StoreGc g : stores) {
+      if (g.decision() == null) {
+        continue;
+      }
+      for (Reachability.Listed l : g.decision().verdict().garbage()) {
+        t.row(g.store().id(), g.store().relativeLocation() + "/" + l.key(),
+            Table.bytes(l.size()), why(l, g.decision().plan(), now));
+      }
+    }
+    if (t.isEmpty()) {
+      ctx.out.println("Nothing to delete.");
+    } else {
+      t.print(ctx.out);
+    }
+    int young = stores.stream().filter(g -> g.decision() != null)
+        .mapToInt(g -> g.decision().verdict().young()).sum();
+    ctx.out.println();
+    ctx.out.println((mode.apply
+        ? "Deleted " + Table.count(deleted, "object") + " (" + Table.bytes(deletedBytes) + ")"
+        : "Would delete " + Table.count(objects, "object") + " (" + Table.bytes(bytes) + ")")
+        + " of " + Table.count(stores.size(), "store") + "; "
+        + Table.count(young, "unreferenced object") + " younger than the grace period kept.");
+  }
+}

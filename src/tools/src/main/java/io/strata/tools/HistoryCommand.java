@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import io.strata.format.BaseSnapshot;
+import io.strata.format.Manifest;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.sync.StoreInspector;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Future;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+
+/**
+ * {@code strata history <checkpoint> [--operator o] [--partition p] [--store s] [--last n]}:
+ * every version object of the selected stores with its size, attempt, epoch, lineage (parent,
+ * base, delta chain), and what a cold load of it would download. One tail GET per version
+ * object (in parallel), one GET per published snapshot considered. Exit 0, or 3 if the
+ * checkpoint cannot be read (an unreadable version object is shown as such, with exit 3).
+ */
+@Command(name = "history", mixinStandardHelpOptions = true,
+    description = "The versions of each store with their sizes, attempts, lineage and what "
+        + "each one's restore would download.")
+final class HistoryCommand implements Callable<Integer> {
+  @ParentCommand StrataTool tool;
+  @Mixin CommonOptions options;
+
+  @Parameters(index = "0", paramLabel = "CHECKPOINT", description = "The checkpoint location.")
+  String checkpoint;
+
+  @Option(names = "--operator", paramLabel = "ID", description = "Only this operator.")
+  Long operator;
+
+  @Option(names = "--partition", paramLabel = "N", description = "Only this partition.")
+  Integer partition;
+
+  @Option(names = "--store", paramLabel = "NAME",
+      description = "Only this store name (default, or a join's left-keyToNumValues, ...).")
+  String store;
+
+  @Option(names = "--last", paramLabel = "N",
+      description = "Only the newest N versions of each store (default: all).")
+  Integer last;
+
+  /** One version object. */
+  private record Row(CheckpointScan.Store store, ObjectInfo object, boolean read,
+      Manifest manifest, Restores restore, String error) { }
+
+  @Override
+  public Integer call() throws Exception {
+    try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
+      CheckpointScan scan = ctx.strataScan();
+      List<Future<List<Row>>> futures = new ArrayList<>();
+      for (CheckpointScan.Store s : scan.strataStores()) {
+        if ((operator != null && s.operator() != operator)
+            || (partition != null && s.partition() != partition)
+            || (store != null && !s.name().equals(store))) {
+          continue;
+        }
+        StoreInspector inspector = ctx.inspector(s);
+        futures.add(ctx.pool.submit(() -> rows(ctx, s, inspector)));
+      }
+      List<Row> rows = new ArrayList<>();
+      for (Future<List<Row>> f : futures) {
+        rows.addAll(f.get());
+      }
+      if (futures.isEmpty()) {
+        throw new ToolException(StrataTool.EXIT_USAGE, "No Strata store of " + ctx.checkpoint
+            + " matches" + (operator == null ? "" : " --operator " + operator)
+            + (partition == null ? "" : " --partition " + partition)
+            + (store == null ? "" : " --store " + store), null);
+      }
+      if (options.json) {
+        List<Object> list = new ArrayList<>();
+        rows.forEach(r -> list.add(json(r)));
+        Map<String, Object> j = new LinkedHashMap<>();
+        j.put("checkpoint", ctx.checkpoint);
+        j.put("versions", list);
+        ctx.printJson(j);
+      } else {
+        print(ctx, rows);
+      }
+      boolean unreadable = false;
+      for (Row r : rows) {
+        if (r.error() != null) {
+          ctx.err.println("strata: " + r.error());
+          unreadable = true;
+        }
+      }
+      return unreadable ? StrataTool.EXIT_UNREADABLE : StrataTool.EXIT_OK;
+    }
+  }
+
+  private List<Row> rows(ToolContext ctx, CheckpointScan.Store s, StoreInspector inspector)
+      throws Exception {
+    List<ObjectInfo> objects = s.versionObjects();
+    boolean attemptKeys = StoreSummary.attemptKeys(s);
+    // Which object a load of each version reads: format 1 the greatest generation (else the
+    // layout-1 key), format 2 the newest attempt; decided by the same code as a load.
+    Map<Long, String> readKey = new HashMap<>();
+    long minVersion = last == null ? 0 : s.newestVersion() - last + 1;
+    List<Future<Row>> futures = new ArrayList<>();
+    for (ObjectInfo o : objects) {
+      long v = StoreLayout.versionOf(o.key());
+      if (v < minVersion) {
+        continue;
+      }
+      futures.add(ctx.pool.submit(() -> {
+        String locatedKey;
+        synchronized (readKey) {
+          locatedKey = readKey.get(v);
+        }
+        if (locatedKey == null) {
+          locatedKey = inspector.locate(v, attemptKeys);
+          synchronized (readKey) {
+            readKey.put(v, locatedKey);
+          }
+        }
+        boolean read = locatedKey.equals(o.key());
+        try {
+          Manifest m = inspector.manifest(o.key());
+          return new Row(s, o, read, m, Restores.of(m, s.objects(), inspector), null);
+        } catch (Exception e) {
+          return new Row(s, o, read, null, null, e.getMessage());
+        }
+      }));
+    }
+    List<Row> rows = new ArrayList<>();
+    for (Future<Row> f : futures) {
+      rows.add(f.get());
+    }
+    return rows;
+  }
+
+  private static String objectName(String key) {
+    long g = StoreLayout.generationOf(key);
+    if (g > 0) {
+      return "g" + g;
+    }
+    String a = StoreLayout.attemptOf(key);
+    return a != null ? a : "layout 1";
+  }
+
+  private static Map<String, Object> json(Row r) {
+    Map<String, Object> j = new LinkedHashMap<>();
+    j.put("operator", r.store().operator());
+    j.put("partition", r.store().partition());
+    j.put("store", r.store().name());
+    j.put("version", StoreLayout.versionOf(r.object().key()));
+    j.put("key", r.store().relativeLocation() + "/" + r.object().key());
+    j.put("size", r.object().size());
+    j.put("readByLoad", r.read());
+    Manifest m = r.manifest();
+    if (m != null) {
+      j.put("attempt", m.attempt());
+      j.put("epoch", m.epoch() == 0 ? null : m.epoch());
+      j.put("parentVersion", m.parentVersion());
+      j.put("parentAttempt", m.parentAttempt().orElse(null));
+      j.put("baseSnapshotVersion", m.base().map(BaseSnapshot::version).orElse(null));
+      j.put("deltaChainLength", m.deltaChainLength());
+      j.put("keys", m.numKeys());
+      j.put("stateBytes", m.totalBytes());
+      j.put("committed", Table.time(m.createdAtMillis()));
+      Map<String, Object> restore = new LinkedHashMap<>();
+      restore.put("publishedSnapshotVersion", r.restore().from() < 0 ? null : r.restore().from());
+      restore.put("baseSnapshotVersion",
+          r.restore().baseVersion() < 0 ? null : r.restore().baseVersion());
+      restore.put("objects", r.restore().objects());
+      restore.put("bytes", r.restore().bytes());
+      restore.put("deltas", r.restore().deltas());
+      j.put("restore", restore);
+    }
+    j.put("error", r.error());
+    return j;
+  }
+
+  private static void print(ToolContext ctx, List<Row> rows) {
+    String current = null;
+    Table t = null;
+    for (Row r : rows) {
+      if (!r.store().id().equals(current)) {
+        if (t != null) {
+          t.print(ctx.out);
+          ctx.out.println();
+        }
+        current = r.store().id();
+        ctx.out.println("Store " + current + " (" + r.store().relativeLocation() + ")");
+        t = new Table("VERSION", "OBJECT", "LOAD READS", "SIZE", "ATTEMPT", "EPOCH", "PARENT",
+            "BASE", "CHAIN", "KEYS", "COMMITTED", "RESTORE DOWNLOADS");
+      }
+      Manifest m = r.manifest();
+      t.row(StoreLayout.versionOf(r.object().key()), objectName(r.object().key()),
+          r.read() ? "yes" : (StoreLayout.generationOf(r.object().key()) > 0 ? "superseded"
+              : "other attempt"),
+          Table.bytes(r.object().size()),
+          m == null ? "UNREADABLE" : m.attempt(),
+          m == null || m.epoch() == 0 ? null : m.epoch(),
+          m == null ? null : m.parentVersion(),
+          m == null ? null : m.base().map(BaseSnapshot::version).orElse(null),
+          m == null ? null : m.deltaChainLength(),
+          m == null ? null : m.numKeys(),
+          m == null ? null : Table.time(m.createdAtMillis()),
+          r.restore() == null ? null : r.restore().describe());
+    }
+    if (t != null) {
+      t.print(ctx.out);
+    }
+  }
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.strata.config.StrataConf;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectStore;
+import io.strata.objectstore.ObjectStores;
+import io.strata.sync.StoreIdentity;
+import io.strata.sync.StoreInspector;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * What one command works with: the checkpoint's object store, the settings, a pool of
+ * {@code --threads} for S3 requests, and the output streams. Closing it closes the stores and
+ * the pool.
+ */
+final class ToolContext implements AutoCloseable {
+  static final ObjectMapper JSON = new ObjectMapper()
+      .enable(SerializationFeature.INDENT_OUTPUT);
+
+  final String checkpoint;
+  final CommonOptions options;
+  final ToolSettings settings;
+  final StrataConf conf;
+  final PrintStream out;
+  final PrintStream err;
+  final ExecutorService pool;
+  private final ObjectStore root;
+  private final List<ObjectStore> opened = new ArrayList<>();
+
+  ToolContext(StrataTool tool, CommonOptions options, String checkpoint) throws ToolException {
+    this.checkpoint = checkpoint.endsWith("/") ? checkpoint.substring(0, checkpoint.length() - 1)
+        : checkpoint;
+    this.options = options;
+    this.out = tool.out;
+    this.err = tool.err;
+    if (options.threads < 1 || options.threads > 256) {
+      throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --threads " + options.threads
+          + ": expected 1 to 256", null);
+    }
+    this.settings = ToolSettings.from(options);
+    this.conf = settings.strata(this.checkpoint);
+    try {
+      this.root = ObjectStores.open(this.checkpoint, conf.s3(), null);
+    } catch (IllegalArgumentException e) {
+      throw new ToolException(StrataTool.EXIT_USAGE, e.getMessage(), e);
+    }
+    this.pool = Executors.newFixedThreadPool(options.threads, r -> {
+      Thread t = new Thread(r, "strata-tool");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /**
+   * Lists the whole checkpoint once.
+   *
+   * @throws ToolException (exit 3) if the listing fails (no such bucket, credentials refused, S3
+   *     unreachable: the message is the object store's, which names the bucket and endpoint) or
+   *     nothing is stored there
+   */
+  CheckpointScan scan() throws ToolException {
+    List<ObjectInfo> listing;
+    try {
+      listing = root.list("");
+    } catch (IOException | RuntimeException e) {
+      throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot list checkpoint "
+          + checkpoint + ": " + e.getMessage(), e);
+    }
+    if (listing.isEmpty()) {
+      throw new ToolException(StrataTool.EXIT_UNREADABLE, "No checkpoint at " + checkpoint
+          + ": nothing is stored under it (check the path, the bucket and the endpoint)", null);
+    }
+    return CheckpointScan.of(listing);
+  }
+
+  /**
+   * Lists the checkpoint and checks that its state, if any, is Strata's.
+   *
+   * @throws ToolException (exit 3) as {@link #scan}, or if a store holds another provider's
+   *     files and no Strata store exists
+   */
+  CheckpointScan strataScan() throws ToolException {
+    CheckpointScan scan = scan();
+    if (scan.strataStores().isEmpty()) {
+      var foreign = scan.foreignProvider();
+      if (foreign.isPresent()) {
+        throw new ToolException(StrataTool.EXIT_UNREADABLE, "Not a Strata checkpoint: "
+            + checkpoint + " holds state of " + foreign.get()[0] + " (for example "
+            + foreign.get()[1] + "), and no Strata store; this tool reads only Strata's "
+            + "format (docs/format.md)", null);
+      }
+    }
+    return scan;
+  }
+
+  /** A read-only view of {@code store} (its object store is closed with this context). */
+  StoreInspector inspector(CheckpointScan.Store store) {
+    String location = ObjectStores.child(checkpoint, store.relativeLocation());
+    ObjectStore objects = ObjectStores.open(location, conf.s3(), null);
+    synchronized (opened) {
+      opened.add(objects);
+    }
+    return new StoreInspector(new StoreIdentity(store.operator(), store.partition(),
+        store.name(), location), objects, pool);
+  }
+
+  /** Prints {@code value} as JSON on {@link #out}. */
+  void printJson(Object value) {
+    try {
+      out.println(JSON.writeValueAsString(value));
+    } catch (IOException e) {
+      throw new IllegalStateException("Cannot write JSON", e);
+    }
+  }
+
+  @Override
+  public void close() {
+    pool.shutdownNow();
+    synchronized (opened) {
+      opened.forEach(ObjectStore::close);
+    }
+    root.close();
+  }
+}
