@@ -247,11 +247,12 @@ class StrataToolIT {
         assertTrue(problems.contains(k.substring(root.length() + 1)), () -> k + " in " + v);
       }
       assertTrue(problems.contains("checksum mismatch"), v::toString);
+      assertTrue(problems.contains("no version object of version 2"), v::toString);
       assertTrue(problems.contains("missing"), v::toString);
       assertFalse(v.json().get("ok").asBoolean());
       Run text = tool("verify", r.checkpoint(), "--conf-file", conf.toString());
       assertEquals(1, text.code(), text::toString);
-      assertTrue(text.out().contains("3 problems:"), text::toString);
+      assertTrue(text.out().contains("4 problems:"), text::toString);
       keep("damaged-verify", text);
 
       // A manifest of a newer format: describe says so, exit 3.

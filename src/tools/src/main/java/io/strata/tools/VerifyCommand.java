@@ -90,6 +90,9 @@ final class VerifyCommand implements Callable<Integer> {
               + (expected - 1) + " committed, which needs version " + expected));
         }
         List<ObjectInfo> targets = targets(s, retain);
+        if (version == null) {
+          holes(s, targets, problems);
+        }
         versions[0] += targets.size();
         StoreInspector inspector = ctx.inspector(s);
         plans.add(ctx.pool.submit(() -> manifests(s, inspector, targets, problems)));
@@ -168,6 +171,28 @@ final class VerifyCommand implements Callable<Integer> {
     out.addAll(best.values());
     out.sort(java.util.Comparator.comparing(ObjectInfo::key));
     return out;
+  }
+
+  /**
+   * A version missing between the lowest and the greatest retained version listed: its version
+   * object was deleted (a load of it fails). Versions missing below the lowest are not
+   * reported, since a job with a shorter retention than the tool's settings deletes them.
+   */
+  private static void holes(CheckpointScan.Store s, List<ObjectInfo> targets,
+      List<Problem> problems) {
+    java.util.TreeSet<Long> listed = new java.util.TreeSet<>();
+    targets.forEach(o -> listed.add(StoreLayout.versionOf(o.key())));
+    if (listed.isEmpty()) {
+      return;
+    }
+    for (long v = listed.first() + 1; v < listed.last(); v++) {
+      if (!listed.contains(v)) {
+        problems.add(new Problem(s.id(), v, s.relativeLocation() + "/"
+            + StoreLayout.versionPrefix(v), "missing: no version object of version " + v
+            + ", which lies between retained versions " + listed.first() + " and "
+            + listed.last() + " (deleted? a load of version " + v + " fails)"));
+      }
+    }
   }
 
   private List<Check> manifests(CheckpointScan.Store s, StoreInspector inspector,
