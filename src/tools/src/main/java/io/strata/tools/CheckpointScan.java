@@ -69,10 +69,13 @@ final class CheckpointScan {
     }
   }
 
-  /** Spark's offset and commit logs: the batch ids listed, with their newest objects. */
+  /**
+   * Spark's offset and commit logs: the batch ids listed, with their newest objects, and every
+   * commit file ({@code commits/<batch>}, keys relative to the checkpoint).
+   */
   record SparkLogs(OptionalLong latestOffset, OptionalLong latestCommit,
       Optional<ObjectInfo> latestOffsetObject, Optional<ObjectInfo> latestCommitObject,
-      boolean metadata) {
+      boolean metadata, List<ObjectInfo> commitObjects) {
     /** "agree", "batch N planned, not committed", or what is wrong. */
     String agreement() {
       if (latestOffset.isEmpty() && latestCommit.isEmpty()) {
@@ -117,6 +120,7 @@ final class CheckpointScan {
     long offset = -1;
     long commit = -1;
     boolean metadata = false;
+    List<ObjectInfo> commits = new ArrayList<>();
     long bytes = 0;
     for (ObjectInfo o : listing) {
       bytes += o.size();
@@ -130,6 +134,9 @@ final class CheckpointScan {
         lastOffset = o;
       }
       b = batch(k, "commits/");
+      if (b >= 0) {
+        commits.add(o);
+      }
       if (b > commit) {
         commit = b;
         lastCommit = o;
@@ -163,7 +170,8 @@ final class CheckpointScan {
     SparkLogs logs = new SparkLogs(
         offset < 0 ? OptionalLong.empty() : OptionalLong.of(offset),
         commit < 0 ? OptionalLong.empty() : OptionalLong.of(commit),
-        Optional.ofNullable(lastOffset), Optional.ofNullable(lastCommit), metadata);
+        Optional.ofNullable(lastOffset), Optional.ofNullable(lastCommit), metadata,
+        List.copyOf(commits));
     return new CheckpointScan(List.copyOf(stores), logs, listing.size(), bytes);
   }
 

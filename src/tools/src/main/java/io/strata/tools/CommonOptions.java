@@ -40,6 +40,7 @@ final class CommonOptions {
   boolean json;
 
   @Option(names = "--threads", paramLabel = "N", defaultValue = "8",
-      description = "Parallel S3 requests (default: ${DEFAULT-VALUE}).")
+      description = "Stores worked on at once, and S3 requests at once within them "
+          + "(default: ${DEFAULT-VALUE}).")
   int threads;
 }

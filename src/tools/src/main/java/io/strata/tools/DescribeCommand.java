@@ -71,9 +71,10 @@ final class DescribeCommand implements Callable<Integer> {
 
   static List<StoreSummary> summaries(ToolContext ctx, CheckpointScan scan)
       throws InterruptedException, ExecutionException {
+    CommitLogAttempts committed = ctx.commitLogAttempts(scan);
     List<Future<StoreSummary>> futures = new ArrayList<>();
     for (CheckpointScan.Store s : scan.strataStores()) {
-      futures.add(ctx.pool.submit(() -> StoreSummary.of(s, ctx.inspector(s))));
+      futures.add(ctx.pool.submit(() -> StoreSummary.of(s, ctx.inspector(s), committed)));
     }
     List<StoreSummary> out = new ArrayList<>();
     for (Future<StoreSummary> f : futures) {

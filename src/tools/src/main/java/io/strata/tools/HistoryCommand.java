@@ -58,6 +58,7 @@ final class HistoryCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
       CheckpointScan scan = ctx.strataScan();
+      CommitLogAttempts committed = ctx.commitLogAttempts(scan);
       List<Future<List<Row>>> futures = new ArrayList<>();
       for (CheckpointScan.Store s : scan.strataStores()) {
         if ((operator != null && s.operator() != operator)
@@ -66,7 +67,7 @@ final class HistoryCommand implements Callable<Integer> {
           continue;
         }
         StoreInspector inspector = ctx.inspector(s);
-        futures.add(ctx.pool.submit(() -> rows(ctx, s, inspector)));
+        futures.add(ctx.pool.submit(() -> rows(ctx, s, inspector, committed)));
       }
       List<Row> rows = new ArrayList<>();
       for (Future<List<Row>> f : futures) {
@@ -99,12 +100,13 @@ final class HistoryCommand implements Callable<Integer> {
     }
   }
 
-  private List<Row> rows(ToolContext ctx, CheckpointScan.Store s, StoreInspector inspector)
-      throws Exception {
+  private List<Row> rows(ToolContext ctx, CheckpointScan.Store s, StoreInspector inspector,
+      CommitLogAttempts committed) throws Exception {
     List<ObjectInfo> objects = s.versionObjects();
     boolean attemptKeys = StoreSummary.attemptKeys(s);
     // Which object a load of each version reads: format 1 the greatest generation (else the
-    // layout-1 key), format 2 the newest attempt; decided by the same code as a load.
+    // layout-1 key), format 2 the attempt the commit log names, else the newest attempt;
+    // decided by the same code as a load.
     Map<Long, String> readKey = new HashMap<>();
     long minVersion = last == null ? 0 : s.newestVersion() - last + 1;
     List<Future<Row>> futures = new ArrayList<>();
@@ -113,13 +115,13 @@ final class HistoryCommand implements Callable<Integer> {
       if (v < minVersion) {
         continue;
       }
-      futures.add(ctx.pool.submit(() -> {
+      futures.add(ctx.requests.submit(() -> {
         String locatedKey;
         synchronized (readKey) {
           locatedKey = readKey.get(v);
         }
         if (locatedKey == null) {
-          locatedKey = inspector.locate(v, attemptKeys);
+          locatedKey = StoreSummary.located(s, v, attemptKeys, inspector, committed);
           synchronized (readKey) {
             readKey.put(v, locatedKey);
           }

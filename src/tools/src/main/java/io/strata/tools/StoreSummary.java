@@ -9,7 +9,9 @@ import io.strata.sync.StoreInspector;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * What {@code describe} says of one Strata store: its newest version as a load reads it (the
@@ -32,8 +34,13 @@ record StoreSummary(CheckpointScan.Store store, long newestVersion, String key,
     Manifest manifest, String error, boolean attemptKeys, int extraAttempts,
     int supersededGenerations, long newestPublishedSnapshot, long lastCommitMillis) {
 
-  /** Reads the newest manifest of {@code store} (one LIST of its prefix, one tail GET). */
-  static StoreSummary of(CheckpointScan.Store store, StoreInspector inspector) {
+  /**
+   * Reads the newest manifest of {@code store} (one LIST of its prefix, one tail GET): in
+   * checkpoint format 2 the attempt Spark's commit log names, else the one a load without a
+   * checkpoint id reads.
+   */
+  static StoreSummary of(CheckpointScan.Store store, StoreInspector inspector,
+      CommitLogAttempts committed) {
     long newest = store.newestVersion();
     Map<Long, Integer> attempts = new HashMap<>();
     Map<Long, Integer> generations = new HashMap<>();
@@ -56,7 +63,7 @@ record StoreSummary(CheckpointScan.Store store, long newestVersion, String key,
     }
     String key = null;
     try {
-      key = inspector.locate(newest, attemptKeys);
+      key = located(store, newest, attemptKeys, inspector, committed);
       Manifest m = inspector.manifest(key);
       String k = key;
       long modified = store.objects().stream().filter(o -> o.key().equals(k))
@@ -67,6 +74,24 @@ record StoreSummary(CheckpointScan.Store store, long newestVersion, String key,
       return new StoreSummary(store, newest, key, null, e.getMessage(), attemptKeys, extra,
           superseded, published, 0);
     }
+  }
+
+  /**
+   * The version object of {@code version} a load reads: in checkpoint format 2 the attempt the
+   * commit log names (Spark passes it to the load as the checkpoint id) if it names one of the
+   * listed attempts, else what a load without an id finds ({@link StoreInspector#locate}).
+   */
+  static String located(CheckpointScan.Store store, long version, boolean attemptKeys,
+      StoreInspector inspector, CommitLogAttempts committed) throws IOException {
+    if (attemptKeys) {
+      List<String> keys = store.versionObjects().stream().map(ObjectInfo::key)
+          .filter(k -> StoreLayout.versionOf(k) == version).toList();
+      Optional<String> named = committed.committed(store, version, keys);
+      if (named.isPresent()) {
+        return named.get();
+      }
+    }
+    return inspector.locate(version, attemptKeys);
   }
 
   /**

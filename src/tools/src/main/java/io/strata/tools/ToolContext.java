@@ -31,7 +31,13 @@ final class ToolContext implements AutoCloseable {
   final StrataConf conf;
   final PrintStream out;
   final PrintStream err;
+  /** Per-store tasks (a store's describe, history, gc decision, verify plan). */
   final ExecutorService pool;
+  /**
+   * The requests those tasks wait for (a version's manifest, a GC round's manifest reads):
+   * a pool of its own, so that tasks waiting on it never hold every thread it needs.
+   */
+  final ExecutorService requests;
   private final ObjectStore root;
   private final List<ObjectStore> opened = new ArrayList<>();
 
@@ -52,11 +58,8 @@ final class ToolContext implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       throw new ToolException(StrataTool.EXIT_USAGE, e.getMessage(), e);
     }
-    this.pool = Executors.newFixedThreadPool(options.threads, r -> {
-      Thread t = new Thread(r, "strata-tool");
-      t.setDaemon(true);
-      return t;
-    });
+    this.pool = daemons(options.threads, "strata-tool-store");
+    this.requests = daemons(options.threads, "strata-tool-request");
   }
 
   /**
@@ -101,6 +104,14 @@ final class ToolContext implements AutoCloseable {
     return scan;
   }
 
+  /**
+   * The attempts Spark's commit log names (checkpoint format 2), for the stores of {@code scan}
+   * that have per-attempt keys; none otherwise.
+   */
+  CommitLogAttempts commitLogAttempts(CheckpointScan scan) throws InterruptedException {
+    return CommitLogAttempts.read(scan, root, requests);
+  }
+
   /** A read-only view of {@code store} (its object store is closed with this context). */
   StoreInspector inspector(CheckpointScan.Store store) {
     String location = ObjectStores.child(checkpoint, store.relativeLocation());
@@ -109,7 +120,15 @@ final class ToolContext implements AutoCloseable {
       opened.add(objects);
     }
     return new StoreInspector(new StoreIdentity(store.operator(), store.partition(),
-        store.name(), location), objects, pool);
+        store.name(), location), objects, requests);
+  }
+
+  private static ExecutorService daemons(int threads, String name) {
+    return Executors.newFixedThreadPool(threads, r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    });
   }
 
   /** Prints {@code value} as JSON on {@link #out}. */
@@ -124,6 +143,7 @@ final class ToolContext implements AutoCloseable {
   @Override
   public void close() {
     pool.shutdownNow();
+    requests.shutdownNow();
     synchronized (opened) {
       opened.forEach(ObjectStore::close);
     }
