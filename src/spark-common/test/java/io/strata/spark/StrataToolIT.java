@@ -256,6 +256,22 @@ class StrataToolIT {
       assertTrue(text.out().contains("4 problems:"), text::toString);
       keep("damaged-verify", text);
 
+      // Spark's logs ahead of every store (a commit file of a later batch): gc collects none
+      // of them, even forced with the smallest retention, and says why.
+      put(s3, root + "/commits/30", get(s3, root + "/commits/3"));
+      long before = objectCount(s3, root);
+      Run ahead = tool("gc", r.checkpoint(), "--conf-file", conf.toString(), "--apply",
+          "--force", "--conf", "spark.sql.streaming.minBatchesToRetain=1",
+          "--conf", "spark.sql.streaming.stateStore.strata.gc.gracePeriod=1min");
+      assertEquals(3, ahead.code(), ahead::toString);
+      assertTrue(ahead.err().contains("Not collecting store 0/0/default"), ahead::toString);
+      assertEquals(before, objectCount(s3, root), "nothing deleted: " + ahead);
+      s3.deleteObject(x -> x.bucket(SparkS3Harness.BUCKET).key(root + "/commits/30"));
+      // A store's directory is not a checkpoint: exit 3, saying so.
+      Run level = tool("verify", r.checkpoint() + "/state/0/0", "--conf-file", conf.toString());
+      assertEquals(3, level.code(), level::toString);
+      assertTrue(level.err().contains("one store's directory"), level::toString);
+
       // A manifest of a newer format: describe says so, exit 3.
       String newer = newest(keys, "/state/0/1/v/");
       put(s3, newer, newerFormat(t));
@@ -477,6 +493,11 @@ class StrataToolIT {
     return keys.stream().filter(k -> k.contains(infix) && k.endsWith(".svo"))
         .reduce((a, c) -> c).orElseThrow(() -> new AssertionError("no " + infix + " in "
             + keys.stream().collect(Collectors.joining("\n"))));
+  }
+
+  private static long objectCount(S3Client s3, String root) {
+    return s3.listObjectsV2Paginator(l -> l.bucket(SparkS3Harness.BUCKET).prefix(root + "/"))
+        .contents().stream().count();
   }
 
   private static byte[] get(S3Client s3, String key) {

@@ -71,11 +71,57 @@ final class CheckpointScan {
 
   /**
    * Spark's offset and commit logs: the batch ids listed, with their newest objects, and every
-   * commit file ({@code commits/<batch>}, keys relative to the checkpoint).
+   * commit file ({@code commits/<batch>}, keys relative to the checkpoint), and the oldest
+   * batch either log still lists.
    */
   record SparkLogs(OptionalLong latestOffset, OptionalLong latestCommit,
       Optional<ObjectInfo> latestOffsetObject, Optional<ObjectInfo> latestCommitObject,
-      boolean metadata, List<ObjectInfo> commitObjects) {
+      boolean metadata, List<ObjectInfo> commitObjects, OptionalLong oldestBatch) {
+    /**
+     * The state version a restart loads: the latest committed batch + 1 (the next batch loads
+     * it); without a commit log the latest planned batch (a restart re-runs it, loading its own
+     * number); -1 without either log.
+     */
+    long restartVersion() {
+      if (latestCommit.isPresent()) {
+        return latestCommit.getAsLong() + 1;
+      }
+      return latestOffset.isPresent() ? latestOffset.getAsLong() : -1;
+    }
+
+    /**
+     * The retention to keep and check: at least {@code minBatchesToRetain}, and never less than
+     * what reaches back to the oldest batch still in Spark's offset or commit log (Spark purges
+     * its logs by the query's own {@code minBatchesToRetain}, so what it still lists, it can
+     * still roll back to).
+     */
+    int retention(int minBatchesToRetain) {
+      long n = restartVersion();
+      if (n < 0 || oldestBatch.isEmpty()) {
+        return minBatchesToRetain;
+      }
+      return (int) Math.min(Integer.MAX_VALUE, Math.max(minBatchesToRetain,
+          n - oldestBatch.getAsLong()));
+    }
+
+    /**
+     * The retention to verify: at most {@code minBatchesToRetain}, and no further back than the
+     * oldest batch still in Spark's logs (older versions the query's own maintenance may have
+     * collected by a smaller {@code minBatchesToRetain} than the tool was given).
+     */
+    int checkedRetention(int minBatchesToRetain) {
+      long n = restartVersion();
+      if (n < 0 || oldestBatch.isEmpty()) {
+        return minBatchesToRetain;
+      }
+      return (int) Math.max(0, Math.min(minBatchesToRetain, n - oldestBatch.getAsLong()));
+    }
+
+    /** True if Spark wrote anything here (an offset or commit log, or its metadata file). */
+    boolean any() {
+      return metadata || latestOffset.isPresent() || latestCommit.isPresent();
+    }
+
     /** "agree", "batch N planned, not committed", or what is wrong. */
     String agreement() {
       if (latestOffset.isEmpty() && latestCommit.isEmpty()) {
@@ -101,12 +147,16 @@ final class CheckpointScan {
 
   final List<Store> stores;
   final SparkLogs spark;
+  /** The first path segment of every key (for telling a wrong level in messages). */
+  final Set<String> topLevel;
   final int objects;
   final long bytes;
 
-  private CheckpointScan(List<Store> stores, SparkLogs spark, int objects, long bytes) {
+  private CheckpointScan(List<Store> stores, SparkLogs spark, Set<String> topLevel, int objects,
+      long bytes) {
     this.stores = stores;
     this.spark = spark;
+    this.topLevel = topLevel;
     this.objects = objects;
     this.bytes = bytes;
   }
@@ -121,6 +171,7 @@ final class CheckpointScan {
     long commit = -1;
     boolean metadata = false;
     List<ObjectInfo> commits = new ArrayList<>();
+    long oldest = -1;
     long bytes = 0;
     for (ObjectInfo o : listing) {
       bytes += o.size();
@@ -129,6 +180,12 @@ final class CheckpointScan {
         metadata = true;
       }
       long b = batch(k, "offsets/");
+      long c = batch(k, "commits/");
+      for (long x : new long[] {b, c}) {
+        if (x >= 0 && (oldest < 0 || x < oldest)) {
+          oldest = x;
+        }
+      }
       if (b > offset) {
         offset = b;
         lastOffset = o;
@@ -171,8 +228,11 @@ final class CheckpointScan {
         offset < 0 ? OptionalLong.empty() : OptionalLong.of(offset),
         commit < 0 ? OptionalLong.empty() : OptionalLong.of(commit),
         Optional.ofNullable(lastOffset), Optional.ofNullable(lastCommit), metadata,
-        List.copyOf(commits));
-    return new CheckpointScan(List.copyOf(stores), logs, listing.size(), bytes);
+        List.copyOf(commits), oldest < 0 ? OptionalLong.empty() : OptionalLong.of(oldest));
+    Set<String> top = new java.util.TreeSet<>();
+    listing.forEach(o -> top.add(o.key().contains("/")
+        ? o.key().substring(0, o.key().indexOf('/')) : o.key()));
+    return new CheckpointScan(List.copyOf(stores), logs, Set.copyOf(top), listing.size(), bytes);
   }
 
   private static final Pattern STORE = Pattern.compile("^state/(\\d+)/(\\d+)/(.+)$");

@@ -26,9 +26,12 @@ import picocli.CommandLine.ParentCommand;
  * {@code strata gc <checkpoint> --dry-run | --apply [--force]}: what maintenance would delete
  * and why, decided by the same code ({@code GarbageCollector} over {@link Reachability}) with
  * the query's retention ({@code spark.sql.streaming.minBatchesToRetain}, Strata's grace
- * period). The newest version of every store is taken from Spark's commit log (batch + 1), not
- * from the listing, so versions an earlier query run left above a rewind point never lift the
- * retention window; without a commit log, the greatest listed version. {@code --apply} deletes
+ * period, and never fewer versions than reach back to the oldest batch Spark's logs still
+ * list). The newest version of every store is the one a restart loads, from Spark's logs (the
+ * latest commit + 1, else the latest offset), not the listing, so versions an earlier query run
+ * left above a rewind point never lift the retention window; a store whose greatest version is
+ * below it is damaged and not collected at all. Without either log, {@code --apply} needs
+ * {@code --force} and each store's greatest listed version is used. {@code --apply} deletes
  * it, and refuses (exit 4) while the query looks alive (anything in its offset or commit log or
  * a version object written less than {@code --idle-minutes} ago) unless {@code --force} is
  * given; even then it deletes only what a concurrent maintenance round could (unreferenced
@@ -70,10 +73,18 @@ final class GcCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
       CheckpointScan scan = ctx.strataScan();
-      GcSettings settings = ctx.settings.gc(ctx.conf);
+      GcSettings asSet = ctx.settings.gc(ctx.conf);
+      // Never fewer versions than reach back to the oldest batch in Spark's logs.
+      GcSettings settings = new GcSettings(true, scan.spark.retention(asSet.versionsToRetain()),
+          asSet.roundInterval(), asSet.gracePeriodMillis());
       long now = System.currentTimeMillis();
-      long newest = scan.spark.latestCommit().isPresent()
-          ? scan.spark.latestCommit().getAsLong() + 1 : -1;
+      long newest = scan.spark.restartVersion();
+      if (mode.apply && newest < 0 && !force) {
+        throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing gc --apply on "
+            + ctx.checkpoint + ": it has no offset or commit log, so the version a restart "
+            + "loads is unknown (is this the checkpoint's root?). --force collects by each "
+            + "store's greatest listed version", null);
+      }
       Optional<String> alive = liveness(scan, now);
       if (mode.apply && alive.isPresent() && !force) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing gc --apply on "
@@ -85,6 +96,14 @@ final class GcCommand implements Callable<Integer> {
       List<Future<StoreGc>> futures = new ArrayList<>();
       for (CheckpointScan.Store s : scan.strataStores()) {
         StoreInspector in = ctx.inspector(s);
+        if (newest >= 0 && s.newestVersion() < newest) {
+          // Damaged (or a store's objects deleted): keep everything for recovery.
+          futures.add(java.util.concurrent.CompletableFuture.completedFuture(new StoreGc(s, in,
+              null, "Not collecting store " + s.id() + ": its greatest version is "
+              + s.newestVersion() + ", but the restart loads version " + newest + " (Spark's "
+              + "logs); the checkpoint is damaged, so everything is kept (run strata verify)")));
+          continue;
+        }
         futures.add(ctx.pool.submit(() -> {
           try {
             return new StoreGc(s, in, in.decideGc(newest, settings, now), null);
@@ -150,6 +169,15 @@ final class GcCommand implements Callable<Integer> {
     return Optional.empty();
   }
 
+  /** {@code minBatchesToRetain} as the settings give it. */
+  private static int asSet(ToolContext ctx) {
+    try {
+      return ctx.settings.gc(ctx.conf).versionsToRetain();
+    } catch (ToolException e) {
+      return 0; // already validated in call()
+    }
+  }
+
   /** Why {@code l} is garbage, in words. */
   static String why(Reachability.Listed l, Reachability.Plan plan, long now) {
     String age = l.ageKnown() ? ", " + Table.age(now - l.lastModifiedMillis()) + " old" : "";
@@ -185,7 +213,7 @@ final class GcCommand implements Callable<Integer> {
       j.put("mode", mode.apply ? "apply" : "dry-run");
       j.put("minBatchesToRetain", settings.versionsToRetain());
       j.put("gracePeriodMillis", settings.gracePeriodMillis());
-      j.put("newestVersionFromCommitLog", newest < 0 ? null : newest);
+      j.put("newestVersionFromSparkLogs", newest < 0 ? null : newest);
       j.put("looksAlive", alive.orElse(null));
       List<Object> list = new ArrayList<>();
       for (StoreGc g : stores) {
@@ -220,9 +248,11 @@ final class GcCommand implements Callable<Integer> {
     }
     ctx.out.println("Garbage collection of " + ctx.checkpoint + (mode.apply ? "" : " (dry run)"));
     ctx.out.println("  retention: minBatchesToRetain " + settings.versionsToRetain()
+        + (settings.versionsToRetain() > asSet(ctx) ? " (as far back as the oldest batch in "
+            + "Spark's logs)" : "")
         + ", grace period " + Table.age(settings.gracePeriodMillis()) + "; newest version "
-        + (newest < 0 ? "from each store's listing (no commit log)"
-            : newest + " (Spark's commit log)"));
+        + (newest < 0 ? "from each store's listing (no offset or commit log)"
+            : newest + " (the version a restart loads, from Spark's logs)"));
     alive.ifPresent(a -> ctx.out.println("  the query looks alive: " + a));
     ctx.out.println();
     Table t = new Table("STORE", "OBJECT", "BYTES", "WHY");

@@ -87,8 +87,9 @@ final class ToolContext implements AutoCloseable {
   /**
    * Lists the checkpoint and checks that its state, if any, is Strata's.
    *
-   * @throws ToolException (exit 3) as {@link #scan}, or if a store holds another provider's
-   *     files and no Strata store exists
+   * @throws ToolException (exit 3) as {@link #scan}, or if no Strata store exists and a store
+   *     holds another provider's files, or Spark wrote nothing here either (not a checkpoint's
+   *     root)
    */
   CheckpointScan strataScan() throws ToolException {
     CheckpointScan scan = scan();
@@ -100,6 +101,12 @@ final class ToolContext implements AutoCloseable {
             + foreign.get()[1] + "), and no Strata store; this tool reads only Strata's "
             + "format (docs/format.md)", null);
       }
+      if (!scan.spark.any()) {
+        throw new ToolException(StrataTool.EXIT_UNREADABLE, "Not a checkpoint: " + checkpoint
+            + " holds neither Spark's offset or commit log nor a Strata store under "
+            + "state/<operator>/<partition>/" + levelHint(scan) + "; give the checkpoint's "
+            + "root (the directory holding offsets/, commits/ and state/)", null);
+      }
     }
     return scan;
   }
@@ -110,6 +117,17 @@ final class ToolContext implements AutoCloseable {
    */
   CommitLogAttempts commitLogAttempts(CheckpointScan scan) throws InterruptedException {
     return CommitLogAttempts.read(scan, root, requests);
+  }
+
+  /** What the listing looks like when it is not a checkpoint's root, or "". */
+  private static String levelHint(CheckpointScan scan) {
+    if (scan.topLevel.contains("v") || scan.topLevel.contains("runs")) {
+      return " (it looks like one store's directory, state/<operator>/<partition>)";
+    }
+    if (scan.topLevel.stream().anyMatch(d -> d.chars().allMatch(Character::isDigit))) {
+      return " (it looks like state/ or state/<operator>)";
+    }
+    return "";
   }
 
   /** A read-only view of {@code store} (its object store is closed with this context). */

@@ -34,7 +34,10 @@ import picocli.CommandLine.ParentCommand;
 
 /**
  * {@code strata verify <checkpoint> [--version N]}: downloads and checks everything a load of
- * the retained versions (or of version N) reads. Per store: the version objects a load reads
+ * the retained versions (or of version N) reads. The retained versions are the {@code
+ * minBatchesToRetain} before the version a restart loads (from Spark's logs), but none older
+ * than the oldest batch those logs still list. Per store: every published snapshot (readable),
+ * the version objects a load reads
  * (format 1: the greatest generation of each version; format 2: every attempt, since the driver
  * names one), their footers and manifests (magic, XXHash64, format version, store, version and
  * attempt), their lineage (parent version, delta order, base before the version, the parent's
@@ -74,7 +77,12 @@ final class VerifyCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
       CheckpointScan scan = ctx.strataScan();
-      int retain = ctx.settings.gc(ctx.conf).versionsToRetain();
+      if (version != null && version < 1) {
+        throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --version " + version
+            + ": expected a state version >= 1", null);
+      }
+      int retain = scan.spark.checkedRetention(ctx.settings.gc(ctx.conf).versionsToRetain());
+      long restart = scan.spark.restartVersion();
       List<Problem> problems = Collections.synchronizedList(new ArrayList<>());
       long expected = scan.spark.latestCommit().isPresent()
           ? scan.spark.latestCommit().getAsLong() + 1 : 0;
@@ -89,7 +97,7 @@ final class VerifyCommand implements Callable<Integer> {
               + "newest version is " + newest + ", but Spark's commit log has batch "
               + (expected - 1) + " committed, which needs version " + expected));
         }
-        List<ObjectInfo> targets = targets(s, retain);
+        List<ObjectInfo> targets = targets(s, restart, retain);
         if (version == null) {
           holes(s, targets, problems);
         }
@@ -146,10 +154,15 @@ final class VerifyCommand implements Callable<Integer> {
     }
   }
 
-  /** The version objects of {@code s} a load of the selected versions reads. */
-  private List<ObjectInfo> targets(CheckpointScan.Store s, int retain) {
+  /**
+   * The version objects of {@code s} a load of the selected versions reads: version N, or the
+   * retained ones, {@code [restart - retain, restart]}, where {@code restart} is the version a
+   * restart loads (Spark's logs; versions above it, left by a run before a rewind, are never
+   * loaded) or, without logs, the greatest listed.
+   */
+  private List<ObjectInfo> targets(CheckpointScan.Store s, long restart, int retain) {
     boolean attemptKeys = StoreSummary.attemptKeys(s);
-    long newest = s.newestVersion();
+    long newest = restart >= 0 ? Math.min(restart, s.newestVersion()) : s.newestVersion();
     long from = version != null ? version : Math.max(1, newest - retain);
     long to = version != null ? version : newest;
     Map<Long, ObjectInfo> best = new HashMap<>();
@@ -199,6 +212,21 @@ final class VerifyCommand implements Callable<Integer> {
       List<ObjectInfo> targets, List<Problem> problems) {
     List<Check> checks = new ArrayList<>();
     Map<Long, Manifest> read = new HashMap<>();
+    // Every published snapshot: a load skips an unreadable one (it restores from an older one
+    // or the chain), but garbage collection reads them all and deletes nothing while one fails.
+    for (ObjectInfo o : s.objects()) {
+      long p = StoreLayout.publishedSnapshotVersionOf(o.key());
+      if (p < 0) {
+        continue;
+      }
+      try {
+        inspector.publishedSnapshot(o.key());
+      } catch (Exception e) {
+        problems.add(new Problem(s.id(), p, s.relativeLocation() + "/" + o.key(),
+            "unreadable published snapshot: " + e.getMessage() + " (loads skip it, but "
+            + "garbage collection deletes nothing in this store while it cannot be read)"));
+      }
+    }
     if (targets.isEmpty() && version != null) {
       problems.add(new Problem(s.id(), version, s.relativeLocation() + "/"
           + StoreLayout.versionPrefix(version), "no version object of version " + version));

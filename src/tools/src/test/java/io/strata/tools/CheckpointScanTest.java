@@ -87,4 +87,33 @@ class CheckpointScanTest {
         .print(new java.io.PrintStream(b, true));
     assertEquals("A     BYTES\nx     2.0 KiB\nlong        7\n", b.toString());
   }
+
+  @Test
+  void theRestartVersionAndRetentionComeFromSparksLogs() {
+    // Batches 40..45 planned, 40..44 committed: a restart runs batch 45, loading version 45.
+    List<String> keys = new ArrayList<>();
+    for (int b = 40; b <= 45; b++) {
+      keys.add("offsets/" + b);
+      if (b < 45) {
+        keys.add("commits/" + b);
+      }
+    }
+    CheckpointScan.SparkLogs logs = CheckpointScan.of(listing(keys.toArray(String[]::new))).spark;
+    assertEquals(45, logs.restartVersion());
+    assertEquals(40, logs.oldestBatch().getAsLong());
+    // Spark can still roll back to batch 40 (version 40): gc keeps at least that far back,
+    // verify checks no further back.
+    assertEquals(100, logs.retention(100));
+    assertEquals(5, logs.retention(2));
+    assertEquals(5, logs.checkedRetention(100));
+    assertEquals(2, logs.checkedRetention(2));
+
+    CheckpointScan.SparkLogs noCommits = CheckpointScan.of(listing("offsets/3", "offsets/4"))
+        .spark;
+    assertEquals(4, noCommits.restartVersion(), "a restart re-runs the planned batch 4");
+    CheckpointScan.SparkLogs none = CheckpointScan.of(listing("state/0/0/v/x")).spark;
+    assertEquals(-1, none.restartVersion());
+    assertFalse(none.any());
+    assertEquals(100, none.retention(100));
+  }
 }
