@@ -414,6 +414,10 @@ class StrataToolIT {
     Run version = tool("--version");
     assertEquals(0, version.code(), version::toString);
     assertTrue(version.out().startsWith("strata-tools "), version::toString);
+    // verify's own --version N leaves -h/--help working.
+    Run help = tool("verify", "--help");
+    assertEquals(0, help.code(), help::toString);
+    assertTrue(help.out().contains("--version=N"), help::toString);
     Run usage = tool("describe");
     assertEquals(2, usage.code(), usage::toString);
     assertTrue(usage.err().contains("CHECKPOINT"), usage::toString);

@@ -277,6 +277,7 @@ final class GcCommand implements Callable<Integer> {
         ? "Deleted " + Table.count(deleted, "object") + " (" + Table.bytes(deletedBytes) + ")"
         : "Would delete " + Table.count(objects, "object") + " (" + Table.bytes(bytes) + ")")
         + " of " + Table.count(stores.size(), "store") + "; "
-        + Table.count(young, "unreferenced object") + " younger than the grace period kept.");
+        + Table.count(young, "object") + " younger than the grace period kept (not "
+        + "collected before they are older, whether referenced or not).");
   }
 }

@@ -47,7 +47,7 @@ import picocli.CommandLine.ParentCommand;
  * behind Spark's commit log. Every problem is reported with its object key. Exit 0 when all is
  * well, 1 when a problem was found, 3 when the checkpoint cannot be listed.
  */
-@Command(name = "verify", mixinStandardHelpOptions = true,
+@Command(name = "verify",
     description = "Download and check every object the retained (or the given) versions name: "
         + "footers, sizes, checksums, lineage and RocksDB's block checksums. Exit 0 when all is "
         + "well, 1 when not.")
@@ -57,6 +57,11 @@ final class VerifyCommand implements Callable<Integer> {
 
   @Parameters(index = "0", paramLabel = "CHECKPOINT", description = "The checkpoint location.")
   String checkpoint;
+
+  // Not mixinStandardHelpOptions: its -V/--version would take this command's --version N.
+  @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help message "
+      + "and exit.")
+  boolean help;
 
   @Option(names = "--version", paramLabel = "N",
       description = "Only version N of each store (default: every retained version, the newest "
@@ -104,6 +109,13 @@ final class VerifyCommand implements Callable<Integer> {
         versions[0] += targets.size();
         StoreInspector inspector = ctx.inspector(s);
         plans.add(ctx.pool.submit(() -> manifests(s, inspector, targets, problems)));
+      }
+      if (version != null && versions[0] == 0) {
+        long greatest = scan.strataStores().stream()
+            .mapToLong(CheckpointScan.Store::newestVersion).max().orElse(0);
+        throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --version " + version + ": no "
+            + "store of " + ctx.checkpoint + " has a version object of it (the greatest "
+            + "version listed is " + greatest + ")", null);
       }
       List<Check> checks = new ArrayList<>();
       for (Future<List<Check>> f : plans) {
