@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
@@ -374,45 +373,14 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
     return unreported;
   }
 
-  /**
-   * Before a commit's upload: starts its report to the coordinator when this Spark version
-   * validates commits ({@link #reportsCommits()}), so that the report runs beside the PUT (see
-   * {@link CommitReports} for why that is safe).
-   *
-   * @param newVersion the version the commit creates (the loaded version + 1)
-   * @return the report in flight, or null if none was started ({@link #afterCommit} then
-   *     reports itself when it must)
-   */
-  Future<?> startCommitReport(long newVersion) {
-    return reportsCommits() ? CommitReports.start(() -> reportCommit(newVersion)) : null;
-  }
-
-  /**
-   * After a successful commit: waits for the report {@link #startCommitReport} started (or, if
-   * none was started, none finished, or it named another version, reports now), then unlocks.
-   *
-   * @param newVersion the version committed
-   * @param report the report in flight, or null
-   * @param reportedVersion the version {@code report} names
-   */
-  void afterCommit(AbstractStrataStore store, long newVersion, Future<?> report,
-      long reportedVersion) {
+  /** After a successful commit: report it to the coordinator (Spark 4.1+), then unlock. */
+  void afterCommit(AbstractStrataStore store, long newVersion) {
     try {
-      boolean reported = report != null && CommitReports.await(report)
-          && reportedVersion == newVersion;
-      if (!reported) {
-        reportCommit(newVersion);
-      }
+      reportCommit(newVersion);
     } finally {
       releaseTaskLock(store);
     }
   }
-
-  /**
-   * Whether {@link #reportCommit} reports anything (Spark 4.1+ with {@code
-   * spark.sql.streaming.stateStore.commitValidation.enabled}); false on 4.0.
-   */
-  protected abstract boolean reportsCommits();
 
   /**
    * Reports a commit to the state store coordinator when the Spark version validates commits

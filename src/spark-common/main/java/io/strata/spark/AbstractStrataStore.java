@@ -17,7 +17,6 @@ import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Future;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -596,8 +595,6 @@ abstract class AbstractStrataStore implements StateStore {
   @Override
   public long commit() {
     checkUpdating("commit");
-    long reportedVersion = version + 1;
-    Future<?> report = provider.startCommitReport(reportedVersion);
     try {
       committed = core.commit();
     } catch (IOException | RuntimeException e) {
@@ -611,7 +608,7 @@ abstract class AbstractStrataStore implements StateStore {
     gcAtCommit = provider.takeUnreportedGc();
     gcFailuresAtCommit = provider.takeUnreportedGcFailures();
     mode = Mode.COMMITTED;
-    provider.afterCommit(this, committed.manifest().version(), report, reportedVersion);
+    provider.afterCommit(this, committed.manifest().version());
     return committed.manifest().version();
   }
 

@@ -44,12 +44,6 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
     return Scala.seq(SparkMetrics.INSTANCE);
   }
 
-  /** Spark 4.1 validates commits when {@code commitValidation.enabled} is on (the default). */
-  @Override
-  protected boolean reportsCommits() {
-    return storeConf().commitValidationEnabled();
-  }
-
   /** Reports the commit to the coordinator when commit validation is on (Spark 4.1). */
   @Override
   protected void reportCommit(long newVersion) {
