@@ -44,18 +44,25 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
     return Scala.seq(SparkMetrics.INSTANCE);
   }
 
-  /** Reports the commit to the coordinator when commit validation is on (Spark 4.1). */
+  /**
+   * Reports the commit to the coordinator, as Spark's providers do; called only when {@link
+   * #reportsCommits()}. See {@link CoordinatorReports}.
+   */
   @Override
   protected void reportCommit(long newVersion) {
-    if (storeConf().commitValidationEnabled()) {
-      StateStore.reportCommitToCoordinator(newVersion, stateStoreId(), hadoopConf());
-    }
+    CoordinatorReports.committed(stateStoreId(), hadoopConf(), newVersion);
   }
 
-  /** Tells the coordinator, which tracks snapshot lag; see {@link SnapshotReports}. */
+  /** Whether commit validation is on ({@code ...stateStore.commitValidation.enabled}). */
+  @Override
+  protected boolean reportsCommits() {
+    return storeConf().commitValidationEnabled();
+  }
+
+  /** Tells the coordinator, which tracks snapshot lag; see {@link CoordinatorReports}. */
   @Override
   protected void reportSnapshotUploaded(long version) {
-    SnapshotReports.snapshotUploaded(stateStoreId(), storeConf(), hadoopConf(), version);
+    CoordinatorReports.snapshotUploaded(stateStoreId(), storeConf(), hadoopConf(), version);
   }
 
   @Override
