@@ -22,7 +22,6 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.SparkConf;
@@ -377,33 +376,16 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   /** After a successful commit: report it to the coordinator (Spark 4.1+), then unlock. */
   void afterCommit(AbstractStrataStore store, long newVersion) {
     try {
-      if (!reportsCommits()) {
-        return;
-      }
-      Future<?> report = TaskContext.get() == null ? null
-          : CommitReports.start(() -> reportCommit(newVersion));
-      if (report == null) {
-        reportCommit(newVersion); // outside a task (tests, tools), or no report thread
-      } else {
-        store.reportInFlight(report); // its task's completion listener waits for it
-      }
+      reportCommit(newVersion);
     } finally {
       releaseTaskLock(store);
     }
   }
 
   /**
-   * Whether {@link #reportCommit} has anything to do for this provider: Spark 4.1+ with {@code
-   * spark.sql.streaming.stateStore.commitValidation.enabled}; false on 4.0.
-   */
-  protected abstract boolean reportsCommits();
-
-  /**
    * Reports a commit to the state store coordinator when the Spark version validates commits
    * (4.1+: {@code spark.sql.streaming.stateStore.commitValidation.enabled}, on by default, fails
-   * {@code foreachBatch} batches whose stores did not report); nothing on 4.0. Inside a task it
-   * runs on a report thread after {@code commit()} returned, and the task waits for it before it
-   * ends (see {@link CommitReports}). Never throws; blocks for one RPC to the driver.
+   * {@code foreachBatch} batches whose stores did not report); nothing on 4.0.
    *
    * @param newVersion the version just committed
    */

@@ -17,7 +17,6 @@ import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Future;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -77,8 +76,6 @@ abstract class AbstractStrataStore implements StateStore {
   /** Version of the base snapshot named by the loaded manifest, -1 if none. */
   private final long loadedBaseVersion;
   private volatile Mode mode;
-  /** The commit's report to Spark's coordinator while it runs after commit; else null. */
-  private volatile Future<?> reportInFlight;
   private CommitResult committed;
   private RequestCounter.Counts requestsAtEnd;
   /** Memory use captured at commit, before the lock is given back (metrics() comes later). */
@@ -643,29 +640,12 @@ abstract class AbstractStrataStore implements StateStore {
     }
   }
 
-  /**
-   * Hands over the commit's report to Spark's coordinator, running on a report thread; {@link
-   * #onTaskCompletion()} waits for it (see {@link CommitReports}).
-   */
-  void reportInFlight(Future<?> report) {
-    this.reportInFlight = report;
-  }
-
-  /**
-   * Called when the task ends: gives back what the task did not, and waits for the commit's
-   * report to Spark's coordinator if it is still in flight, so that it reaches the coordinator
-   * before the task counts as done (the wait gives way to an interrupt).
-   */
+  /** Called when the task ends: gives back what the task did not. */
   void onTaskCompletion() {
     if (mode == Mode.READ_ONLY) {
       release();
     } else if (mode == Mode.UPDATING) {
       abort();
-    }
-    Future<?> report = reportInFlight;
-    if (report != null) {
-      reportInFlight = null;
-      CommitReports.await(report, this + " version " + (version + 1));
     }
   }
 

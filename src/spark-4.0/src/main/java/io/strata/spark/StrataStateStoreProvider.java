@@ -32,12 +32,6 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
     return openStore(version, stateStoreCkptId, false);
   }
 
-  /** False: Spark 4.0 does not validate commits. */
-  @Override
-  protected boolean reportsCommits() {
-    return false;
-  }
-
   /** Nothing: Spark 4.0 does not validate commits. */
   @Override
   protected void reportCommit(long newVersion) { }

@@ -45,18 +45,16 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
   }
 
   /**
-   * Reports the commit to the coordinator, as Spark's providers do; called only when {@link
-   * #reportsCommits()}. See {@link CoordinatorReports}.
+   * Reports the commit to the coordinator when commit validation is on (Spark 4.1+, {@code
+   * spark.sql.streaming.stateStore.commitValidation.enabled}), as Spark's providers do with {@code
+   * StateStore.reportCommitToCoordinator}, through a cached coordinator reference (see {@link
+   * CoordinatorReports}).
    */
   @Override
   protected void reportCommit(long newVersion) {
-    CoordinatorReports.committed(stateStoreId(), hadoopConf(), newVersion);
-  }
-
-  /** Whether commit validation is on ({@code ...stateStore.commitValidation.enabled}). */
-  @Override
-  protected boolean reportsCommits() {
-    return storeConf().commitValidationEnabled();
+    if (storeConf().commitValidationEnabled()) {
+      CoordinatorReports.committed(stateStoreId(), hadoopConf(), newVersion);
+    }
   }
 
   /** Tells the coordinator, which tracks snapshot lag; see {@link CoordinatorReports}. */
