@@ -608,7 +608,13 @@ abstract class AbstractStrataStore implements StateStore {
     gcAtCommit = provider.takeUnreportedGc();
     gcFailuresAtCommit = provider.takeUnreportedGcFailures();
     mode = Mode.COMMITTED;
-    provider.afterCommit(this, committed.manifest().version());
+    try {
+      provider.afterCommit(this, committed.manifest().version());
+    } finally {
+      // Only after the report to Spark's coordinator, so that the ingestion's thread does not
+      // compete with it for the cores (see SyncedStore#startLocalIngestion).
+      core.startLocalIngestion();
+    }
     return committed.manifest().version();
   }
 

@@ -11,29 +11,34 @@ import java.nio.file.StandardCopyOption;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The local half of a commit, run on the ingest threads after the version object's PUT
- * succeeded: ingests the commit's delta into the local database and clears the pending writes.
+ * The local half of a commit, prepared once the version object's PUT succeeded and run on the
+ * ingest threads when the committer starts it (else by the store's next call that needs the local
+ * database): ingests the commit's delta into the local database and clears the pending writes.
  * It owns the delta file: a file in the database's temporary directory is ingested as it is
  * (ingestion moves it into the database); one staged elsewhere ({@link DeltaStaging}, another
  * file system, where a hard link cannot go) is copied into that directory first. Either way
  * nothing of it is left behind.
  */
 final class LocalIngestion {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalIngestion.class);
+
   private LocalIngestion() { }
 
   /**
-   * Starts the ingestion of {@code delta} (or, if empty, only the clearing of the pending writes)
-   * into {@code l} on {@code pool}.
+   * Prepares the ingestion of {@code delta} (or, if empty, only the clearing of the pending writes)
+   * into {@code l}, without starting it: {@link #start} hands it to the ingest threads, and
+   * {@link #await} runs it on the caller's thread if it has not started by then.
    *
    * @param tmp the database's temporary directory, on its file system
-   * @return the task
+   * @return the task, not started
    */
-  static Future<Done> start(ExecutorService pool, LocalStore l, Optional<DeltaFile> delta,
-      Path tmp) {
-    return pool.submit(() -> {
+  static FutureTask<Done> prepare(LocalStore l, Optional<DeltaFile> delta, Path tmp) {
+    return new FutureTask<>(() -> {
       long start = System.nanoTime();
       ingest(l, delta, tmp);
       // The stamps are taken here, right after the database changed, as a synchronous commit
@@ -44,6 +49,22 @@ final class LocalIngestion {
         return new Done(System.nanoTime() - start, null, e);
       }
     });
+  }
+
+  /**
+   * Hands a prepared ingestion to {@code pool}. Starting it twice, or after it ran, does nothing
+   * more ({@link FutureTask} runs once). Never throws: if the pool refuses it (shut down, no
+   * thread), it runs in {@link #await}.
+   */
+  static void start(ExecutorService pool, FutureTask<Done> ingestion) {
+    if (ingestion.isDone()) {
+      return;
+    }
+    try {
+      pool.execute(ingestion);
+    } catch (RuntimeException e) { // RejectedExecutionException: await runs it
+      LOG.debug("the ingest threads refused a local ingestion; it runs when next needed", e);
+    }
   }
 
   /**
@@ -79,13 +100,14 @@ final class LocalIngestion {
   }
 
   /**
-   * Waits for an ingestion, even when interrupted (the database must not be closed under a
-   * running ingestion).
+   * Runs a prepared ingestion on the calling thread if it has not started yet, else waits for it,
+   * even when interrupted (the database must not be closed under a running ingestion).
    *
    * @return what it did
    * @throws IOException the ingestion's failure (a {@link RuntimeException} is thrown as is)
    */
-  static Done await(Future<Done> ingestion) throws IOException {
+  static Done await(FutureTask<Done> ingestion) throws IOException {
+    ingestion.run(); // nothing if it ran or runs on the pool already
     return Futures.awaitUninterruptibly(ingestion, Futures.rethrow("Local ingestion failed: "));
   }
 }

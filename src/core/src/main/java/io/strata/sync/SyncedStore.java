@@ -26,7 +26,7 @@ import java.time.Clock;
 import java.util.HashSet;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,8 +46,9 @@ import org.slf4j.LoggerFactory;
  * {@link StoreLayout#generationVersionObject}, climbing past generations of earlier runs, see
  * {@link RunEpochs}). The delta is written where it costs least ({@link DeltaStaging}: memory
  * when it can) and ingested into the local database only after the PUT succeeded, on the JVM's
- * ingest threads, after {@link #commit()} returned: a commit costs its SST build and one PUT
- * round trip, and nothing else competes with the PUT for the cores. Every later call that needs
+ * ingest threads, once the caller of {@link #commit()} starts it ({@link #startLocalIngestion()},
+ * after what it still does for the commit): a commit costs its SST build and one PUT round trip,
+ * and nothing else competes with the PUT, or with the caller's work after it, for the cores. Every later call that needs
  * the local database first waits for that ingestion ({@link #settleIngestion()}); until then
  * the database's pending writes still hold the version's writes, so reads are right either way.
  * If the ingestion fails, the version is still committed and the next load restores it from the
@@ -709,8 +710,9 @@ public final class SyncedStore implements AutoCloseable {
 
   /**
    * Commits the pending writes as version {@code loadedVersion() + 1}: one create-only PUT of the
-   * version object. The local ingestion of its delta starts once the PUT succeeded and runs
-   * after this call returned (see the class comment).
+   * version object. The local ingestion of its delta is prepared once the PUT succeeded; it runs
+   * after this call returned, once {@link #startLocalIngestion()} starts it or the store's next
+   * call needs it (see the class comment).
    *
    * @return the manifest, key and cost
    * @throws IOException if the upload fails or a write collides with another writer's object
@@ -812,17 +814,16 @@ public final class SyncedStore implements AutoCloseable {
         building.committed(m.columnFamilies());
         m.base().ifPresent(snapshots::published);
         db.committedIngesting(m);
-        ingestion = new PendingIngestion(newVersion, key,
-            LocalIngestion.start(pools.ingest(), l, delta, tmp));
+        ingestion = new PendingIngestion(newVersion, key, LocalIngestion.prepare(l, delta, tmp));
         ingesting = true;
-      } catch (RuntimeException e) { // the ingest threads refused the task
-        LOG.warn("{} version {}: committed to {} but its local ingestion could not start; the "
-            + "next load restores it from the object store", identity, newVersion,
+      } catch (RuntimeException e) { // the version is committed; only the local side failed
+        LOG.warn("{} version {}: committed to {} but its local ingestion could not be prepared; "
+            + "the next load restores it from the object store", identity, newVersion,
             objects.describe(key), e);
         invalidateLocal();
         return new CommitResult(m, key, stats(t0, t1, t2, t3, previousIngestNanos, delta, body,
             m));
-      } catch (Error e) { // e.g. no native thread for the ingest pool: never keep the new label
+      } catch (Error e) { // never keep the new label without its ingestion
         invalidateLocal();
         throw e;
       }
@@ -840,12 +841,31 @@ public final class SyncedStore implements AutoCloseable {
     }
   }
 
-  /** The local ingestion of a committed version, started after its PUT (see the class doc). */
-  private record PendingIngestion(long version, String key, Future<LocalIngestion.Done> task) { }
+  /**
+   * The local ingestion of a committed version, prepared after its PUT and started by {@link
+   * #startLocalIngestion()} or run by {@link #settleIngestion()} (see the class doc).
+   */
+  private record PendingIngestion(long version, String key, FutureTask<LocalIngestion.Done> task) {
+  }
 
   /**
-   * Waits for the last commit's local ingestion, if one is still pending, and completes the
-   * local side of that commit (the SST stamps of the database that now holds it). If the
+   * Starts the last commit's local ingestion on the JVM's ingest threads, if it has not started.
+   * {@link #commit()} only prepares it, so that its caller can first finish what belongs to the
+   * commit (in Spark, the report to the state store coordinator) without the ingestion competing
+   * for the cores; it then calls this. If nobody calls it, the store's next call that needs the
+   * local database runs the ingestion on its own thread ({@link #settleIngestion()}), so the
+   * store is right either way. Never throws; needs no monitor.
+   */
+  public void startLocalIngestion() {
+    PendingIngestion p = ingestion;
+    if (p != null) {
+      LocalIngestion.start(pools.ingest(), p.task());
+    }
+  }
+
+  /**
+   * Waits for the last commit's local ingestion, if one is still pending (running it on this
+   * thread if it has not started), and completes the local side of that commit (the SST stamps of the database that now holds it). If the
    * ingestion failed, the version stays committed in the object store and the local database is
    * dropped: the next load restores from there. Every call that uses the local database calls
    * this first, with the monitor held; it never throws.
