@@ -32,8 +32,10 @@ import org.slf4j.LoggerFactory;
  * memory (charged to the writer's memory cgroup), and {@code /dev/shm} in a container is often
  * small (64 MiB by default in Docker), so a large batch goes to the disk, and a staged write
  * that fails (the file system is full) is written again to the disk by the caller. A staged file
- * lives from the commit's SST build until its ingestion copied it, a few milliseconds after the
- * PUT.
+ * lives from the commit's SST build until its ingestion copied it: a few milliseconds after the
+ * commit returned when the committer starts the ingestion ({@link
+ * SyncedStore#startLocalIngestion()}, as the Spark provider does), else at the store's next call
+ * or its close.
  *
  * <p>The directory is {@code /dev/shm/strata-<user>/jvm-<uuid>}, claimed once per JVM with
  * {@link LocalDirs#claim} (an OS file lock held for the JVM's life), so JVMs that share {@code
