@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
+import java.lang.ref.WeakReference;
 import java.util.UUID;
+import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
@@ -38,8 +40,11 @@ final class CoordinatorReports {
   /** Spark's Hadoop conf key of the query run id ({@code StreamExecution.RUN_ID_KEY}). */
   private static final String RUN_ID_KEY = "sql.streaming.runId";
 
-  /** A coordinator reference and the {@code SparkEnv} it was made from. */
-  private record Ref(SparkEnv env, StateStoreCoordinatorRef ref) { }
+  /**
+   * A coordinator reference and the {@code SparkEnv} it was made from, held weakly so that a
+   * stopped context's env is not kept reachable by this cache.
+   */
+  private record Ref(WeakReference<SparkEnv> env, StateStoreCoordinatorRef ref) { }
 
   private static volatile Ref cached;
 
@@ -48,16 +53,15 @@ final class CoordinatorReports {
   /**
    * Reports that {@code storeId} committed {@code version} in the query run its Hadoop conf names,
    * as Spark's {@code StateStore.reportCommitToCoordinator} does. Blocks for one RPC to the
-   * driver (at most {@code spark.rpc.askTimeout}); never throws.
+   * driver (at most {@code spark.rpc.askTimeout}); never throws. An interrupt while it waits
+   * ends the wait and is kept on the thread (the commit itself is durable already).
    */
   static void committed(StateStoreId storeId, Configuration hadoop, long version) {
     try {
-      StateStoreCoordinatorRef ref = ref();
-      if (ref != null) {
-        ref.reportStateStoreCommit(providerId(storeId, hadoop), version, storeId.storeName());
-      }
+      StateStoreProviderId id = providerId(storeId, hadoop);
+      call(ref -> ref.reportStateStoreCommit(id, version, storeId.storeName()));
     } catch (Exception e) { // Spark's RPC errors are checked exceptions thrown from Scala
-      cached = null;
+      keepInterrupt(e);
       LOG.warn("Failed to report the commit of version {} of {} to the state store coordinator: "
           + "{}", version, storeId, e.toString());
     }
@@ -70,7 +74,8 @@ final class CoordinatorReports {
    * 4.2 its {@code forceSnapshotUploadOnLag} (which makes the next {@code getStore} ask for a
    * snapshot at commit), count a store that never reported as lagging since version 0: without
    * these reports every store would be asked for a snapshot at every commit after about 50
-   * batches. Never throws: a lost report only makes the coordinator think the store lags.
+   * batches. Never throws: a lost report only makes the coordinator think the store lags. An
+   * interrupt is kept on the thread (maintenance and background threads stop by interrupt).
    */
   static void snapshotUploaded(StateStoreId storeId, StateStoreConf conf, Configuration hadoop,
       long version) {
@@ -78,14 +83,38 @@ final class CoordinatorReports {
       if (!conf.reportSnapshotUploadLag() || hadoop == null || hadoop.get(RUN_ID_KEY) == null) {
         return;
       }
-      StateStoreCoordinatorRef ref = ref();
-      if (ref != null) {
-        ref.snapshotUploaded(providerId(storeId, hadoop), version, System.currentTimeMillis());
-      }
+      StateStoreProviderId id = providerId(storeId, hadoop);
+      call(ref -> ref.snapshotUploaded(id, version, System.currentTimeMillis()));
     } catch (Exception e) {
-      cached = null;
+      keepInterrupt(e);
       LOG.debug("Cannot report the snapshot of version {} of {} to the coordinator: {}", version,
           storeId, e.toString());
+    }
+  }
+
+  /**
+   * Sends {@code rpc} through the current reference (nothing without a {@code SparkEnv}). A
+   * failed RPC drops the cached reference, so the next report looks the coordinator up again.
+   */
+  private static void call(Consumer<StateStoreCoordinatorRef> rpc) {
+    StateStoreCoordinatorRef ref = ref();
+    if (ref == null) {
+      return;
+    }
+    boolean sent = false;
+    try {
+      rpc.accept(ref);
+      sent = true;
+    } finally {
+      if (!sent) {
+        cached = null;
+      }
+    }
+  }
+
+  private static void keepInterrupt(Exception e) {
+    if (e instanceof InterruptedException) { // thrown undeclared from Scala's awaitResult
+      Thread.currentThread().interrupt();
     }
   }
 
@@ -101,9 +130,9 @@ final class CoordinatorReports {
       return null;
     }
     Ref r = cached;
-    if (r == null || r.env() != env) {
+    if (r == null || r.env().get() != env) {
       // forExecutor is package-private in Scala, public in bytecode (see the state store notes).
-      r = new Ref(env, StateStoreCoordinatorRef$.MODULE$.forExecutor(env));
+      r = new Ref(new WeakReference<>(env), StateStoreCoordinatorRef$.MODULE$.forExecutor(env));
       cached = r;
     }
     return r.ref();

@@ -53,8 +53,9 @@ final class LocalIngestion {
 
   /**
    * Hands a prepared ingestion to {@code pool}. Starting it twice, or after it ran, does nothing
-   * more ({@link FutureTask} runs once). Never throws: if the pool refuses it (shut down, no
-   * thread), it runs in {@link #await}.
+   * more ({@link FutureTask} runs once). Never throws: if the pool refuses it (shut down) or no
+   * thread can be started for it ({@code OutOfMemoryError: unable to create native thread}), it
+   * runs in {@link #await}.
    */
   static void start(ExecutorService pool, FutureTask<Done> ingestion) {
     if (ingestion.isDone()) {
@@ -62,7 +63,9 @@ final class LocalIngestion {
     }
     try {
       pool.execute(ingestion);
-    } catch (RuntimeException e) { // RejectedExecutionException: await runs it
+    } catch (RuntimeException | OutOfMemoryError e) { // rejected, or no native thread left:
+      // the commit is durable and the prepared ingestion still runs in await, so neither may
+      // fail the committing task
       LOG.debug("the ingest threads refused a local ingestion; it runs when next needed", e);
     }
   }
