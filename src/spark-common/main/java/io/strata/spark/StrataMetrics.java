@@ -30,7 +30,7 @@ final class StrataMetrics {
       "strataUploadMs", "Strata: time to upload version objects (one PUT per commit)");
   static final StateStoreCustomTimingMetric INGEST_MS = new StateStoreCustomTimingMetric(
       "strataIngestMs",
-      "Strata: time to ingest SST deltas into local RocksDB (after their commits returned)");
+      "Strata: time to ingest the previous commit's SST delta into local RocksDB (after it returned)");
   static final StateStoreCustomSizeMetric BYTES_UPLOADED = new StateStoreCustomSizeMetric(
       "strataBytesUploaded", "Strata: bytes uploaded to S3 by the batch");
   static final StateStoreCustomSumMetric S3_REQUESTS = new StateStoreCustomSumMetric(

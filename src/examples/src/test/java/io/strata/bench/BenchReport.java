@@ -86,6 +86,12 @@ public final class BenchReport {
       for (String f : a.get("--e2e").split(",")) {
         e2e.add(Paths.get(f.trim()));
       }
+      if (e2e.stream().noneMatch(Files::exists)) {
+        // E.g. after -Dbench.args=--help, which runs nothing: never blank the committed page.
+        System.out.println("BenchReport: none of the results files " + e2e + " exists; "
+            + a.get("--doc") + " left as it is");
+        return;
+      }
       write(e2e, Paths.get(a.get("--jmh")), Paths.get(a.get("--doc")),
           Paths.get(a.get("--plots")));
     } catch (IllegalArgumentException e) {
