@@ -48,8 +48,9 @@ import org.slf4j.LoggerFactory;
  * when it can) and ingested into the local database only after the PUT succeeded, on the JVM's
  * ingest threads, once the caller of {@link #commit()} starts it ({@link #startLocalIngestion()},
  * after what it still does for the commit): a commit costs its SST build and one PUT round trip,
- * and nothing else competes with the PUT, or with the caller's work after it, for the cores. Every later call that needs
- * the local database first waits for that ingestion ({@link #settleIngestion()}); until then
+ * and nothing else competes with the PUT, or with the caller's work after it, for the cores.
+ * Every later call that needs the local database first waits for that ingestion (running it
+ * itself if it has not started, {@link #settleIngestion()}); until then
  * the database's pending writes still hold the version's writes, so reads are right either way.
  * If the ingestion fails, the version is still committed and the next load restores it from the
  * object store. If the PUT fails, the local database is discarded (the next load restores from
@@ -865,10 +866,11 @@ public final class SyncedStore implements AutoCloseable {
 
   /**
    * Waits for the last commit's local ingestion, if one is still pending (running it on this
-   * thread if it has not started), and completes the local side of that commit (the SST stamps of the database that now holds it). If the
-   * ingestion failed, the version stays committed in the object store and the local database is
-   * dropped: the next load restores from there. Every call that uses the local database calls
-   * this first, with the monitor held; it never throws.
+   * thread if it has not started), and completes the local side of that commit (the SST stamps
+   * of the database that now holds it). If the ingestion failed, the version stays committed in
+   * the object store and the local database is dropped: the next load restores from there.
+   * Every call that uses the local database calls this first, with the monitor held; it never
+   * throws.
    */
   private void settleIngestion() {
     PendingIngestion p = ingestion;
