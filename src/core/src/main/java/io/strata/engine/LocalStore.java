@@ -97,6 +97,15 @@ public final class LocalStore implements AutoCloseable {
     RocksDB.loadLibrary();
   }
 
+  /**
+   * Default environment options of every SST delta's writer, made once per JVM: RocksDB's
+   * {@code SstFileWriter} copies them when it is created, so one object serves every writer on
+   * every thread. Never closed (a few bytes of native memory for the JVM's life).
+   */
+  private static final EnvOptions SST_ENV = new EnvOptions();
+  /** Largest SST delta hashed from one array rather than streamed, bytes. */
+  private static final long WHOLE_READ_BYTES = 256L << 10;
+
   private final Path dir;
   private final Options options;
   private final SharedMemory.Lease memory;
@@ -373,7 +382,7 @@ public final class LocalStore implements AutoCloseable {
       return Optional.empty();
     }
     Lock l = enter();
-    try (EnvOptions env = new EnvOptions(); SstFileWriter w = new SstFileWriter(env, options)) {
+    try (SstFileWriter w = new SstFileWriter(SST_ENV, options)) {
       w.open(sstFile.toString());
       long entries = 0;
       for (Map.Entry<byte[], byte[]> e : pending.entries()) {
@@ -386,7 +395,11 @@ public final class LocalStore implements AutoCloseable {
       }
       w.finish();
       long size = Files.size(sstFile);
-      return Optional.of(new DeltaFile(sstFile, size, Checksums.xxhash64(sstFile), entries));
+      // A delta of a few kilobytes (the rule) is hashed in one read and one call; a large one
+      // (a big batch) is streamed, so it never needs an array of its size.
+      long checksum = size <= WHOLE_READ_BYTES ? Checksums.xxhash64(Files.readAllBytes(sstFile))
+          : Checksums.xxhash64(sstFile);
+      return Optional.of(new DeltaFile(sstFile, size, checksum, entries));
     } catch (RocksDBException e) {
       throw new IOException("Cannot write SST delta " + sstFile + ": " + e.getMessage(), e);
     } finally {

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HexFormat;
 import net.jpountz.xxhash.StreamingXXHash64;
 import net.jpountz.xxhash.XXHashFactory;
 
@@ -16,6 +17,7 @@ import net.jpountz.xxhash.XXHashFactory;
 public final class Checksums {
   private static final XXHashFactory FACTORY = XXHashFactory.fastestInstance();
   private static final long SEED = 0L;
+  private static final HexFormat HEX = HexFormat.of();
   /** Read buffer of the streaming hashes, bytes. */
   private static final int BUFFER_BYTES = 1 << 20;
 
@@ -69,7 +71,7 @@ public final class Checksums {
 
   /** The checksum as 16 lower-case hex digits (as written in manifests). */
   public static String hex(long checksum) {
-    return String.format("%016x", checksum);
+    return HEX.toHexDigits(checksum);
   }
 
   /** Parses 16 hex digits written by {@link #hex}. */

@@ -46,6 +46,31 @@ class LocalStoreTest {
   }
 
   @Test
+  void deltaChecksumAndSizeAreThoseOfTheFileForSmallAndLargeDeltas() throws Exception {
+    // Deltas up to 256 KiB are hashed from one array, larger ones streamed: both must give the
+    // file's own XXHash64 and size (the manifest records them; a restore verifies them).
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
+      java.util.Random r = new java.util.Random(7);
+      for (int n : new int[] {1, 100, 20_000}) {
+        for (int i = 0; i < n; i++) {
+          byte[] v = new byte[64];
+          r.nextBytes(v); // incompressible, so 20,000 entries make a delta over 256 KiB
+          s.put(b("k" + i), v);
+        }
+        Path sst = tmp.resolve("d" + n + ".sst");
+        DeltaFile d = s.writeDelta(sst).orElseThrow();
+        assertEquals(Files.size(sst), d.size(), "size, " + n + " entries");
+        assertEquals(Checksums.xxhash64(sst), d.checksum(), "checksum, " + n + " entries");
+        assertEquals(n, d.entries());
+        if (n == 20_000) {
+          assertTrue(d.size() > 256 << 10, "the large delta is streamed: " + d.size());
+        }
+        s.commitPending(Optional.of(d));
+      }
+    }
+  }
+
+  @Test
   void deltaIsIngestedByteForByteAndTombstonesHideCommittedKeys() throws Exception {
     try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       s.put(b("a"), b("1"));
