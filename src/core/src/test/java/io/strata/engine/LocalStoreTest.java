@@ -71,6 +71,42 @@ class LocalStoreTest {
   }
 
   @Test
+  void theJavaSstReaderReadsEveryDeltaEntryTombstonesIncluded() throws Exception {
+    // The change feed reads deltas with io.strata.format.sst.SstReader: it must see exactly the
+    // pending writes, in key order, with removals as deletes, in the table format the local
+    // database's options give SST deltas.
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
+      s.put(b("b"), b("2"));
+      s.put(b("a"), b("1"));
+      s.commitPending(s.writeDelta(tmp.resolve("d1.sst")));
+      java.util.TreeMap<String, String> expected = new java.util.TreeMap<>();
+      for (int i = 0; i < 5_000; i++) { // several 16 KiB blocks
+        s.put(b("k" + i), b("value-" + i));
+        expected.put("k" + i, "value-" + i);
+      }
+      s.delete(b("a"));
+      expected.put("a", null);
+      s.put(b("b"), b("22"));
+      expected.put("b", "22");
+      Path sst = tmp.resolve("d2.sst");
+      s.writeDelta(sst).orElseThrow();
+      java.util.TreeMap<String, String> read = new java.util.TreeMap<>();
+      io.strata.format.sst.SstReader r = io.strata.format.sst.SstReader.open(
+          java.nio.ByteBuffer.wrap(Files.readAllBytes(sst)));
+      String previous = null;
+      for (io.strata.format.sst.SstReader.Entry e = r.next(); e != null; e = r.next()) {
+        String k = new String(e.key(), StandardCharsets.UTF_8);
+        assertTrue(previous == null || previous.compareTo(k) < 0, "key order at " + k);
+        previous = k;
+        read.put(k, e.op() == io.strata.format.sst.SstReader.Op.DELETE ? null
+            : new String(e.value(), StandardCharsets.UTF_8));
+      }
+      assertEquals(expected, read);
+      assertTrue(r.dataBlockCount() > 1, "blocks: " + r.dataBlockCount());
+    }
+  }
+
+  @Test
   void deltaIsIngestedByteForByteAndTombstonesHideCommittedKeys() throws Exception {
     try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       s.put(b("a"), b("1"));
