@@ -200,6 +200,76 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   }
 
   /**
+   * The store at {@code endVersion}, for Spark's {@code SupportsFineGrainedReplay
+   * .replayStateFromSnapshot} (the state data source's {@code snapshotStartBatchId}). Spark's
+   * providers rebuild it from the snapshot file of {@code snapshotVersion} plus the changes after
+   * it; Strata restores {@code endVersion} from the base its lineage names, every file verified by
+   * checksum, which holds the same state, so a base at {@code snapshotVersion} is not required.
+   *
+   * <p>Throws as {@link #openStore}; {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION} if
+   * {@code snapshotVersion} is below 1 or above {@code endVersion} (as Spark's providers).
+   *
+   * @param readOnly a read store (its caller wraps it) instead of a write store
+   */
+  protected final StateStore replay(long snapshotVersion, long endVersion, boolean readOnly,
+      Option<String> endCkptId) {
+    if (snapshotVersion < 1) {
+      throw SparkErrors.unexpectedVersion(snapshotVersion);
+    }
+    if (endVersion < snapshotVersion) {
+      throw SparkErrors.unexpectedVersion(endVersion);
+    }
+    if (readOnly) {
+      return (StateStore) getReadStore(endVersion, endCkptId);
+    }
+    return openStore(endVersion, endCkptId, false);
+  }
+
+  /**
+   * The change feed of versions {@code startVersion} to {@code endVersion} for Spark's {@code
+   * SupportsFineGrainedReplay.getStateStoreChangeDataReader} (the state data source's {@code
+   * readChangeFeed}), read from the store's SST deltas in S3 (see {@link ChangeRows}). No local
+   * database is opened.
+   *
+   * <p>Throws {@code org.apache.spark.SparkException}, undeclared:
+   * {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION} for a start below 1 or an end before it,
+   * {@code ...CANNOT_READ_STREAMING_STATE_FILE} if a version's manifest is missing, {@code
+   * ...UNCATEGORIZED} for any other failure (cause names the store, version and object).
+   *
+   * @param family the column family, or none for {@code default}
+   * @param endCkptId the checkpoint id of {@code endVersion} (checkpoint format 2), or none
+   */
+  protected final ChangeRows changeRows(long startVersion, long endVersion,
+      Option<String> family, Option<String> endCkptId) {
+    if (startVersion < 1) {
+      throw SparkErrors.unexpectedVersion(startVersion);
+    }
+    if (endVersion < startVersion) {
+      throw SparkErrors.unexpectedVersion(endVersion);
+    }
+    String name = family.isDefined() ? family.get() : DEFAULT_CF;
+    FamilyCodec codec = name.equals(DEFAULT_CF) ? defaultCodec() : codec(name, endVersion);
+    StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
+        stateStoreId.partitionId(), stateStoreId.storeName(), location());
+    ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
+    try {
+      io.strata.sync.ChangeFeed feed = io.strata.sync.ChangeFeed.open(identity, objects,
+          checkpointIdsEnabled(), startVersion, endVersion,
+          Optional.ofNullable(endCkptId.isDefined() ? endCkptId.get() : null));
+      return new ChangeRows(feed, objects, codec, name, identity.toString());
+    } catch (StateLoadException e) {
+      objects.close();
+      if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
+        throw SparkErrors.versionNotFound(e.getMessage(), e);
+      }
+      throw SparkErrors.cannotLoad(e);
+    } catch (IOException | RuntimeException e) {
+      objects.close();
+      throw SparkErrors.cannotLoad(e);
+    }
+  }
+
+  /**
    * A read-only store holding {@code version}; errors as {@link #openStore}. If the caller (the
    * same task, or outside tasks the same thread) already holds a store of that version, that
    * store: Spark 4.0's state data source opens a write store to declare a column family and then

@@ -51,16 +51,18 @@ public final class ChangeFeed {
 
   private final StoreIdentity identity;
   private final ObjectStore objects;
+  private final Manifest end;
   /** Per version in [start, end], ascending: its deltas in order (empty: no writes). */
   private final TreeMap<Long, List<FileRef>> deltas;
   private long currentVersion = -1;
   private List<SstReader.Entry> current = List.of();
   private int index;
 
-  private ChangeFeed(StoreIdentity identity, ObjectStore objects,
+  private ChangeFeed(StoreIdentity identity, ObjectStore objects, Manifest end,
       TreeMap<Long, List<FileRef>> deltas) {
     this.identity = identity;
     this.objects = objects;
+    this.end = end;
     this.deltas = deltas;
   }
 
@@ -94,6 +96,7 @@ public final class ChangeFeed {
       found.put(v, new ArrayList<>());
     }
     Manifest m = reader.read(endVersion, endAttempt);
+    Manifest end = m;
     long covered = endVersion + 1; // versions >= covered are collected
     while (true) {
       for (Delta d : m.deltas()) {
@@ -118,7 +121,7 @@ public final class ChangeFeed {
       }
       m = at;
     }
-    return new ChangeFeed(identity, objects, found);
+    return new ChangeFeed(identity, objects, end, found);
   }
 
   /**
@@ -141,6 +144,11 @@ public final class ChangeFeed {
     }
     SstReader.Entry e = current.get(index++);
     return new Change(currentVersion, e.op(), e.key(), e.value());
+  }
+
+  /** The manifest of the end version (its column families name the key prefixes). */
+  public Manifest endManifest() {
+    return end;
   }
 
   /** The versions the feed covers, ascending, with how many deltas each has (0: no writes). */

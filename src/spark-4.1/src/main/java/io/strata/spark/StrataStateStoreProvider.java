@@ -6,6 +6,8 @@ import io.strata.sync.SyncedStore;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
+import org.apache.spark.sql.execution.streaming.state.SupportsFineGrainedReplay;
+import org.apache.spark.sql.execution.streaming.state.StateStoreChangeDataReader;
 import scala.Option;
 
 /**
@@ -16,7 +18,8 @@ import scala.Option;
  * differ between Spark minor versions and forwards them to {@link AbstractStrataProvider}, where
  * the provider's behaviour lives (see there for the contract and the errors).
  */
-public final class StrataStateStoreProvider extends AbstractStrataProvider {
+public final class StrataStateStoreProvider extends AbstractStrataProvider
+    implements SupportsFineGrainedReplay {
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
   public StrataStateStoreProvider() { }
 
@@ -61,6 +64,31 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
   @Override
   protected void reportSnapshotUploaded(long version) {
     CoordinatorReports.snapshotUploaded(stateStoreId(), storeConf(), hadoopConf(), version);
+  }
+
+  /**
+   * The store at {@code endVersion} for the state data source's {@code snapshotStartBatchId}
+   * (Spark's {@code SupportsFineGrainedReplay}); see {@link AbstractStrataProvider#replay}.
+   */
+  @Override
+  public StateStore replayStateFromSnapshot(long snapshotVersion, long endVersion,
+      boolean readOnly, Option<String> snapshotVersionStateStoreCkptId,
+      Option<String> endVersionStateStoreCkptId) {
+    return replay(snapshotVersion, endVersion, readOnly, endVersionStateStoreCkptId);
+  }
+
+  /**
+   * The state data source's {@code readChangeFeed} rows of versions {@code startVersion} to
+   * {@code endVersion}, read from the SST deltas in S3; see {@link
+   * AbstractStrataProvider#changeRows} and {@link ChangeRows}.
+   */
+  @Override
+  public StateStoreChangeDataReader getStateStoreChangeDataReader(long startVersion, long endVersion,
+      Option<String> colFamilyNameOpt, Option<String> endVersionStateStoreCkptId) {
+    return new StrataChangeDataReader(changeRows(startVersion, endVersion, colFamilyNameOpt,
+        endVersionStateStoreCkptId), new org.apache.hadoop.fs.Path(
+        stateStoreId().storeCheckpointLocation().toString()), startVersion, endVersion,
+        colFamilyNameOpt);
   }
 
   @Override

@@ -3,10 +3,15 @@ package io.strata.spark;
 
 import io.strata.metrics.RequestCounter;
 import io.strata.sync.SyncedStore;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
+import org.apache.spark.sql.execution.streaming.state.SupportsFineGrainedReplay;
+import org.apache.spark.util.NextIterator;
+import scala.Enumeration;
 import scala.Option;
+import scala.Tuple4;
 
 /**
  * Strata's Spark state store provider, the Spark 4.2 build: set {@code
@@ -16,7 +21,8 @@ import scala.Option;
  * differ between Spark minor versions and forwards them to {@link AbstractStrataProvider}, where
  * the provider's behaviour lives (see there for the contract and the errors).
  */
-public final class StrataStateStoreProvider extends AbstractStrataProvider {
+public final class StrataStateStoreProvider extends AbstractStrataProvider
+    implements SupportsFineGrainedReplay {
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
   public StrataStateStoreProvider() { }
 
@@ -76,6 +82,29 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
   @Override
   protected void reportSnapshotUploaded(long version) {
     CoordinatorReports.snapshotUploaded(stateStoreId(), storeConf(), hadoopConf(), version);
+  }
+
+  /**
+   * The store at {@code endVersion} for the state data source's {@code snapshotStartBatchId}
+   * (Spark's {@code SupportsFineGrainedReplay}); see {@link AbstractStrataProvider#replay}.
+   */
+  @Override
+  public StateStore replayStateFromSnapshot(long snapshotVersion, long endVersion,
+      boolean readOnly, Option<String> snapshotVersionStateStoreCkptId,
+      Option<String> endVersionStateStoreCkptId) {
+    return replay(snapshotVersion, endVersion, readOnly, endVersionStateStoreCkptId);
+  }
+
+  /**
+   * The state data source's {@code readChangeFeed} rows of versions {@code startVersion} to
+   * {@code endVersion}, read from the SST deltas in S3; see {@link
+   * AbstractStrataProvider#changeRows} and {@link ChangeRows}.
+   */
+  @Override
+  public NextIterator<Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object>> getStateStoreChangeDataReader(long startVersion, long endVersion,
+      Option<String> colFamilyNameOpt, Option<String> endVersionStateStoreCkptId) {
+    return new StrataChangeDataReader(changeRows(startVersion, endVersion, colFamilyNameOpt,
+        endVersionStateStoreCkptId));
   }
 
   @Override

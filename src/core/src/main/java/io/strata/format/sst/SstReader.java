@@ -243,6 +243,10 @@ public final class SstReader {
         }
         Cursor c = new Cursor(ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN), 0);
         int length = c.varint32();
+        if (length > 255L * raw.length + 16) { // LZ4 expands at most 255-fold
+          throw new SstFormatException("the " + what + " block at " + offset + " claims "
+              + length + " bytes uncompressed from " + raw.length + ", more than LZ4 can give");
+        }
         byte[] out = new byte[length];
         try {
           int n = LZ4.decompress(raw, c.pos, raw.length - c.pos, out, 0, length);

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.spark;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.window;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.spark.StreamingComparison.QueryDef;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Spark's state data source reads the change feed ({@code readChangeFeed}) and the state of a
+ * batch from a snapshot ({@code snapshotStartBatchId}) of a Strata checkpoint exactly as of the
+ * same query's checkpoint with Spark's RocksDB provider with changelog checkpointing (Spark 4.1+:
+ * {@code SupportsFineGrainedReplay}): puts of an aggregation, puts and evictions (deletes) of a
+ * windowed aggregation in append mode and of {@code dropDuplicatesWithinWatermark}, across the
+ * restart halfway ({@link StreamingComparison}).
+ */
+class ChangeFeedIT {
+  private static final int BATCHES = 6;
+
+  @RegisterExtension
+  static final StreamingComparison cmp =
+      new StreamingComparison(3, StreamingComparison::recurringKeys, BATCHES, 3);
+
+  /** The change feed's rows of a checkpoint, as sorted strings. */
+  private static List<String> changes(String checkpoint, Map<String, String> options) {
+    List<String> rows = new ArrayList<>();
+    List<Row> read = cmp.harness().withS3A(() -> cmp.harness().spark.read().format("statestore")
+        .option("readChangeFeed", "true").options(options).load(checkpoint).collectAsList());
+    for (Row r : read) {
+      rows.add(r.toString());
+    }
+    rows.sort(null);
+    return rows;
+  }
+
+  /** The state rows of a batch in one partition, as sorted strings. */
+  private static List<String> state(String checkpoint, Map<String, String> options,
+      int partition) {
+    List<String> rows = new ArrayList<>();
+    List<Row> read = cmp.harness().withS3A(() -> cmp.harness().spark.read().format("statestore")
+        .options(options).load(checkpoint).collectAsList());
+    for (Row r : read) {
+      if (r.getInt(r.length() - 1) == partition) {
+        rows.add(r.toString());
+      }
+    }
+    rows.sort(null);
+    return rows;
+  }
+
+  private static void assertSameFeeds(StreamingComparison.Result res, boolean expectDeletes) {
+    for (Map<String, String> range : List.of(Map.of("changeStartBatchId", "0"),
+        Map.of("changeStartBatchId", "2", "changeEndBatchId", "4"),
+        Map.of("changeStartBatchId", String.valueOf(BATCHES - 1)))) {
+      List<String> baseline = changes(res.baselineCheckpoint(), range);
+      List<String> strata = changes(res.checkpoint(), range);
+      assertTrue(!baseline.isEmpty(), "the baseline has changes for " + range);
+      assertEquals(baseline, strata, "change feed " + range);
+      if (expectDeletes && range.size() == 1 && range.get("changeStartBatchId").equals("0")) {
+        assertTrue(strata.stream().anyMatch(s -> s.contains(",delete,")),
+            "evictions appear as deletes: " + strata);
+      }
+    }
+  }
+
+  @Test
+  void aggregationUpdateMode() throws Exception {
+    StreamingComparison.Result res = cmp.check(new QueryDef("cf-agg", OutputMode.Update(),
+        (in, right) -> in.groupBy(col("key")).agg(count("*").as("n"))),
+        SparkS3Harness.ROCKSDB_PROVIDER);
+    assertSameFeeds(res, false);
+    for (String batch : List.of("2", "5")) {
+      for (int p = 0; p < 3; p++) {
+        Map<String, String> o = Map.of("batchId", batch, "snapshotStartBatchId", "0",
+            "snapshotPartitionId", String.valueOf(p));
+        List<String> expected = state(res.baselineCheckpoint(), Map.of("batchId", batch), p);
+        assertTrue(!expected.isEmpty(), "state rows in partition " + p);
+        assertEquals(expected, state(res.checkpoint(), o, p),
+            "state of batch " + batch + ", partition " + p + ", read from a snapshot");
+      }
+    }
+  }
+
+  @Test
+  void windowedAggregationAppendModeEvicts() throws Exception {
+    StreamingComparison.Result res = cmp.check(new QueryDef("cf-window", OutputMode.Append(),
+        (in, right) -> in.withWatermark("ts", "5 seconds")
+            .groupBy(window(col("ts"), "10 seconds"), col("key")).agg(count("*").as("n"))),
+        SparkS3Harness.ROCKSDB_PROVIDER);
+    assertSameFeeds(res, true);
+  }
+
+  @Test
+  void dropDuplicatesWithinWatermarkEvicts() throws Exception {
+    StreamingComparison.Result res = cmp.check(new QueryDef("cf-dedup", OutputMode.Append(),
+        (in, right) -> in.withWatermark("ts", "5 seconds").dropDuplicatesWithinWatermark("key")),
+        SparkS3Harness.ROCKSDB_PROVIDER);
+    assertSameFeeds(res, true);
+  }
+}
