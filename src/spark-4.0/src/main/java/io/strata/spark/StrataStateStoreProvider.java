@@ -3,8 +3,13 @@ package io.strata.spark;
 
 import io.strata.metrics.RequestCounter;
 import io.strata.sync.SyncedStore;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.SupportsFineGrainedReplay;
+import org.apache.spark.util.NextIterator;
+import scala.Enumeration;
 import scala.Option;
+import scala.Tuple4;
 
 /**
  * Strata's Spark state store provider, the Spark 4.0 build: set {@code
@@ -17,7 +22,8 @@ import scala.Option;
  * and write store are two loads of the same version (the second finds it loaded, so it costs no
  * request), and the read store is aborted at task end, after the write store committed.
  */
-public final class StrataStateStoreProvider extends AbstractStrataProvider {
+public final class StrataStateStoreProvider extends AbstractStrataProvider
+    implements SupportsFineGrainedReplay {
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
   public StrataStateStoreProvider() { }
 
@@ -39,6 +45,28 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider {
   /** Nothing: Spark 4.0's coordinator does not track snapshot uploads. */
   @Override
   protected void reportSnapshotUploaded(long version) { }
+
+  /**
+   * The store at {@code endVersion} for the state data source's {@code snapshotStartBatchId}
+   * (Spark's {@code SupportsFineGrainedReplay}); see {@link AbstractStrataProvider#replay}.
+   */
+  @Override
+  public StateStore replayStateFromSnapshot(long snapshotVersion, long endVersion) {
+    return replay(snapshotVersion, endVersion, false, Option.empty());
+  }
+
+  /**
+   * The state data source's {@code readChangeFeed} rows of versions {@code startVersion} to
+   * {@code endVersion}, read from the SST deltas in S3; see {@link
+   * AbstractStrataProvider#changeRows} and {@link ChangeRows}.
+   */
+  @Override
+  public NextIterator<Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object>>
+      getStateStoreChangeDataReader(long startVersion, long endVersion,
+      Option<String> colFamilyNameOpt) {
+    return new StrataChangeDataReader(changeRows(startVersion, endVersion, colFamilyNameOpt,
+        Option.empty()));
+  }
 
   @Override
   AbstractStrataStore newStore(SyncedStore core, long version, boolean readOnly,

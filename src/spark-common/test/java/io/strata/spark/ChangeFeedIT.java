@@ -19,7 +19,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * Spark's state data source reads the change feed ({@code readChangeFeed}) and the state of a
  * batch from a snapshot ({@code snapshotStartBatchId}) of a Strata checkpoint exactly as of the
- * same query's checkpoint with Spark's RocksDB provider with changelog checkpointing (Spark 4.1+:
+ * same query's checkpoint with Spark's RocksDB provider with changelog checkpointing (Spark 4.0+:
  * {@code SupportsFineGrainedReplay}): puts of an aggregation, puts and evictions (deletes) of a
  * windowed aggregation in append mode and of {@code dropDuplicatesWithinWatermark}, across the
  * restart halfway ({@link StreamingComparison}).
