@@ -33,14 +33,7 @@ class ChangeFeedIT {
 
   /** The change feed's rows of a checkpoint, as sorted strings. */
   private static List<String> changes(String checkpoint, Map<String, String> options) {
-    List<String> rows = new ArrayList<>();
-    List<Row> read = cmp.harness().withS3A(() -> cmp.harness().spark.read().format("statestore")
-        .option("readChangeFeed", "true").options(options).load(checkpoint).collectAsList());
-    for (Row r : read) {
-      rows.add(r.toString());
-    }
-    rows.sort(null);
-    return rows;
+    return ChangeFeeds.read(cmp.harness(), checkpoint, options, false);
   }
 
   /** The state rows of a batch in one partition, as sorted strings. */

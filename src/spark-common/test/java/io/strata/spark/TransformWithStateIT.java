@@ -95,6 +95,17 @@ class TransformWithStateIT {
       assertEquals(readState(res.baselineCheckpoint(), options),
           readState(res.checkpoint(), options), "state data source with " + options);
     }
+    // ... and its change feed of a ValueState and a MapState variable, as far as the two can
+    // agree: Spark's lists every write, Strata's each key's last write per batch (a map entry
+    // updated twice in a batch; docs/operations.md, "Reading state and changes").
+    for (String variable : List.of("count", "buckets")) {
+      Map<String, String> options = Map.of("stateVarName", variable, "changeStartBatchId", "0");
+      List<String> strata = ChangeFeeds.read(cmp.harness(), res.checkpoint(), options, false);
+      assertEquals(ChangeFeeds.read(cmp.harness(), res.baselineCheckpoint(), options, true),
+          strata, "change feed of " + variable);
+      assertEquals(ChangeFeeds.read(cmp.harness(), res.checkpoint(), options, true), strata,
+          "Strata's feed has one row per key and batch");
+    }
   }
 
   /** The state of the last batch as Spark's state data source reads it, as sorted strings. */
