@@ -24,8 +24,18 @@ final class ChangeFeeds {
    */
   static List<String> read(SparkS3Harness h, String checkpoint, Map<String, String> options,
       boolean lastPerKey) {
-    List<Row> read = h.withS3A(() -> h.spark.read().format("statestore")
-        .option("readChangeFeed", "true").options(options).load(checkpoint).collectAsList());
+    return read(h, checkpoint, options, lastPerKey, false);
+  }
+
+  /**
+   * As {@link #read(SparkS3Harness, String, Map, boolean)}; with {@code strataFileSystem}, through
+   * Strata's read-only file system instead of S3A ({@link SparkS3Harness#withStrataFileSystem}).
+   */
+  static List<String> read(SparkS3Harness h, String checkpoint, Map<String, String> options,
+      boolean lastPerKey, boolean strataFileSystem) {
+    java.util.function.Supplier<List<Row>> load = () -> h.spark.read().format("statestore")
+        .option("readChangeFeed", "true").options(options).load(checkpoint).collectAsList();
+    List<Row> read = strataFileSystem ? h.withStrataFileSystem(load) : h.withS3A(load);
     Map<String, String> last = new LinkedHashMap<>();
     List<String> rows = new ArrayList<>();
     for (Row r : read) {

@@ -106,6 +106,23 @@ final class SparkS3Harness implements AutoCloseable {
     }
   }
 
+  /**
+   * Runs {@code body} with Strata's read-only {@code StrataS3FileSystem} as Hadoop's {@code s3a}
+   * file system (and no S3A: hadoop-aws is never used), as a user without hadoop-aws reads a
+   * Strata checkpoint with Spark's state data source (docs/operations.md).
+   */
+  <T> T withStrataFileSystem(java.util.function.Supplier<T> body) {
+    Map<String, String> conf = new java.util.LinkedHashMap<>();
+    conf.put("fs.s3a.impl", "io.strata.checkpoint.StrataS3FileSystem");
+    conf.put("fs.s3a.impl.disable.cache", "true");
+    conf.forEach((k, v) -> spark.conf().set(k, v));
+    try {
+      return body.get();
+    } finally {
+      conf.keySet().forEach(k -> spark.conf().unset(k));
+    }
+  }
+
   /** A fresh S3 checkpoint location for one query. */
   String s3Checkpoint(String name) {
     return "s3a://" + BUCKET + "/" + name + "-" + UUID.randomUUID();
