@@ -106,6 +106,25 @@ class TransformWithStateIT {
       assertEquals(ChangeFeeds.read(cmp.harness(), res.checkpoint(), options, true), strata,
           "Strata's feed has one row per key and batch");
     }
+    // ListState: Spark's feed has a merge row per appended value, Strata's one row per key and
+    // batch (its delta holds the merged list); the keys changed in each batch are the same.
+    Map<String, String> list = Map.of("stateVarName", "recent", "changeStartBatchId", "0");
+    List<String> strataList = ChangeFeeds.read(cmp.harness(), res.checkpoint(), list, false);
+    assertEquals(ChangeFeeds.read(cmp.harness(), res.checkpoint(), list, true), strataList,
+        "one row per key and batch in Strata's list-state feed");
+    assertEquals(batchAndKey(ChangeFeeds.read(cmp.harness(), res.baselineCheckpoint(), list,
+        true)), batchAndKey(strataList), "the same keys change in the same batches");
+  }
+
+  /** {@code [batch_id, change_type, key, value, partition]} rows to sorted "batch|key". */
+  private static List<String> batchAndKey(List<String> rows) {
+    List<String> out = new ArrayList<>();
+    for (String r : rows) {
+      String[] parts = r.substring(1, r.length() - 1).split(",", 4);
+      out.add(parts[0] + "|" + parts[2]);
+    }
+    out.sort(null);
+    return out;
   }
 
   /** The state of the last batch as Spark's state data source reads it, as sorted strings. */
