@@ -91,6 +91,26 @@ class ChangeFeedIT {
     });
     assertTrue(!viaS3a.isEmpty(), "state rows in partition 1");
     assertEquals(viaS3a, viaStrata, "state through StrataS3FileSystem");
+    cmp.harness().withStrataFileSystem(() -> {
+      try {
+        org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(res.checkpoint());
+        org.apache.hadoop.fs.FileSystem fs = root.getFileSystem(
+            cmp.harness().spark.sessionState().newHadoopConf());
+        assertEquals("io.strata.checkpoint.StrataS3FileSystem", fs.getClass().getName());
+        assertTrue(fs.getFileStatus(new org.apache.hadoop.fs.Path(root, "state/0")).isDirectory());
+        assertTrue(fs.getFileStatus(new org.apache.hadoop.fs.Path(root, "commits/0")).isFile());
+        UnsupportedOperationException e = org.junit.jupiter.api.Assertions.assertThrows(
+            UnsupportedOperationException.class,
+            () -> fs.delete(new org.apache.hadoop.fs.Path(root, "commits/0"), false));
+        assertTrue(e.getMessage().contains("read-only"), e.getMessage());
+        org.junit.jupiter.api.Assertions.assertThrows(java.io.FileNotFoundException.class,
+            () -> fs.getFileStatus(new org.apache.hadoop.fs.Path(root, "no-such-dir")));
+        fs.close();
+        return null;
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
     String s3 = "s3://" + res.checkpoint().substring("s3a://".length());
     cmp.harness().spark.conf().set("fs.s3.impl", "io.strata.checkpoint.StrataS3FileSystem");
     try {
