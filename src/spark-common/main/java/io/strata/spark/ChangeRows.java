@@ -75,6 +75,18 @@ final class ChangeRows implements AutoCloseable {
     return null;
   }
 
+  /**
+   * {@link #next()} for Spark's iterators: a failure is thrown as Spark's {@code
+   * CANNOT_LOAD_STATE_STORE} error, undeclared.
+   */
+  Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object> nextForSpark() {
+    try {
+      return next();
+    } catch (IOException e) {
+      throw SparkErrors.cannotLoad(e);
+    }
+  }
+
   @Override
   public void close() {
     objects.close();

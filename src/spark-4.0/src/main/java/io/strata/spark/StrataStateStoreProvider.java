@@ -64,7 +64,7 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider
   public NextIterator<Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object>>
       getStateStoreChangeDataReader(long startVersion, long endVersion,
       Option<String> colFamilyNameOpt) {
-    return new StrataChangeDataReader(changeRows(startVersion, endVersion, colFamilyNameOpt,
+    return new ChangeRowIterator(changeRows(startVersion, endVersion, colFamilyNameOpt,
         Option.empty()));
   }
 

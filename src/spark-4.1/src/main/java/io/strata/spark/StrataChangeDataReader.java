@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
-import java.io.IOException;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.StateStoreChangeDataReader;
@@ -35,12 +34,7 @@ final class StrataChangeDataReader extends StateStoreChangeDataReader {
 
   @Override
   public Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object> getNext() {
-    Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object> next;
-    try {
-      next = rows.next();
-    } catch (IOException e) {
-      throw SparkErrors.cannotLoad(e);
-    }
+    Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object> next = rows.nextForSpark();
     if (next == null) {
       finished_$eq(true);
     }

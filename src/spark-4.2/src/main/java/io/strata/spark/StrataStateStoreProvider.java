@@ -103,7 +103,7 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider
   @Override
   public NextIterator<Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object>> getStateStoreChangeDataReader(long startVersion, long endVersion,
       Option<String> colFamilyNameOpt, Option<String> endVersionStateStoreCkptId) {
-    return new StrataChangeDataReader(changeRows(startVersion, endVersion, colFamilyNameOpt,
+    return new ChangeRowIterator(changeRows(startVersion, endVersion, colFamilyNameOpt,
         endVersionStateStoreCkptId));
   }
 
