@@ -357,7 +357,9 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       Optional<String> attempt = checkpointIdsEnabled() && ckptId.isDefined()
           ? Optional.of(ckptId.get()) : Optional.empty();
       RequestCounter.Counts start = requests.snapshot();
-      c.load(version, attempt, readOnly);
+      // Every load finds the run's epoch without claiming it; a write store claims it at its
+      // first change or commit (AbstractStrataStore#prepareWrite, SyncedStore#commit).
+      c.load(version, attempt, true);
       AbstractStrataStore store = newStore(c, version, readOnly, requests, start);
       store.ownedBy(currentOwner()); // before it is published as the holder
       synchronized (this) {

@@ -76,6 +76,14 @@ abstract class AbstractStrataStore implements StateStore {
   /** Version of the base snapshot named by the loaded manifest, -1 if none. */
   private final long loadedBaseVersion;
   private volatile Mode mode;
+  /**
+   * True once the query run may write through this store: {@link SyncedStore#prepareWrite} ran
+   * (it claims the run's epoch in checkpoint format 1, once per run and store). A write load does
+   * not claim it; the first change does (or the commit), so a write store that only declares
+   * existing column families and aborts (Spark's state data source, with a new run id per scan)
+   * writes nothing into the checkpoint and does not stop the running query's garbage collection.
+   */
+  private boolean writePrepared;
   private CommitResult committed;
   private RequestCounter.Counts requestsAtEnd;
   /** Memory use captured at commit, before the lock is given back (metrics() comes later). */
@@ -137,6 +145,24 @@ abstract class AbstractStrataStore implements StateStore {
       throw SparkErrors.outOfOrder("cannot upgrade a store in state " + mode + " to a write store");
     }
     mode = Mode.UPDATING;
+    writePrepared = true; // the provider ran SyncedStore#prepareWrite before upgrading
+  }
+
+  /**
+   * Before the first change through this store: {@link SyncedStore#prepareWrite} (see {@link
+   * #writePrepared}). Throws Spark's {@code CANNOT_LOAD_STATE_STORE} error if the run's epoch
+   * cannot be claimed (another run superseded this one).
+   */
+  private void prepareWrite() {
+    if (writePrepared) {
+      return;
+    }
+    try {
+      core.prepareWrite();
+    } catch (IOException e) {
+      throw SparkErrors.cannotLoad(e);
+    }
+    writePrepared = true;
   }
 
   @Override
@@ -196,6 +222,9 @@ abstract class AbstractStrataStore implements StateStore {
     boolean exists = core.columnFamilies().byName(colFamilyName).isPresent();
     provider.declareFamily(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec,
         useMultipleValuesPerKey, !exists);
+    if (!exists) {
+      prepareWrite();
+    }
     core.createColumnFamily(colFamilyName, isInternal);
   }
 
@@ -212,6 +241,7 @@ abstract class AbstractStrataStore implements StateStore {
   public boolean removeColFamilyIfExists(String colFamilyName) {
     checkUpdating("removeColFamilyIfExists");
     provider.checkFamilyCreationOrRemoval("remove_col_family", colFamilyName, false);
+    prepareWrite();
     try {
       // The codec stays registered: an abort brings the family back, and a re-creation
       // replaces the codec (createColFamilyIfAbsent of a family that does not exist).
@@ -483,6 +513,7 @@ abstract class AbstractStrataStore implements StateStore {
     checkUpdating("remove");
     checkKey(key);
     Family f = family("remove", colFamilyName);
+    prepareWrite();
     try {
       core.delete(f.codec().encodeKey(f.id(), key));
     } catch (LocalStateReadException e) {
@@ -544,6 +575,7 @@ abstract class AbstractStrataStore implements StateStore {
   }
 
   private void write(byte[] key, byte[] value) {
+    prepareWrite();
     try {
       core.put(key, value);
     } catch (LocalStateReadException e) {
@@ -596,6 +628,10 @@ abstract class AbstractStrataStore implements StateStore {
   public long commit() {
     checkUpdating("commit");
     try {
+      if (!writePrepared) { // a version without changes: the run claims its epoch now
+        core.prepareWrite();
+        writePrepared = true;
+      }
       committed = core.commit();
     } catch (IOException | RuntimeException e) {
       throw SparkErrors.cannotCommit(toString(), e);
