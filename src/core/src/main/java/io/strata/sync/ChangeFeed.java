@@ -6,6 +6,7 @@ import io.strata.format.Checksums;
 import io.strata.format.Delta;
 import io.strata.format.FileRef;
 import io.strata.format.Manifest;
+import io.strata.format.StoreLayout;
 import io.strata.format.sst.SstFormatException;
 import io.strata.format.sst.SstReader;
 import io.strata.objectstore.ObjectStore;
@@ -113,15 +114,35 @@ public final class ChangeFeed {
       String attempt = base.get().attempt();
       Manifest at = reader.read(baseVersion, attemptKeys ? Optional.of(attempt) : Optional.empty());
       if (!at.attempt().equals(attempt)) {
-        throw new IOException("Change feed of " + identity + ": version " + endVersion
-            + " descends from attempt " + attempt + " of version " + baseVersion + ", but the "
-            + "version object found for " + baseVersion + " holds attempt " + at.attempt()
-            + " (a later query run re-committed it); read the changes up to version "
-            + baseVersion + " from that run's checkpoint ids");
+        // The base is another query run's object of that version (a published snapshot of an
+        // earlier run's commit that a later run re-committed with the same state): find it.
+        at = byAttempt(reader, objects, baseVersion, attempt).orElseThrow(() -> new IOException(
+            "Change feed of " + identity + ": version " + endVersion + " descends from attempt "
+                + attempt + " of version " + baseVersion + ", but no version object under "
+                + objects.describe(StoreLayout.versionPrefix(baseVersion)) + " holds it (it was "
+                + "deleted, or the checkpoint was changed by hand)"));
       }
       m = at;
     }
     return new ChangeFeed(identity, objects, end, found);
+  }
+
+  /**
+   * The version object of {@code version} written by {@code attempt} among the generations under
+   * its prefix (one LIST, one tail GET per object until found).
+   */
+  private static Optional<Manifest> byAttempt(VersionObjectReader reader, ObjectStore objects,
+      long version, String attempt) throws IOException {
+    for (io.strata.objectstore.ObjectInfo o : objects.list(StoreLayout.versionPrefix(version))) {
+      if (!o.key().endsWith(".svo")) {
+        continue;
+      }
+      Manifest m = reader.readAt(version, o.key(), null);
+      if (m.attempt().equals(attempt)) {
+        return Optional.of(m);
+      }
+    }
+    return Optional.empty();
   }
 
   /**
