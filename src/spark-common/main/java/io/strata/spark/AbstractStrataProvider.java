@@ -248,7 +248,12 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
       throw SparkErrors.unexpectedVersion(endVersion);
     }
     String name = family.isDefined() ? family.get() : DEFAULT_CF;
-    FamilyCodec codec = name.equals(DEFAULT_CF) ? defaultCodec() : codec(name, endVersion);
+    FamilyCodec codec;
+    try {
+      codec = name.equals(DEFAULT_CF) ? defaultCodec() : codec(name, endVersion);
+    } catch (IllegalStateException e) { // a family the reader did not declare
+      throw SparkErrors.cannotLoad(e);
+    }
     StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
         stateStoreId.partitionId(), stateStoreId.storeName(), location());
     ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);

@@ -42,8 +42,9 @@ final class ChangeRows implements AutoCloseable {
     this.objects = objects;
     this.codec = codec;
     this.store = store;
-    if (feed.endManifest().columnFamilies().isNone()) {
-      this.familyId = 0;
+    if (feed.endManifest().columnFamilies().isNone()
+        || ColumnFamily.DEFAULT_NAME.equals(family)) {
+      this.familyId = 0; // the default family's id in every store (docs/format.md)
     } else {
       this.familyId = feed.endManifest().columnFamilies().byName(family)
           .map(ColumnFamily::id).orElseThrow(() -> new IllegalArgumentException("Change feed of "

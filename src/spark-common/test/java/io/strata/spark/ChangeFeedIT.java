@@ -119,10 +119,11 @@ class ChangeFeedIT {
     } finally {
       cmp.harness().spark.conf().unset("fs.s3.impl");
     }
-    for (String batch : List.of("2", "5")) {
+    for (String[] batchAndStart : new String[][] {{"2", "0"}, {"5", "3"}}) {
+      String batch = batchAndStart[0];
       for (int p = 0; p < 3; p++) {
-        Map<String, String> o = Map.of("batchId", batch, "snapshotStartBatchId", "0",
-            "snapshotPartitionId", String.valueOf(p));
+        Map<String, String> o = Map.of("batchId", batch, "snapshotStartBatchId",
+            batchAndStart[1], "snapshotPartitionId", String.valueOf(p));
         List<String> expected = state(res.baselineCheckpoint(), Map.of("batchId", batch), p);
         assertTrue(!expected.isEmpty(), "state rows in partition " + p);
         assertEquals(expected, state(res.checkpoint(), o, p),
