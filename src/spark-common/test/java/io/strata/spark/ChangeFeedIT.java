@@ -195,5 +195,20 @@ class ChangeFeedIT {
         (in, right) -> in.withWatermark("ts", "5 seconds").dropDuplicatesWithinWatermark("key")),
         SparkS3Harness.ROCKSDB_PROVIDER);
     assertSameFeeds(res, true);
+    assertSnapshotReads(res, "4", "1");
+  }
+
+  /**
+   * The state of {@code batch} read from {@code snapshotStartBatchId} {@code start}, partition
+   * by partition, equals the baseline's plain read of that batch.
+   */
+  private static void assertSnapshotReads(StreamingComparison.Result res, String batch,
+      String start) {
+    for (int p = 0; p < 3; p++) {
+      List<String> expected = state(res.baselineCheckpoint(), Map.of("batchId", batch), p);
+      assertEquals(expected, state(res.checkpoint(), Map.of("batchId", batch,
+          "snapshotStartBatchId", start, "snapshotPartitionId", String.valueOf(p)), p),
+          "state of batch " + batch + ", partition " + p + ", read from snapshot batch " + start);
+    }
   }
 }

@@ -114,6 +114,20 @@ class TransformWithStateIT {
         "one row per key and batch in Strata's list-state feed");
     assertEquals(batchAndKey(ChangeFeeds.read(cmp.harness(), res.baselineCheckpoint(), list,
         true)), batchAndKey(strataList), "the same keys change in the same batches");
+    // A snapshot-start read of a state variable equals the plain read of that batch.
+    for (int p = 0; p < 4; p++) {
+      String part = String.valueOf(p);
+      List<String> expected = new ArrayList<>();
+      for (String row : readState(res.baselineCheckpoint(), Map.of("stateVarName", "count",
+          "batchId", "4"))) {
+        if (row.endsWith("," + part + "]")) {
+          expected.add(row);
+        }
+      }
+      assertEquals(expected, readStateMaybeEmpty(res.checkpoint(), Map.of("stateVarName",
+          "count", "batchId", "4", "snapshotStartBatchId", "1", "snapshotPartitionId", part)),
+          "count in batch 4, partition " + p + ", read from snapshot batch 1");
+    }
   }
 
   /** {@code [batch_id, change_type, key, value, partition]} rows to sorted "batch|key". */
@@ -125,6 +139,18 @@ class TransformWithStateIT {
     }
     out.sort(null);
     return out;
+  }
+
+  /** As {@link #readState}, without requiring rows. */
+  private static List<String> readStateMaybeEmpty(String checkpoint,
+      Map<String, String> options) {
+    List<String> rows = new ArrayList<>();
+    for (Row r : cmp.harness().withS3A(() -> cmp.harness().spark.read().format("statestore")
+        .options(options).load(checkpoint).collectAsList())) {
+      rows.add(r.toString());
+    }
+    rows.sort(null);
+    return rows;
   }
 
   /** The state of the last batch as Spark's state data source reads it, as sorted strings. */
