@@ -70,9 +70,10 @@ final class LocalLocationRule {
    * @param master Spark's master, or null if unknown ({@link #master})
    * @param shared {@link StrataConf#fileCheckpointShared()}
    * @param id the store, named in the error
-   * @throws org.apache.spark.SparkUnsupportedOperationException ({@code
-   *     STATE_STORE_UNSUPPORTED_OPERATION}) for a local location with a cluster master and the
-   *     setting off; the message names the location, the store, the master and the setting
+   * @throws UnsupportedOperationException ({@code STATE_STORE_UNSUPPORTED_OPERATION}: Spark 4's
+   *     {@code SparkUnsupportedOperationException}, on 3.5 a plain one whose message starts with
+   *     the condition) for a local location with a cluster master and the setting off; the
+   *     message names the location, the store, the master and the setting
    */
   static void check(String location, String master, boolean shared, StateStoreId id) {
     if (shared || isLocalMaster(master) || !ObjectStores.isLocal(location)) {

@@ -9,9 +9,6 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
@@ -40,15 +37,19 @@ final class RowCodec implements FamilyCodec {
   private final UnsafeProjection joinProjection;
   private final JoinedRow joined = new JoinedRow();
 
-  RowCodec(StructType keySchema, StructType valueSchema, KeyStateEncoderSpec spec) {
+  /**
+   * @param keySchema the key rows' schema
+   * @param valueSchema the value rows' schema
+   * @param prefixCols how many leading key columns form the prefix of prefix scans; 0 for none
+   *     (Spark 3.5's {@code numColsPrefixKey}, or a 4.x {@code PrefixKeyScanStateEncoderSpec}'s)
+   * @throws IllegalArgumentException if {@code prefixCols} is negative or not less than the
+   *     number of key columns
+   */
+  RowCodec(StructType keySchema, StructType valueSchema, int prefixCols) {
     this.numKeyFields = keySchema.length();
     this.numValueFields = valueSchema.length();
-    if (spec instanceof PrefixKeyScanStateEncoderSpec p) {
-      this.prefixCols = p.numColsPrefixKey();
-      if (prefixCols <= 0 || prefixCols >= numKeyFields) {
-        throw new IllegalArgumentException("prefix scan over " + prefixCols + " of "
-            + numKeyFields + " key columns is not supported");
-      }
+    this.prefixCols = prefixCols;
+    if (prefixCols > 0 && prefixCols < numKeyFields) {
       StructField[] fields = keySchema.fields();
       List<Expression> prefix = new ArrayList<>();
       List<Expression> rest = new ArrayList<>();
@@ -59,15 +60,13 @@ final class RowCodec implements FamilyCodec {
       this.prefixProjection = UnsafeProjection.create(Scala.seq(prefix));
       this.remainderProjection = UnsafeProjection.create(Scala.seq(rest));
       this.joinProjection = UnsafeProjection.create(keySchema);
-    } else if (spec instanceof NoPrefixKeyStateEncoderSpec) {
-      this.prefixCols = 0;
+    } else if (prefixCols == 0) {
       this.prefixProjection = null;
       this.remainderProjection = null;
       this.joinProjection = null;
     } else {
-      throw new UnsupportedOperationException("key encoder " + spec.getClass().getSimpleName()
-          + " has no RowCodec (only NoPrefixKeyStateEncoderSpec and "
-          + "PrefixKeyScanStateEncoderSpec); use SparkFamilyCodec");
+      throw new IllegalArgumentException("prefix scan over " + prefixCols + " of "
+          + numKeyFields + " key columns is not supported");
     }
   }
 
@@ -106,7 +105,7 @@ final class RowCodec implements FamilyCodec {
   @Override
   public byte[] encodePrefix(int cfId, UnsafeRow prefixRow) {
     if (prefixCols == 0) {
-      throw new UnsupportedOperationException("prefix scan needs a PrefixKeyScanStateEncoderSpec");
+      throw new UnsupportedOperationException("prefix scan needs prefix columns");
     }
     return withFamily(cfId, prefixRow, true, null);
   }

@@ -3,11 +3,13 @@ package io.strata.spark;
 
 import java.util.Map;
 import org.apache.spark.SparkException;
-import org.apache.spark.SparkUnsupportedOperationException;
 
 /**
- * Spark error conditions the state store contract expects (they exist in Spark's
- * error-conditions.json, so Spark renders their messages; Spark's own tests match on them).
+ * Spark error conditions the state store contract expects. On Spark 4.x they exist in Spark's
+ * error-conditions.json, so Spark renders their messages and Spark's own tests match on them;
+ * Spark 3.5 has none of them, and its providers throw plain exceptions. {@link SparkConditions}
+ * (one per Spark major line) makes the exception: on 4.x with the condition, on 3.5 with the same
+ * message text, the condition's name in brackets.
  */
 final class SparkErrors {
   private SparkErrors() { }
@@ -29,8 +31,8 @@ final class SparkErrors {
 
   /** {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION}: a negative version was requested. */
   static RuntimeException unexpectedVersion(long version) {
-    return raise(new SparkException("CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION",
-        Scala.map(Map.of("version", Long.toString(version))), null));
+    return raise(SparkConditions.exception("CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION",
+        Map.of("version", Long.toString(version)), null));
   }
 
   /**
@@ -38,13 +40,15 @@ final class SparkErrors {
    * committed. {@code what} names the store, version and object key.
    */
   static RuntimeException versionNotFound(String what, Throwable cause) {
-    return raise(new SparkException("CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
-        Scala.map(Map.of("fileToRead", what)), cause));
+    return raise(SparkConditions.exception(
+        "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE", Map.of("fileToRead", what),
+        cause));
   }
 
   /** {@code CANNOT_LOAD_STATE_STORE.UNCATEGORIZED}: any other load failure (cause says what). */
   static RuntimeException cannotLoad(Throwable cause) {
-    return raise(new SparkException("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", Scala.map(Map.of()), cause));
+    return raise(SparkConditions.exception("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", Map.of(),
+        cause));
   }
 
   /**
@@ -53,8 +57,8 @@ final class SparkErrors {
    * the {@code providerClass} parameter with their store's text.
    */
   static RuntimeException cannotCommit(String store, Throwable cause) {
-    return raise(new SparkException("CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT",
-        Scala.map(Map.of("providerClass", store)), cause));
+    return raise(SparkConditions.exception("CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT",
+        Map.of("providerClass", store), cause));
   }
 
   /**
@@ -76,16 +80,16 @@ final class SparkErrors {
 
   /** {@code STATE_STORE_OPERATION_OUT_OF_ORDER}: an operation in the wrong state. */
   static RuntimeException outOfOrder(String message) {
-    return raise(new SparkException("STATE_STORE_OPERATION_OUT_OF_ORDER",
-        Scala.map(Map.of("errorMsg", message)), null));
+    return raise(SparkConditions.exception("STATE_STORE_OPERATION_OUT_OF_ORDER",
+        Map.of("errorMsg", message), null));
   }
 
   /**
    * {@code STATE_STORE_UNSUPPORTED_OPERATION}: {@code operation} needs column families, and the
    * store was initialised without them ({@code entity} says so, as Spark's RocksDB provider does).
    */
-  static SparkUnsupportedOperationException unsupportedOperation(String operation, String entity) {
-    return new SparkUnsupportedOperationException("STATE_STORE_UNSUPPORTED_OPERATION",
+  static RuntimeException unsupportedOperation(String operation, String entity) {
+    return SparkConditions.unsupported("STATE_STORE_UNSUPPORTED_OPERATION",
         Map.of("operationType", operation, "entity", entity));
   }
 
@@ -94,7 +98,7 @@ final class SparkErrors {
    * filesystem with a cluster master ({@link LocalLocationRule}). {@code reason} names the
    * location, the store, the master and the setting that declares the location shared.
    */
-  static SparkUnsupportedOperationException localLocationOnCluster(String reason) {
+  static RuntimeException localLocationOnCluster(String reason) {
     return unsupportedOperation("init", "a local state location on a cluster. " + reason);
   }
 
@@ -102,10 +106,8 @@ final class SparkErrors {
    * {@code STATE_STORE_CANNOT_USE_COLUMN_FAMILY_WITH_INVALID_NAME}: an empty name, one with
    * leading or trailing whitespace, or {@code default} where it may not be used.
    */
-  static SparkUnsupportedOperationException invalidColumnFamilyName(String operation,
-      String name) {
-    return new SparkUnsupportedOperationException(
-        "STATE_STORE_CANNOT_USE_COLUMN_FAMILY_WITH_INVALID_NAME",
+  static RuntimeException invalidColumnFamilyName(String operation, String name) {
+    return SparkConditions.unsupported("STATE_STORE_CANNOT_USE_COLUMN_FAMILY_WITH_INVALID_NAME",
         Map.of("operationName", operation, "colFamilyName", name));
   }
 
@@ -113,8 +115,8 @@ final class SparkErrors {
    * {@code STATE_STORE_CANNOT_CREATE_COLUMN_FAMILY_WITH_RESERVED_CHARS}: a user (non-internal)
    * family whose name starts with {@code $}, which Spark reserves for its own families.
    */
-  static SparkUnsupportedOperationException reservedColumnFamilyName(String name) {
-    return new SparkUnsupportedOperationException(
+  static RuntimeException reservedColumnFamilyName(String name) {
+    return SparkConditions.unsupported(
         "STATE_STORE_CANNOT_CREATE_COLUMN_FAMILY_WITH_RESERVED_CHARS",
         Map.of("colFamilyName", name));
   }
@@ -123,8 +125,8 @@ final class SparkErrors {
    * {@code STATE_STORE_UNSUPPORTED_OPERATION_ON_MISSING_COLUMN_FAMILY}: the family does not exist
    * in the version being built (never created, or removed).
    */
-  static SparkUnsupportedOperationException missingColumnFamily(String operation, String name) {
-    return new SparkUnsupportedOperationException(
+  static RuntimeException missingColumnFamily(String operation, String name) {
+    return SparkConditions.unsupported(
         "STATE_STORE_UNSUPPORTED_OPERATION_ON_MISSING_COLUMN_FAMILY",
         Map.of("operationType", operation, "colFamilyName", name));
   }

@@ -17,7 +17,7 @@ import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.apache.spark.storage.RDDInfo;
-import scala.jdk.javaapi.CollectionConverters;
+import scala.collection.JavaConverters;
 
 /**
  * What the driver's scheduler saw, for the cluster test's assertions: executors added and removed,
@@ -47,7 +47,7 @@ final class ClusterEvents extends SparkListener {
   @Override
   public void onStageSubmitted(SparkListenerStageSubmitted event) {
     boolean stateful = false;
-    for (RDDInfo rdd : CollectionConverters.asJava(event.stageInfo().rddInfos())) {
+    for (RDDInfo rdd : JavaConverters.seqAsJavaList(event.stageInfo().rddInfos())) {
       stateful |= rdd.name().contains("StateStoreRDD");
     }
     statefulStages.put(event.stageInfo().stageId(), stateful);

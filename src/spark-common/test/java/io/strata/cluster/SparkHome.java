@@ -40,8 +40,9 @@ import java.util.zip.ZipFile;
  * Spark's {@code bin/load-spark-env.sh} does for a distribution.
  */
 final class SparkHome {
-  /** The Scala binary version of the Spark artifacts on the class path. */
-  static final String SCALA_VERSION = "2.13";
+  /** The Scala binary version of the Spark artifacts on the class path (2.12 or 2.13). */
+  static final String SCALA_VERSION =
+      scala.util.Properties$.MODULE$.versionNumberString().replaceAll("^(\\d+\\.\\d+).*", "$1");
 
   private final Path dir;
   private final List<Path> skipped;

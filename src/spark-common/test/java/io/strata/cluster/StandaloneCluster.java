@@ -175,7 +175,7 @@ final class StandaloneCluster implements AutoCloseable {
     cmd.add("-XX:+UseSerialGC");
     cmd.add("-XX:TieredStopAtLevel=1");
     // The --add-opens flags Spark's own launcher gives every JVM it starts.
-    cmd.addAll(Arrays.asList(JavaModuleOptions.defaultModuleOptionArray()));
+    cmd.addAll(Arrays.asList(JavaModuleOptions.defaultModuleOptions().trim().split("\\s+")));
     cmd.add("-Dspark.master.rest.enabled=false");
     cmd.add(mainClass);
     cmd.addAll(Arrays.asList(args));

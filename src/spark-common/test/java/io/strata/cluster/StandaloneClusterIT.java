@@ -82,9 +82,9 @@ import org.junit.jupiter.api.Timeout;
  *     -Dit.test=StandaloneClusterIT
  * </pre>
  */
-@OnlyOnSparkLines(value = {"4.1"},
+@OnlyOnSparkLines(value = {"4.1", "3.5"},
     reason = "a master, two workers and their executors as JVMs: minutes, and the version-neutral "
-        + "code it exercises is the same on each line")
+        + "code it exercises is the same on each line of a Spark major version")
 class StandaloneClusterIT {
   private static final int WORKERS = 2;
   private static final int FIRST_RUN_FILES = 5;

@@ -27,7 +27,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
@@ -153,17 +152,14 @@ class ConditionalWritesIT {
     StructType valueSchema = new StructType().add("v", DataTypes.IntegerType);
     StrataStateStoreProvider p = new StrataStateStoreProvider();
     try {
-      p.init(new StateStoreId("s3a://" + bucket + "/" + root, 0, 0,
-          StateStoreId.DEFAULT_STORE_NAME()), keySchema, valueSchema,
-          new NoPrefixKeyStateEncoderSpec(keySchema), false,
-          new StateStoreConf(sql, Scala.map(Map.of())), new Configuration(), false,
-          Option.empty());
+      StoreApi.init(p, new StateStoreId("s3a://" + bucket + "/" + root, 0, 0,
+          StateStoreId.DEFAULT_STORE_NAME()), keySchema, valueSchema, sql, new Configuration());
       StateStore s = SparkApi.getStore(p, 0);
       UnsafeRow key = UnsafeProjection.create(keySchema).apply(
           new GenericInternalRow(new Object[] {UTF8String.fromString("a")})).copy();
       UnsafeRow value = UnsafeProjection.create(valueSchema).apply(
           new GenericInternalRow(new Object[] {1})).copy();
-      s.put(key, value, "default");
+      StoreApi.put(s, key, value);
       long t0 = System.nanoTime();
       Exception e = assertThrows(Exception.class, s::commit);
       assertTrue(System.nanoTime() - t0 < 60_000_000_000L, "failed at once");

@@ -14,7 +14,6 @@ import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.SparkConf;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
@@ -40,21 +39,18 @@ class MemoryLimitsTest {
     Path local = tmp.resolve("local");
     sql.setConfString(StrataConf.PREFIX + "localDir", local.toString());
     StrataStateStoreProvider p = new StrataStateStoreProvider();
-    p.init(new StateStoreId(tmp.resolve("ckpt").toUri().toString(), 0, 0,
-        StateStoreId.DEFAULT_STORE_NAME()), CloseWhileReadingTest.KEY, CloseWhileReadingTest.VALUE,
-        new NoPrefixKeyStateEncoderSpec(CloseWhileReadingTest.KEY), false,
-        new StateStoreConf(sql, Scala.map(Map.of())), new Configuration(), false, Option.empty());
+    StoreApi.init(p, new StateStoreId(tmp.resolve("ckpt").toUri().toString(), 0, 0,
+        StateStoreId.DEFAULT_STORE_NAME()), TestRows.KEY, TestRows.VALUE, sql,
+        new Configuration());
     try {
       StateStore w = SparkApi.getStore(p, 0);
       for (int i = 0; i < 100; i++) {
-        w.put(CloseWhileReadingTest.row(CloseWhileReadingTest.KEY, i),
-            CloseWhileReadingTest.row(CloseWhileReadingTest.VALUE, i), "default");
+        StoreApi.put(w, TestRows.row(TestRows.KEY, i), TestRows.row(TestRows.VALUE, i));
       }
       w.commit();
       StateStore w2 = SparkApi.getStore(p, 1);
       // A read of committed state goes through the block cache.
-      assertEquals(7, w2.get(CloseWhileReadingTest.row(CloseWhileReadingTest.KEY, 7), "default")
-          .getInt(0));
+      assertEquals(7, StoreApi.get(w2, TestRows.row(TestRows.KEY, 7)).getInt(0));
       w2.commit();
       StateStoreMetrics m = w2.metrics();
       StateStoreCustomMetric cache = StrataMetrics.BLOCK_CACHE_BYTES;

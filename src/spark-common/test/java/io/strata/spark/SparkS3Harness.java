@@ -168,6 +168,7 @@ final class SparkS3Harness implements AutoCloseable {
   @Override
   public void close() throws IOException {
     try {
+      SparkApi.unloadStateStores();
       spark.stop();
     } finally {
       s3.close();

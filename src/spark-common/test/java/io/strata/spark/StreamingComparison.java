@@ -77,6 +77,13 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
    * One stateful query under test, with SQL settings of its own (applied to both runs). The
    * second run (after the restart) may build a different query, as a new release would.
    */
+  /**
+   * A {@link QueryDef#conf()} key (not a Spark setting): how many times the {@code foreachBatch}
+   * sink reads each batch's DataFrame, unpersisted (each read re-runs the batch's stateful
+   * stage); every read must give the same rows.
+   */
+  static final String SINK_READS = "strata.test.sinkReads";
+
   record QueryDef(String name, OutputMode mode, Builder build, Map<String, String> conf) {
     QueryDef(String name, OutputMode mode,
         BiFunction<Dataset<Row>, Dataset<Row>, Dataset<Row>> build, Map<String, String> conf) {
@@ -227,13 +234,23 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
         .json(in.toString());
     Dataset<Row> rightDf = session.readStream().schema(RIGHT_SCHEMA)
         .option("maxFilesPerTrigger", 1).json(right.toString());
+    int reads = Integer.parseInt(q.conf().getOrDefault(SINK_READS, "1"));
     VoidFunction2<Dataset<Row>, Long> sink = (df, batchId) -> {
-      List<String> rows = new ArrayList<>();
-      for (Row r : df.collectAsList()) {
-        rows.add(r.toString());
+      List<String> first = null;
+      for (int i = 0; i < reads; i++) {
+        List<String> rows = new ArrayList<>();
+        for (Row r : df.collectAsList()) {
+          rows.add(r.toString());
+        }
+        rows.sort(null);
+        if (first == null) {
+          first = rows;
+        } else if (!first.equals(rows)) {
+          throw new IllegalStateException("batch " + batchId + " read " + (i + 1) + " gave "
+              + rows + ", read 1 gave " + first);
+        }
       }
-      rows.sort(null);
-      OUTPUT.get(run).put(batchId, rows);
+      OUTPUT.get(run).put(batchId, first);
     };
     StreamingQuery query = q.build().build(left, rightDf, runNo).writeStream()
         .outputMode(q.mode())

@@ -58,4 +58,11 @@ final class SparkApi {
   static int supportedInstanceMetrics(StateStoreProvider p) {
     return 0;
   }
+
+  /**
+   * Nothing on 4.x: Spark's maintenance unloads the providers of stopped queries (in 4.1 {@code
+   * StateStore.stop()} can wait 300 s on a running maintenance task; see {@code
+   * SparkS3Harness.wipeLocalState}).
+   */
+  static void unloadStateStores() { }
 }

@@ -4,7 +4,7 @@ package io.strata.checkpoint;
 import org.apache.spark.sql.execution.streaming.CheckpointFileManager;
 
 /**
- * Spark 4.0's cancellable stream over an {@link AtomicPutOutputStream}: {@code close()} sends
+ * Spark 3.5's and 4.0's cancellable stream over an {@link AtomicPutOutputStream}: {@code close()} sends
  * the one PUT (through the wrapped stream's close), {@code cancel()} drops the bytes.
  */
 final class CancellablePut extends CheckpointFileManager.CancellableFSDataOutputStream {

@@ -16,13 +16,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Spark's checkpoint files (offsets, commits, metadata, source logs, state schema and operator
- * metadata files) on S3 by create-only PUTs, the Spark 4.0 build: set {@code
+ * metadata files) on S3 by create-only PUTs, the Spark 3.5 and 4.0 build: set {@code
  * spark.sql.streaming.checkpointFileManagerClass=io.strata.checkpoint.StrataCheckpointFileManager}.
  *
  * <p>S3 paths ({@code s3://}, {@code s3a://}, {@code s3n://}, or scheme-less on an S3 {@code
  * fs.defaultFS}) go to {@link S3CheckpointFiles}, which says what each call costs in requests;
  * any other scheme goes to Spark's default manager (FileContext-based, else FileSystem-based), so
- * the setting can be global. This class is the adapter for Spark 4.0, where {@code
+ * the setting can be global. This class is the adapter for Spark 3.5 and 4.0, where {@code
  * CheckpointFileManager} has no {@code close()}. Thread-safe.
  */
 public final class StrataCheckpointFileManager implements CheckpointFileManager {
@@ -135,9 +135,9 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
   }
 
   /**
-   * Releases this manager's object stores; later S3 calls fail. Idempotent. Spark 4.0 never calls
-   * it (its trait has no {@code close()}); the stores are released when the manager becomes
-   * unreachable.
+   * Releases this manager's object stores; later S3 calls fail. Idempotent. Spark 3.5 and 4.0
+   * never call it (their trait has no {@code close()}); the stores are released when the manager
+   * becomes unreachable.
    */
   public void close() {
     if (s3 != null) {

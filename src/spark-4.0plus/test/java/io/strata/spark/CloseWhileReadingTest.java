@@ -6,8 +6,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
@@ -17,7 +15,6 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.sql.internal.SQLConf;
-import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,11 +28,11 @@ import scala.Option;
 class CloseWhileReadingTest {
   @TempDir Path tmp;
 
-  static final StructType KEY = new StructType().add("k", DataTypes.IntegerType);
-  static final StructType VALUE = new StructType().add("v", DataTypes.IntegerType);
+  static final StructType KEY = TestRows.KEY;
+  static final StructType VALUE = TestRows.VALUE;
 
   static UnsafeRow row(StructType t, int i) {
-    return UnsafeProjection.create(t).apply(new GenericInternalRow(new Object[] {i})).copy();
+    return TestRows.row(t, i);
   }
 
   @Test

@@ -23,16 +23,11 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
-import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
-import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
@@ -44,9 +39,11 @@ import org.slf4j.LoggerFactory;
 import scala.Option;
 
 /**
- * The version-neutral part of {@link StrataStateStoreProvider}: everything but the methods whose
- * signatures differ between Spark minor versions, which each version's adapter (the concrete
- * {@code StrataStateStoreProvider} compiled against that Spark, under {@code src/spark-<minor>/})
+ * The part of {@link StrataStateStoreProvider} every Spark line shares, Spark 3.5 included:
+ * everything but the methods whose signatures differ between Spark lines ({@code init}, {@code
+ * getStore}, {@code getReadStore}, the replay and change feed of 4.x), which each line's adapter
+ * (the concrete {@code StrataStateStoreProvider} compiled against that Spark, under {@code
+ * src/spark-<minor>/}; on 4.x through {@code AbstractStrataProvider} in src/spark-4.0plus)
  * declares and forwards here.
  *
  * <p>Each instance serves one state store (operator, partition, store name) on one executor. It
@@ -55,21 +52,20 @@ import scala.Option;
  * PUT; see {@link SyncedStore} and docs/format.md.
  *
  * <p>Contract points (see the state store notes): the no-argument constructor does no I/O (the
- * driver instantiates the class just to read {@link #supportedCustomMetrics()}); {@link #init}
+ * driver instantiates the class just to read {@link #supportedCustomMetrics()}); {@code init}
  * validates settings but touches no storage; one task at a time holds the store (a lock taken by
  * {@code getStore}/{@code getReadStore} and given back by commit, abort or release, or at task
- * completion); {@link #upgradeStore} turns the task's read store into its write store without a
+ * completion); {@link #upgradeHandle} turns the task's read store into its write store without a
  * second load (Spark 4.1+); commits are reported to the coordinator when commit validation is
  * on (Spark 4.1+); {@link #close()} waits for a running task before closing.
  *
- * <p>Column families (transformWithState, stream-stream join state format 3) are virtual: a
- * 2-byte id prefixes every key, the name-to-id mapping of each version is in its manifest, and
- * each family's keys and values are encoded with Spark's own RocksDB state encoders, so the
- * order of range scans (timers, TTL) is exactly that of Spark's RocksDB provider. Errors for bad
- * or missing families are Spark's ({@code STATE_STORE_*} conditions, see {@link SparkErrors}).
+ * <p>Column families (Spark 4.x: transformWithState, stream-stream join state format 3) are
+ * virtual: a 2-byte id prefixes every key, the name-to-id mapping of each version is in its
+ * manifest. Errors for bad or missing families are Spark's ({@code STATE_STORE_*} conditions, see
+ * {@link SparkErrors}).
  */
-public abstract class AbstractStrataProvider implements StateStoreProvider {
-  private static final Logger LOG = LoggerFactory.getLogger(AbstractStrataProvider.class);
+public abstract class StrataProviderBase implements StateStoreProvider {
+  private static final Logger LOG = LoggerFactory.getLogger(StrataProviderBase.class);
 
   static {
     // Before any store uploads: a JVM exit then lets running snapshot uploads finish ahead of
@@ -86,7 +82,6 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   private StateStoreConf storeConf;
   private Configuration hadoopConf;
   private boolean useColumnFamilies;
-  private Option<StateSchemaProvider> schemaProvider = Option.empty();
   /** Codec of the {@code default} family (id 0), fixed at init. */
   private FamilyCodec defaultCodec;
   /**
@@ -99,7 +94,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   private SharedMemory.Limits memoryLimits;
   private final RequestCounter requests = new RequestCounter();
   private final Semaphore taskLock = new Semaphore(1);
-  private volatile AbstractStrataStore holder;
+  private volatile StrataStoreBase holder;
   private SyncedStore core;
   /** The last garbage-collection round reported in metrics ({@link #takeUnreportedGc}). */
   private long reportedGcRound;
@@ -109,50 +104,33 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   private long reportedSnapshotVersion = -1;
 
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
-  protected AbstractStrataProvider() { }
+  protected StrataProviderBase() { }
 
   /**
-   * Initialises the provider (Spark calls this once, right after construction). Validates
-   * Strata's settings and the key encoding; no storage is touched.
-   *
-   * <p>With {@code useColumnFamilies} (transformWithState, stream-stream join state format 3)
-   * every family, {@code default} included, is encoded with Spark's own RocksDB state encoders
-   * ({@link SparkFamilyCodec}), so key order matches Spark's RocksDB provider exactly, and
-   * {@code spark.sql.streaming.stateStore.encodingFormat} ({@code unsaferow} or {@code avro})
-   * applies. Without column families, {@link RowCodec}'s format is kept (range-scan encodings,
-   * which it lacks, use Spark's encoders too).
+   * Initialises the provider; each line's {@code init} forwards here (Spark calls it once, right
+   * after construction). Validates Strata's settings; no storage is touched.
    *
    * <p>A {@code file:} or plain-path location is refused on a cluster (a master other than
    * {@code local}/{@code local[...]}) unless {@code fileCheckpoint.shared} declares it shared
    * storage: see {@link LocalLocationRule}.
    *
+   * @param defaultCodec makes the codec of the {@code default} family; called after the other
+   *     arguments are set (it may read {@link #storeConf()}), before the settings are read
    * @throws IllegalArgumentException naming the setting, for an invalid Strata setting or an
-   *     unsupported checkpoint location scheme; or if {@code useMultipleValuesPerKey} is set
-   *     without {@code useColumnFamilies} (Spark's RocksDB provider requires both too)
-   * @throws org.apache.spark.SparkUnsupportedOperationException ({@code
-   *     STATE_STORE_UNSUPPORTED_OPERATION}) for a local location on a cluster, see {@link
-   *     LocalLocationRule#check}
-   * @throws org.apache.spark.SparkUnsupportedOperationException from Spark's encoders for a key
-   *     encoding they reject (a variable-size range-scan ordering column)
+   *     unsupported checkpoint location scheme; or what {@code defaultCodec} throws
+   * @throws UnsupportedOperationException ({@code STATE_STORE_UNSUPPORTED_OPERATION}) for a
+   *     local location on a cluster, see {@link LocalLocationRule#check}
    */
-  @Override
-  public void init(StateStoreId stateStoreId, StructType keySchema, StructType valueSchema,
-      KeyStateEncoderSpec keyStateEncoderSpec, boolean useColumnFamilies,
-      StateStoreConf storeConfs, Configuration hadoopConf, boolean useMultipleValuesPerKey,
-      Option<StateSchemaProvider> stateSchemaProvider) {
+  final void initStore(StateStoreId stateStoreId, StructType keySchema,
+      StructType valueSchema, boolean useColumnFamilies, StateStoreConf storeConfs,
+      Configuration hadoopConf, Supplier<FamilyCodec> defaultCodec) {
     this.stateStoreId = stateStoreId;
     this.keySchema = keySchema;
     this.valueSchema = valueSchema;
     this.storeConf = storeConfs;
     this.hadoopConf = hadoopConf;
     this.useColumnFamilies = useColumnFamilies;
-    this.schemaProvider = stateSchemaProvider == null ? Option.empty() : stateSchemaProvider;
-    if (useMultipleValuesPerKey && !useColumnFamilies) {
-      throw new IllegalArgumentException("requirement failed: Multiple values per key support "
-          + "requires column families to be enabled in StrataStateStoreProvider (" + this + ")");
-    }
-    this.defaultCodec = newCodec(DEFAULT_CF, keySchema, valueSchema, keyStateEncoderSpec,
-        useMultipleValuesPerKey);
+    this.defaultCodec = defaultCodec.get();
     this.conf = StrataConf.from(Scala.javaMap(storeConfs.sqlConfs()),
         s3aFallbacks(hadoopConf, ObjectStores.bucketOf(location())));
     this.memoryLimits = memoryLimits(conf, SparkEnv.get());
@@ -170,7 +148,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
 
   /**
    * A writable store holding version {@code version} (Spark's batch id; 0 is empty); each
-   * version's {@code getStore} forwards here.
+   * line's {@code getStore} forwards here.
    *
    * <p>Throws {@code org.apache.spark.SparkException}, undeclared (Spark's Scala callers expect
    * it): {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION} for a negative version, {@code
@@ -178,111 +156,35 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
    * for any other load failure (cause names the store, version and object key)
    *
    * @param stateStoreCkptId the checkpoint id of {@code version} (checkpoint format 2), or none
+   *     (always before 4.0)
    * @param forceSnapshotOnCommit upload a base snapshot of the new version at its commit (Spark
    *     4.2: the coordinator found this store's snapshots lagging); false before 4.2
    */
-  protected final StateStore openStore(long version, Option<String> stateStoreCkptId,
+  final StrataStoreBase openHandle(long version, Option<String> stateStoreCkptId,
       boolean forceSnapshotOnCommit) {
-    AbstractStrataStore held = heldByCaller(version);
-    if (held != null && held.mode() == AbstractStrataStore.Mode.READ_ONLY) {
+    StrataStoreBase held = heldByCaller(version);
+    if (held != null && held.mode() == StrataStoreBase.Mode.READ_ONLY) {
       // This task's read store of the same version (Spark 4.0 loads a task's write store with a
       // second getStore while its read store is still open, and aborts the read store only at
       // task end, after the commit): the read store becomes the write store, as an upgrade.
-      return upgradeStore(held, version, stateStoreCkptId, forceSnapshotOnCommit);
+      return upgradeHandle(held, version, stateStoreCkptId, forceSnapshotOnCommit);
     }
     if (held != null) {
       held.forceSnapshotOnCommit(forceSnapshotOnCommit);
       return held; // already this caller's write store of that version
     }
-    AbstractStrataStore store = load(version, stateStoreCkptId, false);
+    StrataStoreBase store = load(version, stateStoreCkptId, false);
     store.forceSnapshotOnCommit(forceSnapshotOnCommit);
     return store;
   }
-
   /**
-   * The store at {@code endVersion}, for Spark's {@code SupportsFineGrainedReplay
-   * .replayStateFromSnapshot} (the state data source's {@code snapshotStartBatchId}). Spark's
-   * providers rebuild it from the snapshot file of {@code snapshotVersion} plus the changes after
-   * it; Strata restores {@code endVersion} from the base its lineage names, every file verified by
-   * checksum, which holds the same state, so a base at {@code snapshotVersion} is not required.
-   *
-   * <p>Throws as {@link #openStore}; {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION} if
-   * {@code snapshotVersion} is below 1 or above {@code endVersion} (as Spark's providers).
-   *
-   * @param readOnly a read store (its caller wraps it) instead of a write store
-   */
-  protected final StateStore replay(long snapshotVersion, long endVersion, boolean readOnly,
-      Option<String> endCkptId) {
-    if (snapshotVersion < 1) {
-      throw SparkErrors.unexpectedVersion(snapshotVersion);
-    }
-    if (endVersion < snapshotVersion) {
-      throw SparkErrors.unexpectedVersion(endVersion);
-    }
-    if (readOnly) {
-      return (StateStore) getReadStore(endVersion, endCkptId);
-    }
-    return openStore(endVersion, endCkptId, false);
-  }
-
-  /**
-   * The change feed of versions {@code startVersion} to {@code endVersion} for Spark's {@code
-   * SupportsFineGrainedReplay.getStateStoreChangeDataReader} (the state data source's {@code
-   * readChangeFeed}), read from the store's SST deltas in S3 (see {@link ChangeRows}). No local
-   * database is opened.
-   *
-   * <p>Throws {@code org.apache.spark.SparkException}, undeclared:
-   * {@code CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION} for a start below 1 or an end before it,
-   * {@code ...CANNOT_READ_STREAMING_STATE_FILE} if a version's manifest is missing, {@code
-   * ...UNCATEGORIZED} for any other failure (cause names the store, version and object).
-   *
-   * @param family the column family, or none for {@code default}
-   * @param endCkptId the checkpoint id of {@code endVersion} (checkpoint format 2), or none
-   */
-  protected final ChangeRows changeRows(long startVersion, long endVersion,
-      Option<String> family, Option<String> endCkptId) {
-    if (startVersion < 1) {
-      throw SparkErrors.unexpectedVersion(startVersion);
-    }
-    if (endVersion < startVersion) {
-      throw SparkErrors.unexpectedVersion(endVersion);
-    }
-    String name = family.isDefined() ? family.get() : DEFAULT_CF;
-    FamilyCodec codec;
-    try {
-      codec = name.equals(DEFAULT_CF) ? defaultCodec() : codec(name, endVersion);
-    } catch (IllegalStateException e) { // a family the reader did not declare
-      throw SparkErrors.cannotLoad(e);
-    }
-    StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
-        stateStoreId.partitionId(), stateStoreId.storeName(), location());
-    ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
-    try {
-      io.strata.sync.ChangeFeed feed = io.strata.sync.ChangeFeed.open(identity, objects,
-          checkpointIdsEnabled(), startVersion, endVersion,
-          Optional.ofNullable(endCkptId.isDefined() ? endCkptId.get() : null));
-      return new ChangeRows(feed, objects, codec, name, identity.toString());
-    } catch (StateLoadException e) {
-      objects.close();
-      if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
-        throw SparkErrors.versionNotFound(e.getMessage(), e);
-      }
-      throw SparkErrors.cannotLoad(e);
-    } catch (IOException | RuntimeException e) {
-      objects.close();
-      throw SparkErrors.cannotLoad(e);
-    }
-  }
-
-  /**
-   * A read-only store holding {@code version}; errors as {@link #openStore}. If the caller (the
+   * A read-only store holding {@code version}; errors as {@link #openHandle}. If the caller (the
    * same task, or outside tasks the same thread) already holds a store of that version, that
    * store: Spark 4.0's state data source opens a write store to declare a column family and then
    * a read store of the same provider, and aborts only the read store.
    */
-  @Override
-  public ReadStateStore getReadStore(long version, Option<String> uniqueId) {
-    AbstractStrataStore held = heldByCaller(version);
+  final StrataStoreBase readHandle(long version, Option<String> uniqueId) {
+    StrataStoreBase held = heldByCaller(version);
     return held != null ? held : load(version, uniqueId, true);
   }
 
@@ -291,34 +193,34 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
    * holds at {@code version}, open for reads; null if none. Spark's RocksDB provider is
    * re-entrant for its lock holder the same way.
    */
-  private AbstractStrataStore heldByCaller(long version) {
-    AbstractStrataStore held = holder;
+  private StrataStoreBase heldByCaller(long version) {
+    StrataStoreBase held = holder;
     if (held == null || held.owner() != currentOwner() || held.version() != version) {
       return null;
     }
-    AbstractStrataStore.Mode m = held.mode();
-    return m == AbstractStrataStore.Mode.READ_ONLY || m == AbstractStrataStore.Mode.UPDATING
+    StrataStoreBase.Mode m = held.mode();
+    return m == StrataStoreBase.Mode.READ_ONLY || m == StrataStoreBase.Mode.UPDATING
         ? held : null;
   }
 
   /**
    * Turns this task's read store into its write store without reloading (same lock, same local
    * state; Spark 4.1+ calls {@code upgradeReadStoreToWriteStore}, which forwards here). Falls
-   * back to {@link #openStore} if {@code readStore} is not this provider's live read store at
+   * back to {@link #openHandle} if {@code readStore} is not this provider's live read store at
    * {@code version}.
    *
-   * @param forceSnapshotOnCommit as for {@link #openStore}
+   * @param forceSnapshotOnCommit as for {@link #openHandle}
    */
-  protected final StateStore upgradeStore(ReadStateStore readStore, long version,
+  final StrataStoreBase upgradeHandle(Object readStore, long version,
       Option<String> uniqueId, boolean forceSnapshotOnCommit) {
     // Only this provider's own handles are touched: Spark may pass the read store of another
     // operator in the same task (its thread-local lives until the task ends), or one this
     // operator's previous provider instance made; those belong to their providers.
-    if (readStore instanceof AbstractStrataStore s && s.provider() == this) {
+    if (readStore instanceof StrataStoreBase s && s.provider() == this) {
       if (s == holder && s.version() == version
           && (uniqueId.isEmpty() || !checkpointIdsEnabled()
               || uniqueId.get().equals(core.loadedAttempt().orElse(null)))) {
-        if (s.mode() == AbstractStrataStore.Mode.READ_ONLY) {
+        if (s.mode() == StrataStoreBase.Mode.READ_ONLY) {
           try {
             core.prepareWrite(); // a run that only read so far claims its epoch now
           } catch (IOException e) {
@@ -326,53 +228,58 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
           }
           s.upgrade();
         }
-        if (s.mode() == AbstractStrataStore.Mode.UPDATING) {
+        if (s.mode() == StrataStoreBase.Mode.UPDATING) {
           s.forceSnapshotOnCommit(forceSnapshotOnCommit);
           return s;
         }
       }
-      if (s.mode() == AbstractStrataStore.Mode.READ_ONLY) {
+      if (s.mode() == StrataStoreBase.Mode.READ_ONLY) {
         s.release(); // a read store of another version: give its lock back; never abort a writer
       }
     }
-    return openStore(version, uniqueId, forceSnapshotOnCommit);
+    return openHandle(version, uniqueId, forceSnapshotOnCommit);
   }
 
   /**
    * Creates this Spark version's store handle (the concrete {@code StrataStateStore} of the
-   * adapter); see {@link AbstractStrataStore}'s constructor for the arguments.
+   * adapter); see {@link StrataStoreBase}'s constructor for the arguments.
    */
-  abstract AbstractStrataStore newStore(SyncedStore core, long version, boolean readOnly,
+  abstract StrataStoreBase newStore(SyncedStore core, long version, boolean readOnly,
       RequestCounter requests, RequestCounter.Counts atStart);
 
-  private AbstractStrataStore load(long version, Option<String> ckptId, boolean readOnly) {
+  private StrataStoreBase load(long version, Option<String> ckptId, boolean readOnly) {
     if (version < 0) {
       throw SparkErrors.unexpectedVersion(version);
     }
     if (closed) {
       throw SparkErrors.cannotLoad(new IllegalStateException(this + " is closed"));
     }
+    // The run id before any lock of ours: on Spark 3.5 finding it takes Spark's own lock, which
+    // Spark holds while it closes providers (and close() waits for our locks).
+    String run = coreMissing() ? queryRunId() : null;
     acquireTaskLock(version);
     try {
       if (closed) {
         // close() gave up waiting for the previous holder and closed the store meanwhile.
         throw new IllegalStateException(this + " is closed");
       }
-      SyncedStore c = core();
+      SyncedStore c = core(run);
       Optional<String> attempt = checkpointIdsEnabled() && ckptId.isDefined()
           ? Optional.of(ckptId.get()) : Optional.empty();
       RequestCounter.Counts start = requests.snapshot();
       // Every load finds the run's epoch without claiming it; a write store claims it at its
-      // first change or commit (AbstractStrataStore#prepareWrite, SyncedStore#commit).
+      // first change or commit (StrataStoreBase#prepareWrite, SyncedStore#commit).
       c.load(version, attempt, true);
-      AbstractStrataStore store = newStore(c, version, readOnly, requests, start);
+      StrataStoreBase store = newStore(c, version, readOnly, requests, start);
       store.ownedBy(currentOwner()); // before it is published as the holder
       synchronized (this) {
         holder = store;
       }
       TaskContext ctx = TaskContext.get();
       if (ctx != null) {
-        ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
+        ctx.addTaskCompletionListener(
+            (org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
+        store.releasedByTask();
       }
       return store;
     } catch (StateLoadException e) {
@@ -411,7 +318,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   }
 
   /** Gives the task lock back; called once by the handle when it leaves READ_ONLY/UPDATING. */
-  synchronized void releaseTaskLock(AbstractStrataStore store) {
+  synchronized void releaseTaskLock(StrataStoreBase store) {
     if (holder == store) {
       holder = null;
       taskLock.release();
@@ -451,11 +358,29 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
   }
 
   /** After a successful commit: report it to the coordinator (Spark 4.1+), then unlock. */
-  void afterCommit(AbstractStrataStore store, long newVersion) {
+  void afterCommit(StrataStoreBase store, long newVersion) {
     try {
       reportCommit(newVersion);
     } finally {
       releaseTaskLock(store);
+    }
+  }
+
+  /**
+   * Takes the task lock again for {@code store}, committed, which its task reads after the
+   * commit (Spark 3.5's Complete mode; see {@link StrataStoreBase#readsAfterCommit()}); its
+   * task's end gives it back. Waits up to the lock timeout.
+   *
+   * @throws RuntimeException Spark's {@code CANNOT_LOAD_STATE_STORE} error if the provider is
+   *     closed or another task holds the store past the timeout
+   */
+  void retakeTaskLock(StrataStoreBase store) {
+    if (closed) {
+      throw SparkErrors.cannotLoad(new IllegalStateException(this + " is closed"));
+    }
+    acquireTaskLock(store.version());
+    synchronized (this) {
+      holder = store;
     }
   }
 
@@ -572,14 +497,9 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
 
   // ------------------------------------------------------------------ helpers for the store
 
-  private FamilyCodec newCodec(String family, StructType key, StructType value,
-      KeyStateEncoderSpec spec, boolean multipleValues) {
-    if (!useColumnFamilies && (spec instanceof NoPrefixKeyStateEncoderSpec
-        || spec instanceof PrefixKeyScanStateEncoderSpec)) {
-      return new RowCodec(key, value, spec);
-    }
-    return new SparkFamilyCodec(family, key, value, spec, multipleValues,
-        storeConf.stateStoreEncodingFormat(), schemaProvider);
+  /** Whether the store has column families (Spark 4.x's {@code useColumnFamilies}). */
+  final boolean useColumnFamilies() {
+    return useColumnFamilies;
   }
 
   /** The codec of the {@code default} family. */
@@ -604,18 +524,13 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
     return c;
   }
 
+
   /**
-   * Registers the codec of family {@code name}: for a family being created ({@code replace}),
-   * always; for one that exists, unless one is registered already (Spark's provider keeps the
-   * first declaration of an existing family too).
+   * The codecs of the families other than {@code default} declared since this instance was
+   * loaded, by name (the 4.x layer registers them as the operator declares its families).
    */
-  void declareFamily(String name, StructType key, StructType value, KeyStateEncoderSpec spec,
-      boolean multipleValues, boolean replace) {
-    if (replace) {
-      familyCodecs.put(name, newCodec(name, key, value, spec, multipleValues));
-    } else {
-      familyCodecs.computeIfAbsent(name, n -> newCodec(n, key, value, spec, multipleValues));
-    }
+  final Map<String, FamilyCodec> familyCodecs() {
+    return familyCodecs;
   }
 
   /**
@@ -654,24 +569,54 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
 
   /**
    * This instance's query run id: every Spark 4.x line's {@code StateStoreProvider.createAndInit}
-   * sets it from {@code StateStoreProviderId.queryRunId} in the Hadoop conf handed to {@link
-   * #init}, and a new run always gets a new provider instance. Null outside a query (a tool or a
-   * test without it): the store then commits checkpoint format 1 without an epoch.
+   * sets it from {@code StateStoreProviderId.queryRunId} in the Hadoop conf handed to {@code
+   * init}, and a new run always gets a new provider instance. Null outside a query (a tool or a
+   * test without it): the store then commits checkpoint format 1 without an epoch. Called on
+   * the first load, in the loading task; a line whose Spark passes the run id another way
+   * overrides it (Spark 3.5).
    */
-  private String queryRunId() {
+  protected String queryRunId() {
     String run = hadoopConf == null ? null : hadoopConf.get(RUN_ID_KEY);
     return run == null || run.isBlank() ? null : run;
   }
 
-  private boolean checkpointIdsEnabled() {
-    return storeConf.enableStateStoreCheckpointIds();
+  /**
+   * Whether Spark's checkpoint format 2 (state store checkpoint ids) is on for this store: on
+   * 4.x {@code spark.sql.streaming.stateStore.checkpointFormatVersion} 2; never on 3.5.
+   */
+  protected abstract boolean checkpointIdsEnabled();
+
+  /**
+   * How many commits apart garbage-collection rounds run, at least 1 (on 4.x Spark's {@code
+   * minVersionsToDelete}; see {@link #gcSettings()}).
+   */
+  protected abstract long minVersionsToDelete();
+
+  /** Strata's settings, as read at {@code init}. */
+  final StrataConf conf() {
+    return conf;
   }
 
-  private String location() {
+  /** The provider's S3 request counter. */
+  final RequestCounter requests() {
+    return requests;
+  }
+
+  final String location() {
     return stateStoreId.storeCheckpointLocation().toString();
   }
 
-  private synchronized SyncedStore core() throws IOException {
+  private synchronized boolean coreMissing() {
+    return core == null;
+  }
+
+  /**
+   * The store, made on the first load.
+   *
+   * @param run the query run id ({@link #queryRunId()}, found before the first load took any
+   *     lock), or null for none
+   */
+  private synchronized SyncedStore core(String run) throws IOException {
     if (closed) {
       throw new IllegalStateException(this + " is closed");
     }
@@ -683,7 +628,6 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
           conf.transferThreads(), conf.spillThresholdBytes(), checkpointIdsEnabled(),
           memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit())
           .withDeltasStagedInMemory(conf.stageDeltasInMemory());
-      String run = queryRunId();
       core = new SyncedStore(identity, objects, localDir(),
           run == null ? settings : settings.withRun(run), keySchema.json(), valueSchema.json());
       // Spark's coordinator counts a store that never reports as lagging (Spark 4.2 then forces
@@ -699,7 +643,7 @@ public abstract class AbstractStrataProvider implements StateStoreProvider {
    * Spark's RocksDB provider batches its deletions) and Strata's {@code gc.*} settings.
    */
   private GcSettings gcSettings() {
-    long interval = Math.max(1, Math.min(Integer.MAX_VALUE, storeConf.minVersionsToDelete()));
+    long interval = Math.max(1, Math.min(Integer.MAX_VALUE, minVersionsToDelete()));
     return new GcSettings(conf.gcEnabled(), Math.max(1, storeConf.minVersionsToRetain()),
         (int) interval, conf.gcGracePeriod().toMillis());
   }
