@@ -54,9 +54,15 @@ public final class CheckpointDriver {
    */
   static StreamingQuery start(SparkSession spark, String checkpoint, Path input, Path out,
       Trigger trigger, String tag, long killAt) throws Exception {
-    Files.createDirectories(out);
-    spark.conf().set("spark.sql.streaming.stateStore.providerClass",
+    return start(spark, checkpoint, input, out, trigger, tag, killAt,
         StrataStateStoreProvider.class.getName());
+  }
+
+  /** As the other {@code start}, with the state store provider class {@code provider}. */
+  static StreamingQuery start(SparkSession spark, String checkpoint, Path input, Path out,
+      Trigger trigger, String tag, long killAt, String provider) throws Exception {
+    Files.createDirectories(out);
+    spark.conf().set("spark.sql.streaming.stateStore.providerClass", provider);
     spark.conf().set("spark.sql.streaming.noDataMicroBatches.enabled", "false");
     Dataset<Row> in = spark.readStream().schema("key STRING, value LONG")
         .option("maxFilesPerTrigger", 1).json(input.toString());
