@@ -17,6 +17,10 @@ import scala.collection.AbstractIterator;
 final class ScanIterator extends AbstractIterator<UnsafeRowPair> implements AutoCloseable {
   private final CloseableIterator<KeyValue> it;
   private final Function<KeyValue, UnsafeRowPair> decode;
+  /** Whether the scan ran to its end (a revoked scan then still ends normally). */
+  private boolean exhausted;
+  /** Why the store took this scan away before its end; null while it may be read. */
+  private volatile String revoked;
 
   /**
    * @param it the scan, already failing local read errors as the task's failure
@@ -29,12 +33,40 @@ final class ScanIterator extends AbstractIterator<UnsafeRowPair> implements Auto
 
   @Override
   public boolean hasNext() {
-    return it.hasNext();
+    if (exhausted) {
+      return false;
+    }
+    checkNotRevoked();
+    if (!it.hasNext()) {
+      exhausted = true;
+      return false;
+    }
+    return true;
   }
 
   @Override
   public UnsafeRowPair next() {
+    checkNotRevoked();
     return decode.apply(it.next());
+  }
+
+  /**
+   * Closes the scan under its reader: if it had not reached its end, every later {@code
+   * hasNext}/{@code next} throws an {@code IllegalStateException} carrying {@code why}, so a
+   * reader still on it fails instead of seeing the scan end early. Idempotent.
+   *
+   * @param why what took the scan away (names the store and version)
+   */
+  void revoke(String why) {
+    revoked = why;
+    it.close();
+  }
+
+  private void checkNotRevoked() {
+    String why = revoked;
+    if (why != null) {
+      throw new IllegalStateException(why);
+    }
   }
 
   /** Closes the underlying RocksDB iterator; idempotent. */

@@ -257,7 +257,9 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // The run id before any lock of ours: on Spark 3.5 finding it takes Spark's own lock, which
     // Spark holds while it closes providers (and close() waits for our locks).
     String run = coreMissing() ? queryRunId() : null;
-    acquireTaskLock(version);
+    if (!takeLockHeldPastCommit()) {
+      acquireTaskLock(version);
+    }
     try {
       if (closed) {
         // close() gave up waiting for the previous holder and closed the store meanwhile.
@@ -303,12 +305,29 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     return ctx != null ? ctx.taskAttemptId() : -1 - Thread.currentThread().getId();
   }
 
+  /**
+   * Whether the caller's own committed store held the task lock for reads after its commit and
+   * handed it to this load ({@link StrataStoreBase#handOverLockPastCommit()}): the caller then
+   * holds the permit, and the old store is no longer the holder.
+   */
+  private synchronized boolean takeLockHeldPastCommit() {
+    StrataStoreBase h = holder;
+    if (h != null && h.owner() == currentOwner() && h.handOverLockPastCommit()) {
+      holder = null;
+      return true;
+    }
+    return false;
+  }
+
   private void acquireTaskLock(long version) {
     long timeoutMs = conf.lockAcquireTimeout().toMillis();
     try {
       if (!taskLock.tryAcquire(timeoutMs, TimeUnit.MILLISECONDS)) {
+        StrataStoreBase h = holder;
+        String who = h != null && h.owner() == currentOwner() ? "this task still holds it"
+            : "another task holds it";
         throw SparkErrors.cannotLoad(new IllegalStateException("Cannot load " + this
-            + " version " + version + ": another task holds it (" + holder + ") after waiting "
+            + " version " + version + ": " + who + " (" + h + ") after waiting "
             + timeoutMs + " ms (" + StrataConf.LOCK_TIMEOUT.fullKey() + ")"));
       }
     } catch (InterruptedException e) {
@@ -380,6 +399,11 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     }
     acquireTaskLock(store.version());
     synchronized (this) {
+      if (closed) {
+        // close() gave up waiting for the previous holder and closed the store meanwhile.
+        taskLock.release();
+        throw SparkErrors.cannotLoad(new IllegalStateException(this + " is closed"));
+      }
       holder = store;
     }
   }

@@ -91,6 +91,11 @@ abstract class StrataStoreBase {
    * #readsAfterCommit()}); given back when the task ends.
    */
   private volatile boolean lockHeldPastCommit;
+  /**
+   * Whether this committed store gave its retaken task lock to a later load by the same task
+   * ({@link #handOverLockPastCommit()}): it can no longer be read.
+   */
+  private volatile boolean handedOver;
   /** Whether the loading task registered {@link #onTaskCompletion()} (false outside tasks). */
   private volatile boolean releasedByTask;
   /** Scans opened after the commit; closed when the task ends. */
@@ -441,6 +446,32 @@ abstract class StrataStoreBase {
     }
   }
 
+  /**
+   * If this store is committed and holds the task lock for reads after its commit, gives that
+   * lock up to a new load of the same provider by the same task and returns true (the caller
+   * then owns the permit); otherwise false. A task that computes the same state partition twice
+   * (for example {@code df.union(df).coalesce(1)} over a Complete-mode batch on Spark 3.5) loads
+   * it again after reading the first commit; waiting for its own lock would only time out. The
+   * scans this store opened after its commit are revoked: one not read to its end fails if read
+   * on (the local database is about to hold another version), and later reads of this store
+   * fail with {@code STATE_STORE_OPERATION_OUT_OF_ORDER}. Called under the provider's monitor,
+   * on the task's thread.
+   */
+  boolean handOverLockPastCommit() {
+    if (mode != Mode.COMMITTED || !lockHeldPastCommit) {
+      return false;
+    }
+    synchronized (scansAfterCommit) {
+      String why = "the scan of " + this + " after its commit was closed: the same task loaded "
+          + provider + " again";
+      scansAfterCommit.forEach(it -> it.revoke(why));
+      scansAfterCommit.clear();
+    }
+    handedOver = true;
+    lockHeldPastCommit = false;
+    return true;
+  }
+
   /** Records that the loading task will call {@link #onTaskCompletion()} when it ends. */
   final void releasedByTask() {
     releasedByTask = true;
@@ -527,17 +558,26 @@ abstract class StrataStoreBase {
    * CANNOT_LOAD_STATE_STORE} if the lock or the version cannot be had.
    */
   private void prepareReadAfterCommit() {
+    if (handedOver) {
+      throw SparkErrors.outOfOrder("read of " + provider + " version "
+          + committed.manifest().version() + " after its commit, once the same task loaded the "
+          + "store again");
+    }
     if (!lockHeldPastCommit) {
       provider.retakeTaskLock(this);
       lockHeldPastCommit = true;
     }
     long v = committed.manifest().version();
-    if (core.loadedVersion() != v) {
-      try {
-        core.load(v, Optional.empty(), true);
-      } catch (IOException | RuntimeException e) {
-        throw SparkErrors.cannotLoad(e);
+    try {
+      // Settled first: a failed local ingestion drops the database, and the version is then
+      // restored from the object store like any other.
+      if (core.settledVersion() != v) {
+        // Not read-only: this run has written the version, and a long restore here schedules
+        // a base snapshot as any write load's does.
+        core.load(v, Optional.empty(), false);
       }
+    } catch (IOException | RuntimeException e) {
+      throw SparkErrors.cannotLoad(e);
     }
   }
 

@@ -84,6 +84,13 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
    */
   static final String SINK_READS = "strata.test.sinkReads";
 
+  /**
+   * A {@link QueryDef#conf()} key (not a Spark setting): if {@code "true"}, the {@code
+   * foreachBatch} sink reads {@code df.union(df).coalesce(1)}, so that one task computes every
+   * partition of the batch's stateful stage twice, one after the other.
+   */
+  static final String SINK_SELF_UNION = "strata.test.sinkSelfUnion";
+
   record QueryDef(String name, OutputMode mode, Builder build, Map<String, String> conf) {
     QueryDef(String name, OutputMode mode,
         BiFunction<Dataset<Row>, Dataset<Row>, Dataset<Row>> build, Map<String, String> conf) {
@@ -235,11 +242,13 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
     Dataset<Row> rightDf = session.readStream().schema(RIGHT_SCHEMA)
         .option("maxFilesPerTrigger", 1).json(right.toString());
     int reads = Integer.parseInt(q.conf().getOrDefault(SINK_READS, "1"));
+    boolean selfUnion = Boolean.parseBoolean(q.conf().getOrDefault(SINK_SELF_UNION, "false"));
     VoidFunction2<Dataset<Row>, Long> sink = (df, batchId) -> {
+      Dataset<Row> read = selfUnion ? df.union(df).coalesce(1) : df;
       List<String> first = null;
       for (int i = 0; i < reads; i++) {
         List<String> rows = new ArrayList<>();
-        for (Row r : df.collectAsList()) {
+        for (Row r : read.collectAsList()) {
           rows.add(r.toString());
         }
         rows.sort(null);

@@ -246,6 +246,16 @@ public final class SyncedStore implements AutoCloseable {
     return db.version();
   }
 
+  /**
+   * {@link #loadedVersion()} once the local ingestion of the last commit (if still running) has
+   * ended: the committed version if it was ingested; -1 if it failed, which drops the local
+   * database (the next {@link #load} restores the version from the object store).
+   */
+  public long settledVersion() {
+    awaitIngestion();
+    return loadedVersion();
+  }
+
   /** The attempt id of the loaded version; empty for version 0 or nothing loaded. */
   public synchronized Optional<String> loadedAttempt() {
     return db.attempt();
@@ -909,12 +919,16 @@ public final class SyncedStore implements AutoCloseable {
 
   /** {@link #settleIngestion()} for the calls that do not hold the monitor (reads, writes). */
   private LocalStore settledLive() {
+    awaitIngestion();
+    return db.require();
+  }
+
+  private void awaitIngestion() {
     if (ingestion != null) {
       synchronized (this) {
         settleIngestion();
       }
     }
-    return db.require();
   }
 
   private static ObjectBody body(Manifest m, Optional<DeltaFile> delta, Path sst)

@@ -114,8 +114,10 @@ class DeferredIngestionTest {
       s.put(b("b"), b("2"));
       s.delete(b("a"));
       assertEquals(2, s.commit().manifest().version(), "the PUT succeeded: committed");
+      assertEquals(2, s.loadedVersion(), "the committed version, before its ingestion ended");
       s.startLocalIngestion();
-      s.awaitLocalIngestion(); // fails while the directory points into /proc
+      // Fails while the directory points into /proc: the local database is dropped.
+      assertEquals(-1, s.settledVersion(), "nothing usable once the ingestion failed");
       Files.delete(tmpDir);
       s.load(2, Optional.empty());
       assertNotEquals(RestoreStats.NONE, s.lastRestore(), "restored from the object store");
