@@ -41,7 +41,7 @@ import org.apache.spark.sql.streaming.Trigger;
  *   <li>counts {@code input/} with a batch query again.
  * </ol>
  *
- * <p>It prints {@code RESULT <step> <key>=<count>:<sum> ...} (keys in order), {@code METRIC <step>
+ * <p>It prints {@code HADOOP <version>} and {@code S3A_JAR <jar file name>} first, {@code RESULT <step> <key>=<count>:<sum> ...} (keys in order), {@code METRIC <step>
  * <name>=<value>} (sums of Strata's state operator metrics over the run's batches), {@code
  * BATCHES <step> <n>} and {@code TIME <step> <ms>} lines, then {@code DONE}, and exits 0; on any
  * error it prints the stack trace and exits 1. It never prints the credentials.
@@ -101,6 +101,10 @@ public final class CoexistenceJob {
         .config("spark.hadoop.fs.s3a.change.detection.version.required", "false")
         .getOrCreate();
     spark.sparkContext().setLogLevel("WARN");
+    // Which Hadoop and S3A the job runs on (the test checks them against what it put there).
+    System.out.println("HADOOP " + org.apache.hadoop.util.VersionInfo.getVersion());
+    System.out.println("S3A_JAR " + Path.of(Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem")
+        .getProtectionDomain().getCodeSource().getLocation().toURI()).getFileName());
 
     String input = "s3a://" + bucket + "/input/";
     String checkpoint = "s3://" + bucket + "/ckpt/counts";

@@ -40,10 +40,17 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * streaming query with Strata's state store and checkpoint file manager on {@code s3://}, across a
  * restart that restores the state from S3. The test checks its answers exactly, the objects Strata
  * wrote, and that the child exits 0 without linkage errors. About a minute on 2 quiet cores.
+ *
+ * <p>On Spark 4.1: Spark's own Hadoop (3.4), hadoop-aws 3.4.2 and its SDK v2 bundle. On Spark 3.5,
+ * as on an Amazon EMR 7 cluster: Hadoop 3.3.6 (EMR 7.0's Hadoop) in place of Spark's 3.3.4,
+ * hadoop-aws 3.3.6 with the AWS SDK v1 bundle it depends on, and an unrelocated SDK v2 bundle
+ * beside them (the build puts these in {@code strata.coexistence.dir/hadoop}; see the 3.5
+ * module's pom).
  */
-@OnlyOnSparkLines(value = {"4.1"},
-    reason = "needs the 640 MB AWS SDK bundle of hadoop-aws 3.4.2; the shading it checks is the "
-        + "same on each line (RuntimeJarContentsIT runs on every line)")
+@OnlyOnSparkLines(value = {"4.1", "3.5"},
+    reason = "needs the 640 MB AWS SDK v2 bundle (and on 3.5 the 300 MB v1 bundle of EMR 7's "
+        + "Hadoop); the shading it checks is the same on each line (RuntimeJarContentsIT runs on "
+        + "every line)")
 class RuntimeJarCoexistenceIT {
   private static final String BUCKET = "strata-coexistence";
   private static final String CHECKPOINT = "ckpt/counts/";
@@ -96,6 +103,11 @@ class RuntimeJarCoexistenceIT {
         assertTrue(!out.contains(e), e + " in the child's output; log " + log);
       }
 
+      // The Hadoop and hadoop-aws the test put on the path are the ones the job ran on.
+      String hadoop = hadoopVersion(classpath);
+      assertEquals(hadoop, line(out, "HADOOP"), "Hadoop's version in the child");
+      assertEquals("hadoop-aws-" + hadoop + ".jar", line(out, "S3A_JAR"), "where S3A came from");
+
       // Exact answers: the batch queries through S3A, the stream through Strata's state.
       assertEquals(BEFORE, line(out, "RESULT batch-before"), "batch count through s3a");
       assertEquals(BEFORE, line(out, "RESULT run1"), "streaming totals after run 1");
@@ -141,11 +153,35 @@ class RuntimeJarCoexistenceIT {
 
     List<String> cp = new ArrayList<>();
     cp.add(jobClassesOnly(work).toString());
-    cp.addAll(entries(pieces.resolve("spark.classpath")));
-    cp.addAll(entries(pieces.resolve("hadoop-aws.classpath")));
+    Path hadoop = pieces.resolve("hadoop");
+    if (Files.isDirectory(hadoop)) {
+      // Another Hadoop than Spark's, with its hadoop-aws (Spark 3.5, as on EMR 7).
+      for (String e : entries(pieces.resolve("spark.classpath"))) {
+        if (!Path.of(e).getFileName().toString().startsWith("hadoop-client-")) {
+          cp.add(e);
+        }
+      }
+      try (Stream<Path> jars = Files.list(hadoop)) {
+        jars.map(Path::toString).filter(n -> n.endsWith(".jar")).sorted().forEach(cp::add);
+      }
+      assertTrue(cp.stream().anyMatch(e -> e.contains("aws-java-sdk-bundle-")),
+          "the SDK v1 bundle in " + hadoop);
+    } else {
+      cp.addAll(entries(pieces.resolve("spark.classpath")));
+      cp.addAll(entries(pieces.resolve("hadoop-aws.classpath")));
+    }
     cp.add(bundle.toString());
     cp.add(runtimeJar.toString());
     return cp;
+  }
+
+  /** The version in the name of the child's {@code hadoop-client-api} jar. */
+  private static String hadoopVersion(List<String> classpath) {
+    List<String> names = classpath.stream().map(e -> Path.of(e).getFileName().toString())
+        .filter(n -> n.startsWith("hadoop-client-api-") && n.endsWith(".jar")).toList();
+    assertEquals(1, names.size(), "one hadoop-client-api jar on the child's path: " + names);
+    String n = names.get(0);
+    return n.substring("hadoop-client-api-".length(), n.length() - ".jar".length());
   }
 
   /** A directory with {@link CoexistenceJob}'s class files and nothing else. */
