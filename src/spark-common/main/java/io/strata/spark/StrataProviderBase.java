@@ -169,6 +169,15 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       // task end, after the commit): the read store becomes the write store, as an upgrade.
       return upgradeHandle(held, version, stateStoreCkptId, forceSnapshotOnCommit);
     }
+    if (held != null && held.mode() == StrataStoreBase.Mode.UPDATING
+        && !sharesWriteStoreWithinTask()) {
+      // The same task asks for the write store it already has open: the same partition
+      // computed twice in one task (rdd.zip of a batch with itself, or a first computation
+      // left unfinished). Sharing the store would let one computation see the other's
+      // uncommitted writes; the first one's store is aborted instead and fails if used again.
+      held.supersede();
+      held = null;
+    }
     if (held != null) {
       held.forceSnapshotOnCommit(forceSnapshotOnCommit);
       return held; // already this caller's write store of that version
@@ -260,6 +269,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     if (!takeLockHeldPastCommit()) {
       acquireTaskLock(version);
     }
+    StrataStoreBase published = null;
     try {
       if (closed) {
         // close() gave up waiting for the previous holder and closed the store meanwhile.
@@ -277,6 +287,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       synchronized (this) {
         holder = store;
       }
+      published = store;
       TaskContext ctx = TaskContext.get();
       if (ctx != null) {
         ctx.addTaskCompletionListener(
@@ -285,14 +296,27 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       }
       return store;
     } catch (StateLoadException e) {
-      taskLock.release();
+      releaseLoadLock(published);
       if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
         throw SparkErrors.versionNotFound(e.getMessage(), e);
       }
       throw SparkErrors.cannotLoad(e);
     } catch (Exception | Error e) {
-      taskLock.release();
+      releaseLoadLock(published);
       throw SparkErrors.cannotLoad(e);
+    }
+  }
+
+  /**
+   * Gives back the task lock of a load that failed: through the store if it was already
+   * published as the holder (its task-completion listener may have given it back already: Spark
+   * runs a listener at once when the task has completed), else the permit itself.
+   */
+  private void releaseLoadLock(StrataStoreBase published) {
+    if (published == null) {
+      taskLock.release();
+    } else {
+      releaseTaskLock(published);
     }
   }
 
@@ -332,7 +356,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw SparkErrors.cannotLoad(e);
+      throw SparkErrors.cannotLoad(new IllegalStateException("Cannot load " + this + " version "
+          + version + ": interrupted while waiting for the task that holds it", e));
     }
   }
 
@@ -423,6 +448,15 @@ public abstract class StrataProviderBase implements StateStoreProvider {
    */
   protected abstract void reportSnapshotUploaded(long version);
 
+  /**
+   * Whether a second {@code getStore} of the version whose write store the same task holds open
+   * returns that store (true, the 4.x lines) or aborts it and loads the version again (Spark 3.5,
+   * where no operator asks twice: a second request is the same partition computed again).
+   */
+  protected boolean sharesWriteStoreWithinTask() {
+    return true;
+  }
+
   /** The store's Spark conf, as passed to {@link #init}. */
   protected final StateStoreConf storeConf() {
     return storeConf;
@@ -487,7 +521,12 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     closed = true;
     boolean locked = false;
     try {
-      long timeout = conf == null ? 0 : conf.lockAcquireTimeout().toMillis();
+      StrataStoreBase h = holder;
+      // Spark 3.5 closes a provider it unloads on the thread of a task loading another store
+      // (while holding its lock on every loaded provider); if that task holds this store, waiting
+      // would only wait for itself. Spark's RocksDB provider lets its own thread through too.
+      long timeout = conf == null || (h != null && h.owner() == currentOwner()) ? 0
+          : conf.lockAcquireTimeout().toMillis();
       locked = taskLock.tryAcquire(timeout, TimeUnit.MILLISECONDS);
       if (!locked) {
         LOG.warn("{}: closing while a task still holds it ({})", this, holder);

@@ -96,6 +96,8 @@ abstract class StrataStoreBase {
    * ({@link #handOverLockPastCommit()}): it can no longer be read.
    */
   private volatile boolean handedOver;
+  /** Whether the same task loaded this write store's version again ({@link #supersede()}). */
+  private volatile boolean superseded;
   /** Whether the loading task registered {@link #onTaskCompletion()} (false outside tasks). */
   private volatile boolean releasedByTask;
   /** Scans opened after the commit; closed when the task ends. */
@@ -402,6 +404,16 @@ abstract class StrataStoreBase {
     return committed.manifest().version();
   }
 
+  /**
+   * Aborts this open write store because the same task loads its version again for writing
+   * (see {@code StrataProviderBase.sharesWriteStoreWithinTask()}); its later use fails with
+   * Spark's {@code STATE_STORE_OPERATION_OUT_OF_ORDER}, saying so.
+   */
+  void supersede() {
+    superseded = true;
+    abort();
+  }
+
   /** Gives the store back without committing (Spark's {@code abort}); see the class comment. */
   public void abort() {
     Mode m = mode;
@@ -547,7 +559,8 @@ abstract class StrataStoreBase {
     }
     if (m != Mode.READ_ONLY && m != Mode.UPDATING) {
       throw SparkErrors.outOfOrder(op + " on " + provider + " version " + version
-          + " after the store was " + m.name().toLowerCase(java.util.Locale.ROOT));
+          + " after the store was " + m.name().toLowerCase(java.util.Locale.ROOT)
+          + supersededWhy());
     }
   }
 
@@ -585,8 +598,16 @@ abstract class StrataStoreBase {
     Mode m = mode;
     if (m != Mode.UPDATING) {
       throw SparkErrors.outOfOrder(op + " on " + provider + " version " + version
-          + " in state " + m + "; updates are allowed only before commit or abort");
+          + " in state " + m + "; updates are allowed only before commit or abort"
+          + supersededWhy());
     }
+  }
+
+  private String supersededWhy() {
+    return superseded ? " (aborted because the same task loaded this version again for "
+        + "writing: the same state partition computed twice at once in one task, such as "
+        + "rdd.zip of a batch with itself, which Strata cannot serve from one local database)"
+        : "";
   }
 
   @Override

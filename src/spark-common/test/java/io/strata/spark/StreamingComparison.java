@@ -91,6 +91,13 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
    */
   static final String SINK_SELF_UNION = "strata.test.sinkSelfUnion";
 
+  /**
+   * A {@link QueryDef#conf()} key (not a Spark setting): if {@code "true"}, the {@code
+   * foreachBatch} sink first counts {@code df.rdd().zip(df.rdd())}, so that one task computes
+   * each partition of the batch's stateful stage twice at once, interleaved.
+   */
+  static final String SINK_ZIP = "strata.test.sinkZip";
+
   record QueryDef(String name, OutputMode mode, Builder build, Map<String, String> conf) {
     QueryDef(String name, OutputMode mode,
         BiFunction<Dataset<Row>, Dataset<Row>, Dataset<Row>> build, Map<String, String> conf) {
@@ -243,7 +250,11 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
         .option("maxFilesPerTrigger", 1).json(right.toString());
     int reads = Integer.parseInt(q.conf().getOrDefault(SINK_READS, "1"));
     boolean selfUnion = Boolean.parseBoolean(q.conf().getOrDefault(SINK_SELF_UNION, "false"));
+    boolean zip = Boolean.parseBoolean(q.conf().getOrDefault(SINK_ZIP, "false"));
     VoidFunction2<Dataset<Row>, Long> sink = (df, batchId) -> {
+      if (zip) {
+        df.javaRDD().zip(df.javaRDD()).count();
+      }
       Dataset<Row> read = selfUnion ? df.union(df).coalesce(1) : df;
       List<String> first = null;
       for (int i = 0; i < reads; i++) {

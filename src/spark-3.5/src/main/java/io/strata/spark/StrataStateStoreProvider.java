@@ -71,6 +71,15 @@ public final class StrataStateStoreProvider extends StrataProviderBase {
   @Override
   protected void reportSnapshotUploaded(long version) { }
 
+  /**
+   * Never: no Spark 3.5 operator asks for its write store twice in one task, so a second request
+   * is the same partition computed again, and gets its own load.
+   */
+  @Override
+  protected boolean sharesWriteStoreWithinTask() {
+    return false;
+  }
+
   /** Never: Spark 3.5 has no state store checkpoint ids (checkpoint format 1 only). */
   @Override
   protected boolean checkpointIdsEnabled() {
