@@ -133,6 +133,7 @@ class SparkLocalReadErrorIT {
    * its blocks is cached) and resets its modification time.
    */
   private static void damageNewestLocalSsts() throws IOException {
+    awaitLocalIngestions();
     List<Path> dbs;
     try (Stream<Path> s = Files.walk(h.localDir)) {
       dbs = s.filter(p -> Files.isDirectory(p) && p.getFileName().toString().startsWith("db-"))
@@ -161,6 +162,37 @@ class SparkLocalReadErrorIT {
       }
       Files.setLastModifiedTime(newest, mtime);
       DAMAGED.add(newest);
+    }
+  }
+
+  /**
+   * Waits (up to 15 s) until the SST files of the local databases have not changed for 1 s: the
+   * last commit's delta is ingested after {@code commit()} returned, on Strata's ingest threads,
+   * and on a busy machine it may not be in its database yet when the sink runs.
+   */
+  private static void awaitLocalIngestions() throws IOException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(15);
+    List<String> last = null;
+    long stableSince = System.nanoTime();
+    while (System.nanoTime() < deadline) {
+      List<String> now;
+      try (Stream<Path> s = Files.walk(h.localDir)) {
+        now = s.map(Path::toString).filter(n -> n.endsWith(".sst")).sorted().toList();
+      } catch (IOException | java.io.UncheckedIOException e) {
+        now = null; // a file went away during the walk: not settled yet
+      }
+      if (now == null || !now.equals(last)) {
+        last = now;
+        stableSince = System.nanoTime();
+      } else if (System.nanoTime() - stableSince >= 1_000_000_000L) {
+        return;
+      }
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
     }
   }
 
