@@ -2,9 +2,14 @@
 package io.strata.engine;
 
 import io.strata.format.Checksums;
+import io.strata.format.sst.SstWriter;
+import java.io.BufferedOutputStream;
+import java.io.FilterOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -13,11 +18,11 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import net.jpountz.xxhash.StreamingXXHash64;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.Checkpoint;
 import org.rocksdb.CompressionType;
-import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.MemoryUsageType;
 import org.rocksdb.MemoryUtil;
@@ -25,7 +30,6 @@ import org.rocksdb.Options;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
-import org.rocksdb.SstFileWriter;
 
 /**
  * One state store's local RocksDB on the executor's disk, plus the writes of the version being
@@ -96,15 +100,6 @@ public final class LocalStore implements AutoCloseable {
   static {
     RocksDB.loadLibrary();
   }
-
-  /**
-   * Default environment options of every SST delta's writer, made once per JVM: RocksDB's
-   * {@code SstFileWriter} copies them when it is created, so one object serves every writer on
-   * every thread. Never closed (a few bytes of native memory for the JVM's life).
-   */
-  private static final EnvOptions SST_ENV = new EnvOptions();
-  /** Largest SST delta hashed from one array rather than streamed, bytes. */
-  private static final long WHOLE_READ_BYTES = 256L << 10;
 
   private final Path dir;
   private final Options options;
@@ -370,11 +365,17 @@ public final class LocalStore implements AutoCloseable {
   }
 
   /**
-   * Writes the pending writes as one sorted SST file (puts, and deletions as tombstones).
+   * Writes the pending writes as one sorted SST file (puts, and deletions as tombstones), with
+   * Strata's own SST writer ({@link SstWriter}: one pass in Java, no JNI call per entry and no
+   * fdatasync; the file is RocksDB's block-based table format, which {@link #ingest} takes as
+   * {@code SstFileWriter}'s). A delta of at most {@value #IN_MEMORY_DELTA_BYTES} bytes of pending
+   * writes is built in memory and returned with its bytes ({@link DeltaFile#bytes()}), so the
+   * upload and the checksum never read the file back; a larger one streams to the file, hashed as
+   * it goes.
    *
-   * @param sstFile where to write it (must not exist)
+   * @param sstFile where to write it (replaced if it exists)
    * @return the file's size and checksum, or empty if there are no pending writes
-   * @throws IOException if RocksDB's SstFileWriter or the file system fails
+   * @throws IOException if the file system fails (the file may then exist, partly written)
    */
   public Optional<DeltaFile> writeDelta(Path sstFile) throws IOException {
     if (pending.isEmpty()) {
@@ -382,28 +383,81 @@ public final class LocalStore implements AutoCloseable {
       return Optional.empty();
     }
     Lock l = enter();
-    try (SstFileWriter w = new SstFileWriter(SST_ENV, options)) {
-      w.open(sstFile.toString());
-      long entries = 0;
-      for (Map.Entry<byte[], byte[]> e : pending.entries()) {
-        if (PendingWrites.isTombstone(e.getValue())) {
-          w.delete(e.getKey());
-        } else {
-          w.put(e.getKey(), e.getValue());
-        }
-        entries++;
+    try {
+      if (pending.approxBytes() <= IN_MEMORY_DELTA_BYTES) {
+        // Sized from the heap estimate (an upper bound of the raw bytes), capped well below a
+        // humongous allocation; it grows if ever needed.
+        Buffer buf = new Buffer((int) Math.min(256L << 10, pending.approxBytes() + 4096));
+        long entries = writeSst(buf);
+        byte[] bytes = buf.bytes();
+        Files.write(sstFile, bytes);
+        return Optional.of(new DeltaFile(sstFile, bytes.length, Checksums.xxhash64(bytes),
+            entries, bytes));
       }
-      w.finish();
-      long size = Files.size(sstFile);
-      // A delta of a few kilobytes (the rule) is hashed in one read and one call; a large one
-      // (a big batch) is streamed, so it never needs an array of its size.
-      long checksum = size <= WHOLE_READ_BYTES ? Checksums.xxhash64(Files.readAllBytes(sstFile))
-          : Checksums.xxhash64(sstFile);
-      return Optional.of(new DeltaFile(sstFile, size, checksum, entries));
-    } catch (RocksDBException e) {
-      throw new IOException("Cannot write SST delta " + sstFile + ": " + e.getMessage(), e);
+      StreamingXXHash64 hash = Checksums.newStreaming();
+      long entries;
+      try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(sstFile),
+          1 << 16)) {
+        entries = writeSst(new FilterOutputStream(out) {
+          @Override
+          public void write(byte[] b, int off, int len) throws IOException {
+            hash.update(b, off, len);
+            out.write(b, off, len);
+          }
+
+          @Override
+          public void write(int b) throws IOException {
+            write(new byte[] {(byte) b}, 0, 1);
+          }
+        });
+      }
+      return Optional.of(new DeltaFile(sstFile, Files.size(sstFile), hash.getValue(), entries));
     } finally {
       l.unlock();
+    }
+  }
+
+  /** Pending writes of at most this many bytes make a delta built in memory. */
+  static final long IN_MEMORY_DELTA_BYTES = 4L << 20;
+
+  private long writeSst(OutputStream out) throws IOException {
+    SstWriter w = new SstWriter(out);
+    for (Map.Entry<byte[], byte[]> e : pending.entries()) {
+      if (PendingWrites.isTombstone(e.getValue())) {
+        w.delete(e.getKey());
+      } else {
+        w.put(e.getKey(), e.getValue());
+      }
+    }
+    w.finish();
+    return w.entries();
+  }
+
+  /** A byte sink whose array is handed out without a copy when it is exactly full. */
+  private static final class Buffer extends OutputStream {
+    private byte[] buf;
+    private int count;
+
+    Buffer(int capacity) {
+      buf = new byte[Math.max(capacity, 256)];
+    }
+
+    @Override
+    public void write(int b) {
+      write(new byte[] {(byte) b}, 0, 1);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) {
+      if (count + len > buf.length) {
+        buf = Arrays.copyOf(buf, Math.max(buf.length * 2, count + len));
+      }
+      System.arraycopy(b, off, buf, count, len);
+      count += len;
+    }
+
+    byte[] bytes() {
+      return count == buf.length ? buf : Arrays.copyOf(buf, count);
     }
   }
 

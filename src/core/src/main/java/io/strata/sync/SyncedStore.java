@@ -935,8 +935,12 @@ public final class SyncedStore implements AutoCloseable {
       throws IOException {
     byte[] tail = VersionObjectCodec.manifestAndFooter(ManifestCodec.encode(m),
         delta.map(DeltaFile::size).orElse(0L));
-    return delta.isPresent() ? ObjectBody.concat(ObjectBody.of(sst), ObjectBody.of(tail))
-        : ObjectBody.of(tail);
+    if (delta.isEmpty()) {
+      return ObjectBody.of(tail);
+    }
+    byte[] bytes = delta.get().bytes();
+    return ObjectBody.concat(bytes != null ? ObjectBody.of(bytes) : ObjectBody.of(sst),
+        ObjectBody.of(tail));
   }
 
   /**

@@ -47,25 +47,31 @@ class LocalStoreTest {
 
   @Test
   void deltaChecksumAndSizeAreThoseOfTheFileForSmallAndLargeDeltas() throws Exception {
-    // Deltas up to 256 KiB are hashed from one array, larger ones streamed: both must give the
-    // file's own XXHash64 and size (the manifest records them; a restore verifies them).
+    // Deltas of up to 4 MiB of pending writes are built in memory and keep their bytes (the
+    // upload sends them), larger ones are streamed to the file and hashed on the way: both must
+    // give the file's own XXHash64 and size (the manifest records them; a restore verifies them).
     try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
       java.util.Random r = new java.util.Random(7);
-      for (int n : new int[] {1, 100, 20_000}) {
+      for (int n : new int[] {1, 100, 20_000, 40_000}) {
         for (int i = 0; i < n; i++) {
-          byte[] v = new byte[64];
-          r.nextBytes(v); // incompressible, so 20,000 entries make a delta over 256 KiB
+          byte[] v = new byte[n == 40_000 ? 128 : 64];
+          r.nextBytes(v); // incompressible
           s.put(b("k" + i), v);
         }
+        boolean streamed = s.pendingBytes() > LocalStore.IN_MEMORY_DELTA_BYTES;
+        assertEquals(n == 40_000, streamed, "pending bytes " + s.pendingBytes());
         Path sst = tmp.resolve("d" + n + ".sst");
         DeltaFile d = s.writeDelta(sst).orElseThrow();
         assertEquals(Files.size(sst), d.size(), "size, " + n + " entries");
         assertEquals(Checksums.xxhash64(sst), d.checksum(), "checksum, " + n + " entries");
         assertEquals(n, d.entries());
-        if (n == 20_000) {
-          assertTrue(d.size() > 256 << 10, "the large delta is streamed: " + d.size());
+        if (streamed) {
+          assertNull(d.bytes());
+        } else {
+          assertArrayEquals(Files.readAllBytes(sst), d.bytes());
         }
         s.commitPending(Optional.of(d));
+        assertTrue(s.numKeys() >= n, "keys after " + n + " entries: " + s.numKeys());
       }
     }
   }
