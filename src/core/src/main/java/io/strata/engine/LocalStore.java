@@ -365,19 +365,40 @@ public final class LocalStore implements AutoCloseable {
   }
 
   /**
-   * Writes the pending writes as one sorted SST file (puts, and deletions as tombstones), with
-   * Strata's own SST writer ({@link SstWriter}: one pass in Java, no JNI call per entry and no
-   * fdatasync; the file is RocksDB's block-based table format, which {@link #ingest} takes as
-   * {@code SstFileWriter}'s). A delta of at most {@value #IN_MEMORY_DELTA_BYTES} bytes of pending
-   * writes is built in memory and returned with its bytes ({@link DeltaFile#bytes()}), so the
-   * upload and the checksum never read the file back; a larger one streams to the file, hashed as
-   * it goes.
+   * Writes the pending writes as one sorted SST file (puts, and deletions as tombstones): {@link
+   * #buildDelta}, then the file, if it was built in memory. Used where the file must exist at once
+   * (a spill, which is ingested right away; tests).
    *
    * @param sstFile where to write it (replaced if it exists)
-   * @return the file's size and checksum, or empty if there are no pending writes
+   * @return the file's size and checksum (and its bytes if it was built in memory), or empty if
+   *     there are no pending writes
    * @throws IOException if the file system fails (the file may then exist, partly written)
    */
   public Optional<DeltaFile> writeDelta(Path sstFile) throws IOException {
+    Optional<DeltaFile> d = buildDelta(sstFile);
+    if (d.isPresent() && d.get().bytes() != null) {
+      Files.write(sstFile, d.get().bytes());
+    }
+    return d;
+  }
+
+  /**
+   * Builds the pending writes into one sorted SST delta (puts, and deletions as tombstones), with
+   * Strata's own SST writer ({@link SstWriter}: one pass in Java, no JNI call per entry and no
+   * fdatasync; the file is RocksDB's block-based table format, which {@link #ingest} takes as
+   * {@code SstFileWriter}'s). A delta of at most {@value #IN_MEMORY_DELTA_BYTES} bytes of pending
+   * writes (by {@link #pendingBytes()}) is built in memory only: its {@link DeltaFile#bytes()} are
+   * the file, and {@code sstFile} is not written (the caller uploads the bytes and writes the file
+   * where it ingests it). A larger one is streamed to {@code sstFile}, hashed as it goes, and has
+   * no bytes in memory.
+   *
+   * @param sstFile the delta's file name and, for a large delta, where it is written (replaced if
+   *     it exists)
+   * @return the delta's size and checksum, or empty if there are no pending writes
+   * @throws IOException if the file system fails (the file may then exist, partly written)
+   * @throws IllegalStateException if the store is closed
+   */
+  public Optional<DeltaFile> buildDelta(Path sstFile) throws IOException {
     if (pending.isEmpty()) {
       ensureOpen();
       return Optional.empty();
@@ -390,7 +411,6 @@ public final class LocalStore implements AutoCloseable {
         Buffer buf = new Buffer((int) Math.min(256L << 10, pending.approxBytes() + 4096));
         long entries = writeSst(buf);
         byte[] bytes = buf.bytes();
-        Files.write(sstFile, bytes);
         return Optional.of(new DeltaFile(sstFile, bytes.length, Checksums.xxhash64(bytes),
             entries, bytes));
       }
@@ -417,8 +437,11 @@ public final class LocalStore implements AutoCloseable {
     }
   }
 
-  /** Pending writes of at most this many bytes make a delta built in memory. */
-  static final long IN_MEMORY_DELTA_BYTES = 4L << 20;
+  /**
+   * Pending writes ({@link #pendingBytes()}) of at most this many bytes make a delta built in
+   * memory ({@link #buildDelta}): 4 MiB.
+   */
+  public static final long IN_MEMORY_DELTA_BYTES = 4L << 20;
 
   private long writeSst(OutputStream out) throws IOException {
     SstWriter w = new SstWriter(out);
@@ -462,10 +485,11 @@ public final class LocalStore implements AutoCloseable {
   }
 
   /**
-   * Makes the pending writes committed: ingests {@code delta} (written by {@link #writeDelta}
-   * from the current pending writes, or none) and clears them. Ingestion moves the file into the
-   * database without rewriting it ({@code write_global_seqno=false}), so the bytes stay identical
-   * to what was uploaded.
+   * Makes the pending writes committed: ingests {@code delta} (made by {@link #writeDelta} or
+   * {@link #buildDelta} from the current pending writes, or none; a delta built in memory is
+   * written to its path first if it is not there) and clears them. Ingestion moves the file into
+   * the database without rewriting it ({@code write_global_seqno=false}), so the bytes stay
+   * identical to what was uploaded.
    *
    * @param delta the SST delta, or empty for a version without writes
    * <p>State: CLEAN or SPILLED -&gt; CLEAN.
@@ -478,7 +502,11 @@ public final class LocalStore implements AutoCloseable {
     ensureOpen();
     closeScans();
     if (delta.isPresent()) {
-      ingest(delta.get().path());
+      DeltaFile d = delta.get();
+      if (d.bytes() != null && !Files.exists(d.path())) { // built in memory, not written yet
+        Files.write(d.path(), d.bytes());
+      }
+      ingest(d.path());
     }
     committedKeys += pendingKeyDelta;
     discardPending();

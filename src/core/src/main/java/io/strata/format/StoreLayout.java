@@ -2,7 +2,6 @@
 package io.strata.format;
 
 import java.security.SecureRandom;
-import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -99,8 +98,7 @@ public final class StoreLayout {
    */
   public static String generationVersionObject(long version, long generation) {
     requireEpoch(generation);
-    return versionPrefix(version) + String.format(Locale.ROOT, "g%010d", generation)
-        + VERSION_OBJECT_SUFFIX;
+    return versionPrefix(version) + "g" + digits(generation, 10) + VERSION_OBJECT_SUFFIX;
   }
 
   /**
@@ -124,7 +122,7 @@ public final class StoreLayout {
   /** Key of the claim of {@code epoch} by a query run: {@code runs/<epoch:10>.run}. */
   public static String runClaim(long epoch) {
     requireEpoch(epoch);
-    return RUNS + String.format(Locale.ROOT, "%010d", epoch) + ".run";
+    return RUNS + digits(epoch, 10) + ".run";
   }
 
   /**
@@ -133,7 +131,7 @@ public final class StoreLayout {
    */
   public static String runMarker(long epoch, String runId) {
     requireEpoch(epoch);
-    String key = RUNS + String.format(Locale.ROOT, "%010d", epoch) + "-" + runId + ".id";
+    String key = RUNS + digits(epoch, 10) + "-" + runId + ".id";
     if (!RUN_MARKER.matcher(key).matches()) {
       throw new IllegalArgumentException("invalid run id '" + runId + "'");
     }
@@ -290,12 +288,12 @@ public final class StoreLayout {
 
   /** A new attempt id: creation time in ms (12 hex digits) and 64 random bits. */
   public static String newAttemptId() {
-    return String.format(Locale.ROOT, "%012x-%016x", System.currentTimeMillis(), RANDOM.nextLong());
+    return hex(System.currentTimeMillis(), 12) + "-" + hex(RANDOM.nextLong(), 16);
   }
 
   /** A new random unique name (32 hex digits). */
   public static String newUniqueName() {
-    return String.format(Locale.ROOT, "%016x%016x", RANDOM.nextLong(), RANDOM.nextLong());
+    return hex(RANDOM.nextLong(), 16) + hex(RANDOM.nextLong(), 16);
   }
 
   /** True if {@code s} has the shape of an attempt id. */
@@ -310,7 +308,23 @@ public final class StoreLayout {
   }
 
   private static String pad(long version) {
-    return String.format(Locale.ROOT, "%020d", version);
+    return digits(version, 20);
+  }
+
+  /**
+   * {@code v} (not negative) in decimal, zero-padded on the left to {@code width} digits, as
+   * {@code String.format("%0<width>d")} gives it (keys are made on every commit; the formatter
+   * is slow there while the code is still interpreted).
+   */
+  static String digits(long v, int width) {
+    String s = Long.toString(v);
+    return s.length() >= width ? s : "0".repeat(width - s.length()) + s;
+  }
+
+  /** {@code v} in lower-case hex, unsigned, zero-padded on the left to {@code width} digits. */
+  static String hex(long v, int width) {
+    String s = Long.toHexString(v);
+    return s.length() >= width ? s : "0".repeat(width - s.length()) + s;
   }
 
   private static void requireVersion(long version) {

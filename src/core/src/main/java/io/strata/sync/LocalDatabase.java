@@ -103,6 +103,11 @@ final class LocalDatabase {
     return localDir.resolve("checkpoint-" + dirCounter.incrementAndGet());
   }
 
+  /** The directory of temporary files, not checked or created ({@link #tmpDir()} does both). */
+  Path tmpPath() {
+    return localDir.resolve("tmp");
+  }
+
   /** The directory of temporary files (SSTs being written), created if missing. */
   Path tmpDir() throws IOException {
     Path tmp = localDir.resolve("tmp");

@@ -34,7 +34,7 @@ final class LocalIngestion {
    * into {@code l}, without starting it: {@link #start} hands it to the ingest threads, and
    * {@link #await} runs it on the caller's thread if it has not started by then.
    *
-   * @param tmp the database's temporary directory, on its file system
+   * @param tmp the database's temporary directory, on its file system (created if missing)
    * @return the task, not started
    */
   static FutureTask<Done> prepare(LocalStore l, Optional<DeltaFile> delta, Path tmp) {
@@ -89,7 +89,12 @@ final class LocalIngestion {
       DeltaFile d = delta.get();
       Path local = d.path();
       try {
-        if (!tmp.equals(d.path().getParent())) {
+        if (d.bytes() != null) { // built in memory: the file is written only now, where it is
+          // ingested (on the database's file system, so ingestion moves it)
+          local = tmp.resolve(d.path().getFileName());
+          Files.createDirectories(tmp);
+          Files.write(local, d.bytes());
+        } else if (!tmp.equals(d.path().getParent())) {
           local = tmp.resolve(d.path().getFileName());
           Files.copy(d.path(), local, StandardCopyOption.REPLACE_EXISTING);
           Files.delete(d.path());

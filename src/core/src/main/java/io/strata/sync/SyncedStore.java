@@ -750,15 +750,19 @@ public final class SyncedStore implements AutoCloseable {
     long generation = 1;
     String key = epoch > 0 ? StoreLayout.generationVersionObject(newVersion, generation)
         : reader.key(newVersion, attempt);
-    Path tmp = db.tmpDir();
-    Path sst = DeltaStaging.dirFor(settings.stageDeltasInMemory(), l.pendingBytes(), tmp)
-        .resolve(DeltaStaging.fileName(newVersion, attempt));
+    // A delta of up to LocalStore.IN_MEMORY_DELTA_BYTES is built in memory and written under
+    // tmp only by its ingestion, so the commit touches no file for it; a larger one is streamed
+    // to the staging directory, or to tmp (created here then).
+    boolean inMemory = l.pendingBytes() <= LocalStore.IN_MEMORY_DELTA_BYTES;
+    Path tmp = inMemory ? db.tmpPath() : db.tmpDir();
+    Path sst = (inMemory ? tmp : DeltaStaging.dirFor(settings.stageDeltasInMemory(),
+        l.pendingBytes(), tmp)).resolve(DeltaStaging.fileName(newVersion, attempt));
     boolean ingesting = false;
     try {
       long t0 = System.nanoTime();
       Optional<DeltaFile> delta;
       try {
-        delta = l.writeDelta(sst);
+        delta = l.buildDelta(sst);
       } catch (IOException e) {
         if (sst.startsWith(tmp)) {
           throw e;
@@ -768,7 +772,7 @@ public final class SyncedStore implements AutoCloseable {
             identity, newVersion, sst.getParent(), e.getMessage(), tmp);
         db.deleteQuietly(sst);
         sst = tmp.resolve(sst.getFileName());
-        delta = l.writeDelta(sst);
+        delta = l.buildDelta(sst);
       }
       long t1 = System.nanoTime();
       Optional<BaseSnapshot> pendingBase = snapshots.pending(db.generation(), newVersion);

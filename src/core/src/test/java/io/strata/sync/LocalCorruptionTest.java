@@ -114,6 +114,7 @@ class LocalCorruptionTest {
     try (SyncedStore s = open("c", 100)) {
       s.load(0, Optional.empty());
       commit(s, 1);
+      s.awaitLocalIngestion(); // the delta is a file in the database once ingested
       Path sst = ssts(tmp.resolve("local-c")).get(0);
       LocalFiles.verifySst(sst); // intact
       Path copy = tmp.resolve("copy.sst");
