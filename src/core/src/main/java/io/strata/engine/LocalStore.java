@@ -414,24 +414,28 @@ public final class LocalStore implements AutoCloseable {
         return Optional.of(new DeltaFile(sstFile, bytes.length, Checksums.xxhash64(bytes),
             entries, bytes));
       }
-      StreamingXXHash64 hash = Checksums.newStreaming();
-      long entries;
-      try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(sstFile),
-          1 << 16)) {
-        entries = writeSst(new FilterOutputStream(out) {
+      // The hash (native state, closed here) sees the bytes as the buffer flushes them, in
+      // 64 KiB writes rather than one call per block and trailer.
+      try (StreamingXXHash64 hash = Checksums.newStreaming();
+          OutputStream file = Files.newOutputStream(sstFile)) {
+        long entries;
+        try (OutputStream out = new BufferedOutputStream(new FilterOutputStream(file) {
           @Override
           public void write(byte[] b, int off, int len) throws IOException {
             hash.update(b, off, len);
-            out.write(b, off, len);
+            file.write(b, off, len);
           }
 
           @Override
           public void write(int b) throws IOException {
             write(new byte[] {(byte) b}, 0, 1);
           }
-        });
+        }, 1 << 16)) {
+          entries = writeSst(out);
+        }
+        return Optional.of(new DeltaFile(sstFile, Files.size(sstFile), hash.getValue(),
+            entries));
       }
-      return Optional.of(new DeltaFile(sstFile, Files.size(sstFile), hash.getValue(), entries));
     } finally {
       l.unlock();
     }

@@ -16,21 +16,26 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Where a commit writes its SST delta before the PUT: a directory of this JVM on a memory-backed
- * file system ({@code /dev/shm} on Linux) when there is one, else the store's own temporary
- * directory on the local disk ({@link StoreSettings#stageDeltasInMemory()}).
+ * Where a commit writes a large SST delta before the PUT: a directory of this JVM on a
+ * memory-backed file system ({@code /dev/shm} on Linux) when there is one, else the store's own
+ * temporary directory on the local disk ({@link StoreSettings#stageDeltasInMemory()}). A delta of
+ * up to {@code LocalStore.IN_MEMORY_DELTA_BYTES} of pending writes (the rule: a batch's changes)
+ * is built in memory and never staged: its ingestion writes it straight into the store's
+ * temporary directory.
  *
- * <p>Why: RocksDB's {@code SstFileWriter.finish()} always ends with an fdatasync and then drops
- * the file from the page cache, so on a disk the commit pays a journal flush and then reads the
- * file back from the device for its checksum and again for the PUT. On tmpfs both are memory
- * operations. The local copy needs no durability: the PUT makes the version durable, and the
- * local database is rebuilt from the object store whenever it is in doubt. After the PUT the
- * delta is copied into the store's directory (a hard link cannot cross file systems) and ingested
- * there, off the commit path (see {@link SyncedStore#commit()}).
+ * <p>Why stage at all: the file is read again for the PUT (and, on a failure, for the SDK's
+ * retries) while the commit waits; on tmpfs those reads are memory operations whatever the disk
+ * is doing (RocksDB's compactions, other stores' ingestions). The local copy needs no
+ * durability: the PUT makes the version durable, and the local database is rebuilt from the
+ * object store whenever it is in doubt. After the PUT the delta is copied into the store's
+ * directory (a hard link cannot cross file systems) and ingested there, off the commit path (see
+ * {@link SyncedStore#commit()}). (Before Strata wrote SSTs itself, RocksDB's {@code
+ * SstFileWriter.finish()} also ended every delta with an fdatasync and dropped it from the page
+ * cache, which made staging worth more.)
  *
  * <p>Only deltas of at most {@link #MAX_PENDING_BYTES} of pending writes are staged: tmpfs is
  * memory (charged to the writer's memory cgroup), and {@code /dev/shm} in a container is often
- * small (64 MiB by default in Docker), so a large batch goes to the disk, and a staged write
+ * small (64 MiB by default in Docker), so a larger batch goes to the disk, and a staged write
  * that fails (the file system is full) is written again to the disk by the caller. A staged file
  * lives from the commit's SST build until its ingestion copied it: a few milliseconds after the
  * commit returned when the committer starts the ingestion ({@link
