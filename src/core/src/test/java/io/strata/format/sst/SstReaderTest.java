@@ -65,7 +65,12 @@ class SstReaderTest {
   }
 
   private Path write(Options options, TreeMap<byte[], byte[]> writes) throws Exception {
-    Path file = Files.createTempFile(tmp, "t", ".sst");
+    return writeWithRocksDb(Files.createTempFile(tmp, "t", ".sst"), options, writes);
+  }
+
+  /** Writes {@code writes} (null values: deletes) to {@code file} with RocksDB's SstFileWriter. */
+  static Path writeWithRocksDb(Path file, Options options, TreeMap<byte[], byte[]> writes)
+      throws Exception {
     try (EnvOptions env = new EnvOptions(); SstFileWriter w = new SstFileWriter(env, options)) {
       w.open(file.toString());
       for (Map.Entry<byte[], byte[]> e : writes.entrySet()) {

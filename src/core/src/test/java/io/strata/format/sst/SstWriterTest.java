@@ -26,7 +26,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.CompressionType;
-import org.rocksdb.EnvOptions;
 import org.rocksdb.FlushOptions;
 import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.Options;
@@ -34,7 +33,6 @@ import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.SstFileReader;
 import org.rocksdb.SstFileReaderIterator;
-import org.rocksdb.SstFileWriter;
 import org.rocksdb.TableProperties;
 
 /**
@@ -226,17 +224,8 @@ class SstWriterTest {
     Path f = tmp.resolve("r.sst");
     try (BloomFilter bloom = new BloomFilter(10, false);
         Options o = new Options().setTableFormatConfig(new BlockBasedTableConfig()
-            .setFilterPolicy(bloom).setFormatVersion(2));
-        EnvOptions env = new EnvOptions(); SstFileWriter w = new SstFileWriter(env, o)) {
-      w.open(f.toString());
-      for (Map.Entry<byte[], byte[]> e : writes.entrySet()) {
-        if (e.getValue() == null) {
-          w.delete(e.getKey());
-        } else {
-          w.put(e.getKey(), e.getValue());
-        }
-      }
-      w.finish();
+            .setFilterPolicy(bloom).setFormatVersion(2))) {
+      SstReaderTest.writeWithRocksDb(f, o, writes);
     }
     assertArrayEquals(filterOf(Files.readAllBytes(f)), mine);
   }
