@@ -41,8 +41,9 @@ import java.util.Optional;
  *     the last one (versions, &gt;= 1)
  * @param snapshotOnCommit true if the commit that reaches {@code snapshotInterval} queues that
  *     base snapshot on a JVM-wide pool; false if only maintenance (and a long restore) start one
- * @param stageDeltasInMemory true if a commit writes a small SST delta to a memory-backed
- *     directory ({@code /dev/shm}) when there is one, instead of the local disk
+ * @param stageDeltasInMemory true if a commit streams an SST delta of 4 to 8 MiB of pending writes
+ *     to a memory-backed directory ({@code /dev/shm}) when there is one, instead of the local
+ *     disk (smaller deltas are built in memory)
  * @param transferThreads parallel uploads/downloads per store for snapshots and restore (&gt;= 1)
  * @param spillThresholdBytes pending writes of one batch (approximate heap bytes) above which
  *     they are spilled to a spill delta uploaded before commit; 0 disables spilling
@@ -283,18 +284,18 @@ public record StrataConf(
       .description("Versions committed after the last base snapshot before a new one is "
           + "uploaded: started by the commit that reaches it (`snapshotOnCommit`), else by "
           + "maintenance. Bounds the delta chain a restore replays.");
-  /** {@code stageDeltasInMemory}: a commit writes a small SST delta to {@code /dev/shm}. */
+  /** {@code stageDeltasInMemory}: a commit streams a mid-sized SST delta to {@code /dev/shm}. */
   public static final ConfigOption<Boolean> STAGE_DELTAS_IN_MEMORY =
       ConfigOption.key("stageDeltasInMemory")
           .type(OptionType.bool())
           .defaultValue(true)
-          .description("`true`: a commit writes its SST delta (up to 8 MiB of pending writes) to "
-              + "a directory of the executor JVM on a memory-backed file system (`/dev/shm`) "
-              + "when there is one, so the fdatasync that RocksDB's SST writer always ends with, "
-              + "and reading the file back for its checksum and PUT, cost no disk I/O on the "
-              + "commit path; the delta is copied to the local disk and ingested after the PUT. "
-              + "Larger deltas, a missing or full `/dev/shm`, and `false` use the local "
-              + "disk (`localDir`).");
+          .description("`true`: a commit whose batch wrote more than 4 MiB and at most 8 MiB of "
+              + "pending writes streams its SST delta to a directory of the executor JVM on a "
+              + "memory-backed file system (`/dev/shm`) when there is one, so reading it back "
+              + "for the PUT costs no disk I/O on the commit path; the delta is copied to the "
+              + "local disk and ingested after the PUT. Smaller deltas (the rule) are built in "
+              + "memory and touch no file before the PUT; larger ones, a missing or full "
+              + "`/dev/shm`, and `false` use the local disk (`localDir`).");
   /** {@code snapshotOnCommit}: the commit that reaches the interval starts the snapshot. */
   public static final ConfigOption<Boolean> SNAPSHOT_ON_COMMIT =
       ConfigOption.key("snapshotOnCommit")
