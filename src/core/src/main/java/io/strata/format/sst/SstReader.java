@@ -16,8 +16,9 @@ import net.jpountz.lz4.LZ4SafeDecompressor;
  * own readers (Java's {@code SstFileReader}, a database iterator) hide deletions, but a change
  * feed must return them: a delta's tombstone is a removal of that version.
  *
- * <p>Reads RocksDB's block-based table format as {@code SstFileWriter} writes it with Strata's
- * table options (docs/format.md, "SST deltas"): footer format versions 0 to 6 (for 6, the
+ * <p>Reads RocksDB's block-based table format as {@link SstWriter} writes it, and as {@code
+ * SstFileWriter} wrote deltas with Strata's table options before (docs/format.md, "The version
+ * object"): footer format versions 0 to 6 (for 6, the
  * metaindex block lies right before the footer and names the index block), a binary-search index
  * ({@code kBinarySearch}, {@code kHashSearch} or {@code kBinarySearchWithFirstKey}; delta-encoded
  * index values from format version 4), data blocks uncompressed or LZ4 (format version 2 and

@@ -15,7 +15,8 @@ import net.jpountz.lz4.LZ4Factory;
 /**
  * Writes an SST delta in RocksDB's block-based table format from Java, in one pass over entries
  * given in key order: what RocksDB's {@code SstFileWriter} makes of the same entries, without a
- * JNI call per entry, a file write, an fdatasync and a read-back (docs/format.md, "SST deltas").
+ * JNI call per entry, a file write, an fdatasync and a read-back (docs/format.md, "The version
+ * object", lists what a delta holds).
  *
  * <p>The file it writes, and what each part is for:
  * <ul>
@@ -28,9 +29,9 @@ import net.jpountz.lz4.LZ4Factory;
  *       eighth, RocksDB's own rule; otherwise stored as is.
  *   <li><b>A full filter</b> over the user keys: RocksDB's legacy cache-local Bloom filter (the
  *       one RocksDB writes for table format versions below 5), 10 bits per key, 6 probes, hash
- *       {@code BloomHash} (RocksDB's 32-bit MurmurHash1 variant, seed {@code 0xbc9f1d34}); metaindex
- *       name {@code fullfilter.rocksdb.BuiltinBloomFilter}, so a database configured with
- *       {@code BloomFilter} uses it for point reads.
+ *       {@code BloomHash} (RocksDB's 32-bit MurmurHash1 variant, seed {@code 0xbc9f1d34});
+ *       metaindex name {@code fullfilter.rocksdb.BuiltinBloomFilter}, so a database configured
+ *       with {@code BloomFilter} uses it for point reads.
  *   <li><b>A binary-search index</b>: one entry per data block, keyed by the block's last internal
  *       key, valued by the block's handle (varint64 offset, varint64 size).
  *   <li><b>Properties</b>, including the two {@code SstFileWriter} adds, which ingestion
