@@ -77,6 +77,8 @@ public final class SstWriter {
   private final Bytes block = new Bytes(BLOCK_SIZE + 1024);
   private final Bytes restarts = new Bytes(256);
   private final Bytes index = new Bytes(256);
+  /** Where each index entry starts (restart interval 1: every entry is a restart point). */
+  private final Bytes indexRestarts = new Bytes(64);
   private byte[] lastKey;
   private int lastKeyLength;
   private int blockEntries;
@@ -193,12 +195,13 @@ public final class SstWriter {
   }
 
   private void flushBlock() throws IOException {
-    restarts.fixed32Into(block);
+    restarts.appendTo(block);
     block.fixed32(blockRestarts);
     long[] handle = writeBlock(block.bytes, block.length, true);
     dataBytes += handle[1] + SstReader.TRAILER;
     dataBlocks++;
     // The index entry: the block's last internal key, then its handle.
+    indexRestarts.fixed32(index.length);
     index.varint(0);
     index.varint(lastKeyLength);
     Bytes value = new Bytes(20);
@@ -233,18 +236,9 @@ public final class SstWriter {
     finished = true;
     byte[] filter = legacyBloom(hashes, hashCount);
     long[] filterHandle = writeBlock(filter, filter.length, false);
-    Bytes indexBlock = index;
-    int indexEntries = (int) dataBlocks;
-    // Restart interval 1: every index entry is a restart point.
-    Bytes indexRestarts = new Bytes(4 * indexEntries + 4);
-    int at = 0;
-    for (int i = 0; i < indexEntries; i++) {
-      indexRestarts.fixed32(at);
-      at = nextEntry(indexBlock.bytes, at);
-    }
-    indexRestarts.fixed32Into(indexBlock);
-    indexBlock.fixed32(indexEntries);
-    long[] indexHandle = writeBlock(indexBlock.bytes, indexBlock.length, false);
+    indexRestarts.appendTo(index);
+    index.fixed32((int) dataBlocks);
+    long[] indexHandle = writeBlock(index.bytes, index.length, false);
 
     Map<String, byte[]> props = new TreeMap<>();
     props.put("rocksdb.block.based.table.index.type", fixed32(0));
@@ -353,29 +347,9 @@ public final class SstWriter {
       b.put(k, 0, k.length);
       b.put(e.getValue(), 0, e.getValue().length);
     }
-    starts.fixed32Into(b);
+    starts.appendTo(b);
     b.fixed32(entries.size());
     return b;
-  }
-
-  /** Offset of the entry after the one at {@code at} in a block whose entries share no bytes. */
-  private static int nextEntry(byte[] b, int at) {
-    int[] pos = {at};
-    readVarint(b, pos); // shared
-    int nonShared = readVarint(b, pos);
-    int valueLength = readVarint(b, pos);
-    return pos[0] + nonShared + valueLength;
-  }
-
-  private static int readVarint(byte[] b, int[] pos) {
-    int result = 0;
-    for (int shift = 0; ; shift += 7) {
-      int x = b[pos[0]++] & 0xff;
-      result |= (x & 0x7f) << shift;
-      if ((x & 0x80) == 0) {
-        return result;
-      }
-    }
   }
 
   /**
@@ -551,7 +525,7 @@ public final class SstWriter {
     }
 
     /** Appends this buffer's bytes to {@code other}. */
-    void fixed32Into(Bytes other) {
+    void appendTo(Bytes other) {
       other.put(bytes, 0, length);
     }
   }
