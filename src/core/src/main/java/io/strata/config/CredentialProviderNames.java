@@ -2,6 +2,10 @@
 package io.strata.config;
 
 import io.strata.objectstore.S3Credentials.Provider;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -17,8 +21,15 @@ import java.util.stream.Collectors;
  * that S3A users put there, mapped to the provider that reads the same source. Strata does not
  * load provider classes: the SDK inside the runtime jar is relocated, so a user's class could not
  * implement it; an unknown name is refused with the names known.
+ *
+ * <p>The class names are read from the resource {@code credential-provider-classes.txt} beside
+ * this class, never written as string constants: the runtime jars' shading rewrites every string
+ * constant that looks like an AWS SDK class name to its relocated name, so a constant would stop
+ * matching what users write (the resource's header says more).
  */
 public final class CredentialProviderNames {
+  /** The resource of class names, beside this class. */
+  static final String CLASSES_RESOURCE = "credential-provider-classes.txt";
   /** Class names, S3A's and both AWS SDKs', mapped to the providers that read the same source. */
   static final Map<String, List<Provider>> CLASSES = classes();
 
@@ -26,43 +37,39 @@ public final class CredentialProviderNames {
 
   private static Map<String, List<Provider>> classes() {
     Map<String, List<Provider>> m = new LinkedHashMap<>();
-    String v2 = "software.amazon.awssdk.auth.credentials.";
-    String v1 = "com.amazonaws.auth.";
-    String s3a = "org.apache.hadoop.fs.s3a.";
-    m.put(s3a + "SimpleAWSCredentialsProvider", List.of(Provider.STATIC));
-    m.put(s3a + "TemporaryAWSCredentialsProvider", List.of(Provider.TEMPORARY));
-    m.put(s3a + "AnonymousAWSCredentialsProvider", List.of(Provider.ANONYMOUS));
-    m.put(v2 + "AnonymousCredentialsProvider", List.of(Provider.ANONYMOUS));
-    m.put(v1 + "AnonymousAWSCredentials", List.of(Provider.ANONYMOUS));
-    m.put(v1 + "EnvironmentVariableCredentialsProvider", List.of(Provider.ENVIRONMENT));
-    m.put(v2 + "EnvironmentVariableCredentialsProvider", List.of(Provider.ENVIRONMENT));
-    m.put(v1 + "SystemPropertiesCredentialsProvider", List.of(Provider.SYSTEM_PROPERTIES));
-    m.put(v2 + "SystemPropertyCredentialsProvider", List.of(Provider.SYSTEM_PROPERTIES));
-    m.put(v1 + "profile.ProfileCredentialsProvider", List.of(Provider.PROFILE));
-    m.put(v2 + "ProfileCredentialsProvider", List.of(Provider.PROFILE));
-    // Hadoop 3.4.2's and later, which reads fs.s3a.auth.profile.name and .file (s3.profile's and
-    // s3.credentialsFile's fallbacks).
-    m.put(s3a + "auth.ProfileAWSCredentialsProvider", List.of(Provider.PROFILE));
-    // S3A's instance provider tries the container endpoint, then the EC2 instance profile.
-    m.put(s3a + "auth.IAMInstanceCredentialsProvider",
-        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
-    // S3A's instance provider: SDK v1's name is mapped to it by S3A's provider factory, and
-    // SharedInstanceCredentialProvider is a subclass of it.
-    m.put(s3a + "SharedInstanceCredentialProvider",
-        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
-    m.put(v1 + "InstanceProfileCredentialsProvider",
-        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
-    m.put(v2 + "InstanceProfileCredentialsProvider", List.of(Provider.INSTANCE_PROFILE));
-    m.put(v1 + "EC2ContainerCredentialsProviderWrapper",
-        List.of(Provider.CONTAINER, Provider.INSTANCE_PROFILE));
-    m.put(v1 + "ContainerCredentialsProvider", List.of(Provider.CONTAINER));
-    m.put(v2 + "ContainerCredentialsProvider", List.of(Provider.CONTAINER));
-    m.put(v1 + "WebIdentityTokenCredentialsProvider", List.of(Provider.WEB_IDENTITY));
-    m.put(v2 + "WebIdentityTokenFileCredentialsProvider", List.of(Provider.WEB_IDENTITY));
-    m.put(s3a + "auth.AssumedRoleCredentialProvider", List.of(Provider.ASSUMED_ROLE));
-    m.put(v1 + "DefaultAWSCredentialsProviderChain", List.of(Provider.DEFAULT));
-    m.put(v2 + "DefaultCredentialsProvider", List.of(Provider.DEFAULT));
+    for (String line : resourceLines(CLASSES_RESOURCE)) {
+      String[] parts = line.split("\\s+");
+      if (parts.length != 2) {
+        throw new IllegalStateException(CLASSES_RESOURCE + ": expected '<class> <ids>': " + line);
+      }
+      List<Provider> providers = new ArrayList<>();
+      for (String id : parts[1].split(",")) {
+        providers.add(Arrays.stream(Provider.values()).filter(p -> p.id().equals(id)).findFirst()
+            .orElseThrow(() -> new IllegalStateException(CLASSES_RESOURCE
+                + ": unknown provider id '" + id + "' in: " + line)));
+      }
+      m.put(parts[0], List.copyOf(providers));
+    }
     return m;
+  }
+
+  /**
+   * The lines of a UTF-8 resource of this package, stripped, without blank lines and lines
+   * starting with {@code #}.
+   *
+   * @throws IllegalStateException if the resource is missing or unreadable (a broken jar)
+   */
+  static List<String> resourceLines(String name) {
+    try (InputStream in = CredentialProviderNames.class.getResourceAsStream(name)) {
+      if (in == null) {
+        throw new IllegalStateException("resource " + name + " missing beside "
+            + CredentialProviderNames.class.getName());
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8).lines().map(String::strip)
+          .filter(l -> !l.isEmpty() && !l.startsWith("#")).toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read resource " + name, e);
+    }
   }
 
   /**

@@ -43,17 +43,39 @@ public final class S3aFallbacks {
    * Hadoop's shipped values of {@link #PROVIDERS} ({@code core-default.xml} of Hadoop 3.4 and
    * 3.5, and of 3.3 with the SDK v1 name), which every Hadoop {@code Configuration} returns when
    * nobody set the key. Read as unset: Strata's default (the static keys if set, else the SDK's
-   * default chain) reads every source they list, and web identity too.
+   * default chain) reads every source they list, and web identity too. Read from the resource
+   * {@code hadoop-default-providers.txt}, not written as constants: the runtime jars' shading
+   * would rewrite the SDK class name in a constant (see {@link CredentialProviderNames}).
    */
-  static final List<List<String>> HADOOP_DEFAULT_PROVIDERS = List.of(
-      List.of("org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
-          "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-          "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider",
-          "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider"),
-      List.of("org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
-          "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-          "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
-          "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider"));
+  static final List<List<String>> HADOOP_DEFAULT_PROVIDERS =
+      CredentialProviderNames.resourceLines("hadoop-default-providers.txt").stream()
+          .map(S3aFallbacks::entries).toList();
+  /**
+   * The S3A keys whose values are secrets, which S3A reads with {@code
+   * Configuration.getPassword} (its {@code S3AUtils.lookupPassword}): from the credential
+   * providers of {@code hadoop.security.credential.provider.path} (a JCEKS store, say) first,
+   * then from the configuration itself. A lookup handed to {@link #from} reads these (and their
+   * per-bucket forms, see {@link #isSecret}) the same way.
+   */
+  public static final List<String> SECRET_KEYS = List.of("fs.s3a.access.key",
+      "fs.s3a.secret.key", "fs.s3a.session.token", "fs.s3a.encryption.key", OLD_SSE_KEY);
+
+  /**
+   * Whether S3A reads {@code key} as a secret ({@code getPassword}): one of {@link
+   * #SECRET_KEYS}, or its per-bucket form {@code fs.s3a.bucket.<bucket>.<rest>}.
+   */
+  public static boolean isSecret(String key) {
+    if (SECRET_KEYS.contains(key)) {
+      return true;
+    }
+    if (!key.startsWith(BUCKET_PREFIX)) {
+      return false;
+    }
+    String rest = key.substring(BUCKET_PREFIX.length());
+    return SECRET_KEYS.stream().anyMatch(k -> rest.endsWith("." + k.substring(PREFIX.length()))
+        && rest.length() > k.length() - PREFIX.length() + 1);
+  }
+
   /** The entry naming the bucket whose per-bucket keys answered (not an S3A key). */
   static final String BUCKET_ENTRY = "fs.s3a.bucket";
   /**

@@ -36,7 +36,8 @@ import java.util.Optional;
  *     storage every executor mounts at the same path (NFS), so the Spark layer accepts it with a
  *     cluster master; false (the default) and such a location works only with a {@code local}
  *     master
- * @param s3 how to reach S3
+ * @param s3Source how to reach S3, resolved when first asked for ({@link #s3()}): only a store
+ *     or checkpoint on S3 reads and checks the S3 settings and credentials
  * @param snapshotInterval upload a base snapshot once this many versions were committed since
  *     the last one (versions, &gt;= 1)
  * @param snapshotOnCommit true if the commit that reaches {@code snapshotInterval} queues that
@@ -60,7 +61,7 @@ import java.util.Optional;
 public record StrataConf(
     Optional<Path> localDir,
     boolean fileCheckpointShared,
-    S3Settings s3,
+    S3Source s3Source,
     int snapshotInterval,
     boolean snapshotOnCommit,
     boolean stageDeltasInMemory,
@@ -71,6 +72,19 @@ public record StrataConf(
     Optional<Long> memoryMaxBytes,
     boolean gcEnabled,
     Duration gcGracePeriod) {
+
+  /**
+   * How to reach S3, resolved from the settings and S3A fallbacks on the first call (and again
+   * after a failed one); a store or checkpoint not on S3 never calls it, so S3 settings meant
+   * for other jobs (S3A's provider list without keys, say) never fail it.
+   *
+   * @return the validated S3 settings
+   * @throws IllegalArgumentException naming the key, the value (unless secret) and what is
+   *     allowed, for the first bad S3 setting or credentials source
+   */
+  public S3Settings s3() {
+    return s3Source.get();
+  }
 
   /** Prefix of every Strata key. */
   public static final String PREFIX = "spark.sql.streaming.stateStore.strata.";
@@ -390,9 +404,11 @@ public record StrataConf(
    *     key under it is logged once per JVM at WARN with the closest known key (a newer
    *     Strata's key in shared defaults must not stop an older jar), never refused
    * @param hadoop Hadoop configuration entries used as fallbacks ({@code fs.s3a.*}); may be empty
-   * @return the validated settings
+   * @return the validated settings; the S3 settings ({@code s3.*} and their S3A fallbacks) are
+   *     read and checked by the first call of {@link #s3()}, so a checkpoint not on S3 never
+   *     fails on them
    * @throws IllegalArgumentException naming the key, the value (unless secret) and what is
-   *     allowed, for the first bad setting
+   *     allowed, for the first bad setting other than the S3 settings
    */
   public static StrataConf from(Map<String, String> settings, Map<String, String> hadoop) {
     List<String> known = new ArrayList<>();
@@ -405,6 +421,29 @@ public record StrataConf(
       }
     }
     Reader r = new Reader(settings, hadoop);
+    return new StrataConf(
+        r.opt(LOCAL_DIR),
+        r.get(FILE_CHECKPOINT_SHARED),
+        new S3Source(() -> s3(r)),
+        r.get(SNAPSHOT_INTERVAL),
+        r.get(SNAPSHOT_ON_COMMIT),
+        r.get(STAGE_DELTAS_IN_MEMORY),
+        r.get(TRANSFER_THREADS),
+        r.get(SPILL_THRESHOLD),
+        r.get(LOCK_TIMEOUT),
+        r.get(MEMORY_BOUNDED),
+        r.get(MEMORY_MAX),
+        r.get(GC_ENABLED),
+        r.get(GC_GRACE_PERIOD));
+  }
+
+  /**
+   * How to reach S3: endpoint, region, credentials, timeouts and write settings, validated.
+   *
+   * @throws IllegalArgumentException naming the key, the value (unless secret) and what is
+   *     allowed, for the first bad S3 setting or credentials source
+   */
+  private static S3Settings s3(Reader r) {
     // Strata's own credential keys, if any is set, replace S3A's four (keys, token, provider
     // list): never Strata's keys with S3A's session token or provider list.
     Reader c = CREDENTIAL_OPTIONS.stream().anyMatch(r::isSet)
@@ -440,7 +479,7 @@ public record StrataConf(
           + ": expected an AWS region such as us-east-1 or eu-west-1 "
           + "(for an S3-compatible server, set " + S3_ENDPOINT.fullKey() + " as well)");
     }
-    S3Settings s3 = new S3Settings(
+    return new S3Settings(
         endpoint,
         region,
         r.get(S3_PATH_STYLE),
@@ -451,20 +490,6 @@ public record StrataConf(
         call,
         attempt,
         r.get(S3_MAX_CONNECTIONS)).withWrites(writes(r)).withCredentials(credentials(c));
-    return new StrataConf(
-        r.opt(LOCAL_DIR),
-        r.get(FILE_CHECKPOINT_SHARED),
-        s3,
-        r.get(SNAPSHOT_INTERVAL),
-        r.get(SNAPSHOT_ON_COMMIT),
-        r.get(STAGE_DELTAS_IN_MEMORY),
-        r.get(TRANSFER_THREADS),
-        r.get(SPILL_THRESHOLD),
-        r.get(LOCK_TIMEOUT),
-        r.get(MEMORY_BOUNDED),
-        r.get(MEMORY_MAX),
-        r.get(GC_ENABLED),
-        r.get(GC_GRACE_PERIOD));
   }
 
   /**

@@ -7,6 +7,7 @@ import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -48,6 +49,18 @@ public final class ObjectStores {
    *     prefix has empty, "." or ".." segments, or an S3 location comes without settings
    */
   public static ObjectStore open(String location, S3Settings s3, RequestListener listener) {
+    return open(location, () -> s3, listener);
+  }
+
+  /**
+   * As {@link #open(String, S3Settings, RequestListener)}, with the S3 settings asked for only
+   * when {@code location} is on S3: a local location never resolves (nor fails on) them.
+   *
+   * @param s3 supplies how to reach S3; called once for an S3 location, never for a local one;
+   *     what it throws propagates
+   */
+  public static ObjectStore open(String location, Supplier<S3Settings> s3,
+      RequestListener listener) {
     Objects.requireNonNull(location, "location");
     String scheme = scheme(location);
     if (scheme == null) {
@@ -56,11 +69,12 @@ public final class ObjectStores {
     switch (scheme) {
       case "s3", "s3a", "s3n" -> {
         S3Location loc = parseS3(location);
-        if (s3 == null) {
+        S3Settings settings = s3 == null ? null : s3.get();
+        if (settings == null) {
           throw new IllegalArgumentException(
               "Cannot open " + location + ": an S3 location needs S3 settings");
         }
-        SharedS3Clients.Lease lease = SharedS3Clients.lease(s3);
+        SharedS3Clients.Lease lease = SharedS3Clients.lease(settings);
         try {
           return new S3ObjectStore(lease, loc.bucket(), loc.prefix(), listener, 1000);
         } catch (RuntimeException e) {

@@ -69,12 +69,12 @@ class CredentialProviderNamesTest {
   void anUnknownProviderIsRefusedNamingTheKeyTheEntryAndTheKnownNames() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
-            "com.example.MyProvider")));
+            "com.example.MyProvider")).s3());
     assertTrue(e.getMessage().contains("fs.s3a.aws.credentials.provider"), e.getMessage());
     assertTrue(e.getMessage().contains("com.example.MyProvider"), e.getMessage());
     assertTrue(e.getMessage().contains("web-identity"), e.getMessage());
     assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", " , "), Map.of()));
+        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", " , "), Map.of()).s3());
   }
 
   @Test
@@ -82,20 +82,20 @@ class CredentialProviderNamesTest {
     IllegalArgumentException temporary = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
             "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
-            "fs.s3a.access.key", "AK", "fs.s3a.secret.key", "TOP-SECRET")));
+            "fs.s3a.access.key", "AK", "fs.s3a.secret.key", "TOP-SECRET")).s3());
     assertTrue(temporary.getMessage().contains("fs.s3a.session.token"), temporary.getMessage());
     assertFalse(temporary.getMessage().contains("TOP-SECRET"), temporary.getMessage());
     IllegalArgumentException simple = assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", "static"), Map.of()));
+        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", "static"), Map.of()).s3());
     assertTrue(simple.getMessage().contains(P + "s3.accessKeyId"), simple.getMessage());
     IllegalArgumentException role = assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", "assumed-role"), Map.of()));
+        () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", "assumed-role"), Map.of()).s3());
     assertTrue(role.getMessage().contains("fs.s3a.assumed.role.arn"), role.getMessage());
     IllegalArgumentException longSession = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
             "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider",
             "fs.s3a.assumed.role.arn", "arn:aws:iam::123456789012:role/r",
-            "fs.s3a.assumed.role.session.duration", "13h")));
+            "fs.s3a.assumed.role.session.duration", "13h")).s3());
     assertTrue(longSession.getMessage().contains("for fs.s3a.assumed.role.session.duration:"),
         "names the key that was set: " + longSession.getMessage());
   }
@@ -150,12 +150,37 @@ class CredentialProviderNamesTest {
         keys.s3().credentials().providers(), "no session token: temporary yields nothing");
     IllegalArgumentException both = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(P + "s3.credentialsProvider", "temporary,static"),
-            Map.of()));
+            Map.of()).s3());
     assertTrue(both.getMessage().contains(P + "s3.accessKeyId"), both.getMessage());
   }
 
   @Test
   void withoutAProviderListTheDefaultIsUnchanged() {
     assertEquals(S3Credentials.AUTO, StrataConf.from(Map.of(), Map.of()).s3().credentials());
+  }
+
+  /**
+   * Issue 41: the class names come from a resource (shading rewrites string constants that look
+   * like SDK class names), every entry maps to known providers, and S3A's secret keys are named.
+   */
+  @Test
+  void theNamesResourceCoversS3asAndBothSdksNamesAndTheSecretKeysAreKnown() {
+    assertEquals(24, CredentialProviderNames.CLASSES.size(), "entries of the resource (S3A 7, SDK 2.x 8, SDK 1.x 9)");
+    assertTrue(CredentialProviderNames.CLASSES.keySet().stream().anyMatch(
+        n -> n.startsWith("software.amazon.awssdk.auth.credentials.")));
+    assertEquals(2, S3aFallbacks.HADOOP_DEFAULT_PROVIDERS.size());
+    for (List<String> list : S3aFallbacks.HADOOP_DEFAULT_PROVIDERS) {
+      assertEquals(4, list.size(), list.toString());
+      list.forEach(n -> assertTrue(CredentialProviderNames.CLASSES.containsKey(n), n));
+    }
+    for (String secret : List.of("fs.s3a.access.key", "fs.s3a.secret.key",
+        "fs.s3a.session.token", "fs.s3a.encryption.key", "fs.s3a.bucket.b.secret.key",
+        "fs.s3a.bucket.my.bucket.access.key", "fs.s3a.server-side-encryption.key")) {
+      assertTrue(S3aFallbacks.isSecret(secret), secret);
+    }
+    for (String plain : List.of("fs.s3a.endpoint", "fs.s3a.bucket.b.endpoint",
+        "fs.s3a.bucket.access.key", "fs.s3a.access.key.extra")) {
+      assertFalse(S3aFallbacks.isSecret(plain), plain);
+    }
   }
 }

@@ -127,7 +127,7 @@ class S3aFallbacksTest {
     // A lone per-bucket access key with a global secret is refused, not paired.
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> conf(Map.of(), Map.of("fs.s3a.secret.key", "GLOBAL-SK",
-            "fs.s3a.bucket.ckpt.access.key", "CKPT-AK"), "ckpt"));
+            "fs.s3a.bucket.ckpt.access.key", "CKPT-AK"), "ckpt").s3());
     assertTrue(e.getMessage().contains("must be set together"), e.getMessage());
     assertFalse(e.getMessage().contains("GLOBAL-SK"), e.getMessage());
   }
@@ -163,7 +163,7 @@ class S3aFallbacksTest {
   void aLoneStrataSessionTokenIsRefusedNotSilentlyDropped() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> conf(Map.of(P + "s3.sessionToken", "TOKEN-SECRET"), Map.of("fs.s3a.access.key",
-            "AK", "fs.s3a.secret.key", "SK"), "ckpt"));
+            "AK", "fs.s3a.secret.key", "SK"), "ckpt").s3());
     assertTrue(e.getMessage().contains(P + "s3.accessKeyId"), e.getMessage());
     assertTrue(e.getMessage().contains("are not read"), e.getMessage());
     assertFalse(e.getMessage().contains("TOKEN-SECRET"), e.getMessage());
@@ -191,7 +191,7 @@ class S3aFallbacksTest {
         () -> conf(Map.of(), Map.of("fs.s3a.aws.credentials.provider",
             "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider",
             "fs.s3a.assumed.role.arn", "arn:aws:iam::123456789012:role/r",
-            "fs.s3a.bucket.ckpt.assumed.role.session.duration", "24h"), "ckpt"));
+            "fs.s3a.bucket.ckpt.assumed.role.session.duration", "24h"), "ckpt").s3());
     assertTrue(e.getMessage().contains("fs.s3a.bucket.ckpt.assumed.role.session.duration"),
         e.getMessage());
   }
@@ -209,7 +209,7 @@ class S3aFallbacksTest {
   void aBadDeprecatedPerBucketEncryptionKeyIsNamed() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> conf(Map.of(), Map.of("fs.s3a.bucket.ckpt.server-side-encryption-algorithm",
-            "SSE-C"), "ckpt"));
+            "SSE-C"), "ckpt").s3());
     assertTrue(e.getMessage().contains("fs.s3a.bucket.ckpt.server-side-encryption-algorithm"),
         e.getMessage());
   }
@@ -226,10 +226,10 @@ class S3aFallbacksTest {
   void aBadPerBucketValueIsRefusedNamingThePerBucketKey() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> conf(Map.of(), Map.of("fs.s3a.path.style.access", "true",
-            "fs.s3a.bucket.ckpt.path.style.access", "maybe"), "ckpt"));
+            "fs.s3a.bucket.ckpt.path.style.access", "maybe"), "ckpt").s3());
     assertTrue(e.getMessage().contains("fs.s3a.bucket.ckpt.path.style.access"), e.getMessage());
     IllegalArgumentException global = assertThrows(IllegalArgumentException.class,
-        () -> conf(Map.of(), Map.of("fs.s3a.path.style.access", "maybe"), "ckpt"));
+        () -> conf(Map.of(), Map.of("fs.s3a.path.style.access", "maybe"), "ckpt").s3());
     assertTrue(global.getMessage().contains("for fs.s3a.path.style.access:"),
         global.getMessage());
   }

@@ -3,6 +3,7 @@ package io.strata.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -130,12 +131,12 @@ class StrataConfTest {
     assertBad(P + "s3.storageClass", "deep_archive", "needs a restore");
     assertBad(P + "s3.sseKmsKeyId", " ", "non-empty");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(P + "s3.sseKmsKeyId", "alias/strata"), Map.of()));
+        () -> StrataConf.from(Map.of(P + "s3.sseKmsKeyId", "alias/strata"), Map.of()).s3());
     assertTrue(e.getMessage().contains(P + "s3.sseKmsKeyId"), e.getMessage());
     assertTrue(e.getMessage().contains(P + "s3.sse=aws:kms"), e.getMessage());
     IllegalArgumentException s3 = assertThrows(IllegalArgumentException.class,
         () -> StrataConf.from(Map.of(P + "s3.sse", "AES256", P + "s3.sseKmsKeyId", "k"),
-            Map.of()));
+            Map.of()).s3());
     assertTrue(s3.getMessage().contains("is AES256"), s3.getMessage());
   }
 
@@ -220,10 +221,10 @@ class StrataConfTest {
   @Test
   void secretsNeverAppearInMessages() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDSECRETLOOKING"), Map.of()));
+        () -> StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDSECRETLOOKING"), Map.of()).s3());
     assertFalse(e.getMessage().contains("AKIDSECRETLOOKING"), e.getMessage());
     IllegalArgumentException endpoint = assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(), Map.of("fs.s3a.endpoint", "http://AK:SECRETINURL@host:9000")));
+        () -> StrataConf.from(Map.of(), Map.of("fs.s3a.endpoint", "http://AK:SECRETINURL@host:9000")).s3());
     assertFalse(endpoint.getMessage().contains("SECRETINURL"), endpoint.getMessage());
     StrataConf c = StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDVISIBLE",
         P + "s3.secretAccessKey", "TOPSECRETVALUE"), Map.of());
@@ -241,8 +242,34 @@ class StrataConfTest {
 
   private static void assertBad(String key, String value, String expected) {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(key, value), Map.of()), key + "=" + value);
+        () -> StrataConf.from(Map.of(key, value), Map.of()).s3(), key + "=" + value);
     assertTrue(e.getMessage().contains(key), e.getMessage());
     assertTrue(e.getMessage().contains(expected), e.getMessage());
+  }
+
+  /**
+   * Issue 41: S3 settings are read and checked when S3 is first needed ({@code s3()}), so a bad
+   * or incomplete S3 setting meant for other jobs never stops a store that is not on S3; on S3
+   * the same error names the key, every time it is asked for.
+   */
+  @Test
+  void s3SettingsAreCheckedWhenFirstNeeded() {
+    Map<String, String> hadoop = Map.of("fs.s3a.aws.credentials.provider",
+        "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider");
+    StrataConf c = StrataConf.from(Map.of(P + "s3.maxAttempts", "0"), hadoop);
+    assertTrue(c.gcEnabled(), "the other settings resolve");
+    IllegalArgumentException first = assertThrows(IllegalArgumentException.class, c::s3);
+    IllegalArgumentException again = assertThrows(IllegalArgumentException.class, c::s3);
+    assertEquals(first.getMessage(), again.getMessage());
+    assertTrue(first.getMessage().contains(P + "s3.maxAttempts"), first.getMessage());
+    IllegalArgumentException keys = assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(), hadoop).s3());
+    assertTrue(keys.getMessage().contains("fs.s3a.aws.credentials.provider"), keys.getMessage());
+    // Settings that are not S3's are still checked at once.
+    assertThrows(IllegalArgumentException.class,
+        () -> StrataConf.from(Map.of(P + "snapshotInterval", "0"), hadoop));
+    // Resolved once, then kept.
+    StrataConf fine = StrataConf.from(Map.of(), Map.of());
+    assertSame(fine.s3(), fine.s3());
   }
 }

@@ -56,7 +56,7 @@ class ObjectStoresTest {
   @Test
   void s3WithoutSettingsIsRejected() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> ObjectStores.open("s3://b/p", null, null));
+        () -> ObjectStores.open("s3://b/p", (S3Settings) null, null));
     assertTrue(e.getMessage().contains("s3://b/p"), e.getMessage());
   }
 
@@ -102,7 +102,7 @@ class ObjectStoresTest {
   }
 
   private static Path localRoot(String location) {
-    try (ObjectStore store = ObjectStores.open(location, null, null)) {
+    try (ObjectStore store = ObjectStores.open(location, (S3Settings) null, null)) {
       return assertInstanceOf(LocalObjectStore.class, store).root();
     }
   }
@@ -111,7 +111,7 @@ class ObjectStoresTest {
   void locationWithEmbeddedCredentialsIsRejectedWithoutEchoingThem() {
     IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
         IllegalArgumentException.class,
-        () -> ObjectStores.open("s3a://AKID:SECRETKEY@bucket/ckpt", null, null));
+        () -> ObjectStores.open("s3a://AKID:SECRETKEY@bucket/ckpt", (S3Settings) null, null));
     org.junit.jupiter.api.Assertions.assertFalse(e.getMessage().contains("SECRETKEY"),
         e.getMessage());
   }

@@ -54,7 +54,7 @@ final class ToolContext implements AutoCloseable {
     this.settings = ToolSettings.from(options);
     this.conf = settings.strata(this.checkpoint);
     try {
-      this.root = ObjectStores.open(this.checkpoint, conf.s3(), null);
+      this.root = ObjectStores.open(this.checkpoint, conf::s3, null);
     } catch (IllegalArgumentException e) {
       throw new ToolException(StrataTool.EXIT_USAGE, e.getMessage(), e);
     }
@@ -133,7 +133,7 @@ final class ToolContext implements AutoCloseable {
   /** A read-only view of {@code store} (its object store is closed with this context). */
   StoreInspector inspector(CheckpointScan.Store store) {
     String location = ObjectStores.child(checkpoint, store.relativeLocation());
-    ObjectStore objects = ObjectStores.open(location, conf.s3(), null);
+    ObjectStore objects = ObjectStores.open(location, conf::s3, null);
     synchronized (opened) {
       opened.add(objects);
     }
