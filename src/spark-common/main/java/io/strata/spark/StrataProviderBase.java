@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
+import io.strata.checkpoint.HadoopLookup;
 import io.strata.config.S3aFallbacks;
 import io.strata.config.StrataConf;
 import io.strata.engine.LocalDirs;
@@ -131,11 +132,14 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     this.hadoopConf = hadoopConf;
     this.useColumnFamilies = useColumnFamilies;
     this.defaultCodec = defaultCodec.get();
+    // S3A's settings are read only for a location on S3: a cluster's S3A settings for other jobs
+    // never stop a query whose checkpoint is elsewhere.
     this.conf = StrataConf.from(Scala.javaMap(storeConfs.sqlConfs()),
-        s3aFallbacks(hadoopConf, ObjectStores.bucketOf(location())));
+        ObjectStores.isLocal(location()) ? Map.of()
+            : s3aFallbacks(hadoopConf, ObjectStores.bucketOf(location())));
     this.memoryLimits = memoryLimits(conf, SparkEnv.get());
     // Fails now, naming the location, if its scheme is not one Strata can write to.
-    ObjectStores.open(location(), conf.s3(), null).close();
+    ObjectStores.open(location(), conf::s3, null).close();
     // Fails now if the location is on this executor's own disk while partitions can move.
     LocalLocationRule.check(location(), LocalLocationRule.master(SparkEnv.get()),
         conf.fileCheckpointShared(), stateStoreId);
@@ -686,7 +690,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     if (core == null) {
       StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
           stateStoreId.partitionId(), stateStoreId.storeName(), location());
-      ObjectStore objects = ObjectStores.open(location(), conf.s3(), requests);
+      ObjectStore objects = ObjectStores.open(location(), conf::s3, requests);
       StoreSettings settings = new StoreSettings(conf.snapshotInterval(),
           conf.transferThreads(), conf.spillThresholdBytes(), checkpointIdsEnabled(),
           memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit())
@@ -785,6 +789,6 @@ public abstract class StrataProviderBase implements StateStoreProvider {
    * @param bucket the checkpoint location's bucket; null for a location that is not in S3
    */
   static Map<String, String> s3aFallbacks(Configuration hadoop, String bucket) {
-    return S3aFallbacks.from(hadoop == null ? null : hadoop::get, bucket);
+    return S3aFallbacks.from(HadoopLookup.of(hadoop), bucket);
   }
 }
