@@ -21,7 +21,7 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.apache.spark.sql.streaming.Trigger;
 
 /**
- * The child JVM of {@link RuntimeJarCoexistenceIT}: a Spark job as a user writes it, on a
+ * The child JVM of {@link RuntimeJarIT}: a Spark job as a user writes it, on a
  * classpath of Spark, hadoop-aws with its AWS SDK bundle, and Strata's runtime jar. It uses only
  * Spark's public API and configuration keys (Strata is named by strings, never by class), so it
  * runs without Strata's classes on the compile-time path.

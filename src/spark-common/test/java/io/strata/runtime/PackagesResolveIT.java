@@ -62,8 +62,8 @@ class PackagesResolveIT {
     String dir = System.getProperty("strata.coexistence.dir");
     Path pieces = Path.of(dir);
     List<String> classpath = new ArrayList<>();
-    classpath.addAll(RuntimeJarCoexistenceIT.entries(pieces.resolve("spark.classpath")));
-    classpath.addAll(RuntimeJarCoexistenceIT.entries(pieces.resolve("hadoop-aws.classpath")));
+    classpath.addAll(RuntimeJarIT.entries(pieces.resolve("spark.classpath")));
+    classpath.addAll(RuntimeJarIT.entries(pieces.resolve("hadoop-aws.classpath")));
     classpath.add(pieces.resolve("aws-sdk-bundle.jar").toString());
     for (String e : classpath) {
       assertTrue(!Path.of(e).getFileName().toString().startsWith("strata-"),
@@ -77,8 +77,8 @@ class PackagesResolveIT {
     try (S3ProxyServer s3 = S3ProxyServer.start(work.resolve("s3"), Map.of())) {
       s3.createBucket(BUCKET);
       try (S3Client client = s3.client()) {
-        Map<String, String> files = new LinkedHashMap<>(RuntimeJarCoexistenceIT.INPUT);
-        files.putAll(RuntimeJarCoexistenceIT.STAGING);
+        Map<String, String> files = new LinkedHashMap<>(RuntimeJarIT.INPUT);
+        files.putAll(RuntimeJarIT.STAGING);
         files.forEach((key, body) -> client.putObject(b -> b.bucket(BUCKET).key(key),
             RequestBody.fromString(body, StandardCharsets.UTF_8)));
       }
@@ -98,9 +98,9 @@ class PackagesResolveIT {
       }
       String out = Files.readString(log);
       assertEquals(0, exit, "child exit code; log " + log + ":\n"
-          + RuntimeJarCoexistenceIT.tail(out));
+          + RuntimeJarIT.tail(out));
       assertTrue(out.contains("\nDONE"), "the job ran to the end; log " + log);
-      for (String e : RuntimeJarCoexistenceIT.CLASH_ERRORS) {
+      for (String e : RuntimeJarIT.CLASH_ERRORS) {
         assertTrue(!out.contains(e), e + " in the child's output; log " + log);
       }
       // Ivy fetched the runtime jar from the deployed repository into the new Ivy directory.
@@ -111,20 +111,20 @@ class PackagesResolveIT {
             .toList();
         assertEquals(1, fetched.size(), "the runtime jar in " + ivy + ": " + fetched);
       }
-      assertEquals(RuntimeJarCoexistenceIT.BEFORE,
-          RuntimeJarCoexistenceIT.line(out, "RESULT run1"), "streaming totals after run 1");
-      assertEquals(RuntimeJarCoexistenceIT.AFTER,
-          RuntimeJarCoexistenceIT.line(out, "RESULT run2"), "streaming totals after the restart");
-      assertTrue(RuntimeJarCoexistenceIT.metric(out, "run1", "strataS3Puts") > 0,
+      assertEquals(RuntimeJarIT.BEFORE,
+          RuntimeJarIT.line(out, "RESULT run1"), "streaming totals after run 1");
+      assertEquals(RuntimeJarIT.AFTER,
+          RuntimeJarIT.line(out, "RESULT run2"), "streaming totals after the restart");
+      assertTrue(RuntimeJarIT.metric(out, "run1", "strataS3Puts") > 0,
           "Strata's PUTs in run 1");
-      assertTrue(RuntimeJarCoexistenceIT.metric(out, "run2", "strataRestoreBytes") > 0,
+      assertTrue(RuntimeJarIT.metric(out, "run2", "strataRestoreBytes") > 0,
           "run 2 restored state from S3 (local state was deleted)");
     }
   }
 
   /** The application jar: {@link CoexistenceJob}'s classes and nothing else. */
   private Path appJar() throws IOException {
-    Path classes = RuntimeJarCoexistenceIT.jobClassesOnly(work);
+    Path classes = RuntimeJarIT.jobClassesOnly(work);
     Path jar = work.resolve("app.jar");
     Manifest manifest = new Manifest();
     manifest.getMainAttributes().putValue("Manifest-Version", "1.0");

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.RepoRoot;
+import io.strata.testkit.ShadedJarStrings;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -252,6 +253,44 @@ class RuntimeJarContentsIT {
     assertTrue(names.contains(relocated), "the SDK loads " + relocated + ": " + names);
     assertTrue(names.stream().noneMatch(n -> n.equals(factory)), "no unrelocated " + factory);
     assertTrue(entries.contains(relocated.replace('.', '/') + ".class"), relocated + " in the jar");
+  }
+
+  /**
+   * Issue 41: the shading rewrites string constants that look like relocated names, in Strata's
+   * classes and the bundled ones. Every class is compared with the unshaded class it came from
+   * (on this test's class path: the line's classes, strata-core's jar, the SDK's jars): a constant
+   * rewritten to something other than a class, package or resource inside the jar fails, naming
+   * the class and the string, unless {@code src/spark-common/runtime-jar/rewritten-strings.txt}
+   * lists it with the reason it is right; a listed one that no longer occurs fails too.
+   */
+  @Test
+  void noStringConstantIsRewrittenBeyondTheJarsOwnNamesUnlessReviewed() throws IOException {
+    checkRewrites(runtimeJar(),
+        RepoRoot.resolve("src", "spark-common", "runtime-jar", "rewritten-strings.txt"));
+  }
+
+  /** The class names S3A users write, and Hadoop's defaults, reach the jar as written. */
+  @Test
+  void theCredentialProviderNamesAreTheUnshadedResources() throws IOException {
+    for (String name : List.of("credential-provider-classes.txt",
+        "hadoop-default-providers.txt")) {
+      String inJar = read("io/strata/config/" + name);
+      String source = Files.readString(RepoRoot.resolve("src", "core", "src", "main", "resources",
+          "io", "strata", "config", name));
+      assertEquals(source, inJar, name);
+      assertTrue(inJar.contains(
+          "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"), name);
+    }
+  }
+
+  /**
+   * Fails unless the rewrites {@link ShadedJarStrings} finds in {@code jar} are exactly the
+   * lines of {@code reviewedList}.
+   */
+  static void checkRewrites(Path jar, Path reviewedList) throws IOException {
+    assertEquals(List.of(), ShadedJarStrings.unreviewed(jar, reviewedList,
+        ShadedJarStrings.fromClassPath(RuntimeJarContentsIT.class.getClassLoader()),
+        jar.getParent()));
   }
 
   @Test

@@ -165,7 +165,8 @@ class CredentialProviderNamesTest {
    */
   @Test
   void theNamesResourceCoversS3asAndBothSdksNamesAndTheSecretKeysAreKnown() {
-    assertEquals(24, CredentialProviderNames.CLASSES.size(), "entries of the resource (S3A 7, SDK 2.x 8, SDK 1.x 9)");
+    assertEquals(24, CredentialProviderNames.CLASSES.size(),
+        "entries of the resource (S3A 7, SDK 2.x 8, SDK 1.x 9)");
     assertTrue(CredentialProviderNames.CLASSES.keySet().stream().anyMatch(
         n -> n.startsWith("software.amazon.awssdk.auth.credentials.")));
     assertEquals(2, S3aFallbacks.HADOOP_DEFAULT_PROVIDERS.size());

@@ -224,7 +224,8 @@ class StrataConfTest {
         () -> StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDSECRETLOOKING"), Map.of()).s3());
     assertFalse(e.getMessage().contains("AKIDSECRETLOOKING"), e.getMessage());
     IllegalArgumentException endpoint = assertThrows(IllegalArgumentException.class,
-        () -> StrataConf.from(Map.of(), Map.of("fs.s3a.endpoint", "http://AK:SECRETINURL@host:9000")).s3());
+        () -> StrataConf.from(Map.of(),
+            Map.of("fs.s3a.endpoint", "http://AK:SECRETINURL@host:9000")).s3());
     assertFalse(endpoint.getMessage().contains("SECRETINURL"), endpoint.getMessage());
     StrataConf c = StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDVISIBLE",
         P + "s3.secretAccessKey", "TOPSECRETVALUE"), Map.of());

@@ -9,6 +9,7 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
@@ -82,6 +83,19 @@ public final class ChildJvm implements AutoCloseable {
    */
   public static ChildJvm start(String classpath, List<String> jvmOptions, String main, Path log,
       String... args) throws IOException {
+    return start(classpath, jvmOptions, Map.of(), main, log, args);
+  }
+
+  /**
+   * As {@link #start(String, List, String, Path, String...)}, with {@code environment} added to
+   * (or replacing entries of) the child's environment, which is otherwise this JVM's without any
+   * {@code AWS_*} variable (so credentials in the caller's environment never reach a test's job).
+   *
+   * @param environment variables for the child, such as {@code AWS_ACCESS_KEY_ID}
+   */
+  public static ChildJvm start(String classpath, List<String> jvmOptions,
+      Map<String, String> environment, String main, Path log, String... args)
+      throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx1g");
@@ -102,7 +116,9 @@ public final class ChildJvm implements AutoCloseable {
     cmd.addAll(Arrays.asList(args));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
         .redirectOutput(log.toFile());
+    pb.environment().keySet().removeIf(k -> k.startsWith("AWS_"));
     pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+    pb.environment().putAll(environment);
     return new ChildJvm(pb.start(), log);
   }
 
