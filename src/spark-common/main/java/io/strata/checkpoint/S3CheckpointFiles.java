@@ -157,7 +157,8 @@ final class S3CheckpointFiles {
         strata.put(e.getKey(), conf.get(e.getKey()));
       }
     }
-    return StrataConf.from(strata, S3aFallbacks.from(HadoopLookup.of(conf), bucket));
+    return StrataConf.from(strata, () -> S3aFallbacks.from(
+        HadoopLookup.of(conf, bucket, StrataConf.unusedFallbacks(strata)), bucket));
   }
 
   /**

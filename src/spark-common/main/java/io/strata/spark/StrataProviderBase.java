@@ -24,6 +24,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.SparkConf;
@@ -132,11 +133,13 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     this.hadoopConf = hadoopConf;
     this.useColumnFamilies = useColumnFamilies;
     this.defaultCodec = defaultCodec.get();
-    // S3A's settings are read only for a location on S3: a cluster's S3A settings for other jobs
-    // never stop a query whose checkpoint is elsewhere.
-    this.conf = StrataConf.from(Scala.javaMap(storeConfs.sqlConfs()),
-        ObjectStores.isLocal(location()) ? Map.of()
-            : s3aFallbacks(hadoopConf, ObjectStores.bucketOf(location())));
+    // S3A's settings (and any credential store they name) are read only when the S3 settings
+    // are first resolved, for a location on S3: a cluster's S3A settings for other jobs never
+    // stop a query whose checkpoint is elsewhere.
+    Map<String, String> sql = Scala.javaMap(storeConfs.sqlConfs());
+    String bucket = ObjectStores.bucketOf(location());
+    this.conf = StrataConf.from(sql,
+        () -> s3aFallbacks(hadoopConf, bucket, StrataConf.unusedFallbacks(sql)));
     this.memoryLimits = memoryLimits(conf, SparkEnv.get());
     // Fails now, naming the location, if its scheme is not one Strata can write to.
     ObjectStores.open(location(), conf::s3, null).close();
@@ -787,8 +790,10 @@ public abstract class StrataProviderBase implements StateStoreProvider {
    * fs.s3a.bucket.<bucket>.*} keys first), with the endpoint given a scheme.
    *
    * @param bucket the checkpoint location's bucket; null for a location that is not in S3
+   * @param unused the S3A keys Strata's own settings make unused: never read
    */
-  static Map<String, String> s3aFallbacks(Configuration hadoop, String bucket) {
-    return S3aFallbacks.from(HadoopLookup.of(hadoop), bucket);
+  static Map<String, String> s3aFallbacks(Configuration hadoop, String bucket,
+      Predicate<String> unused) {
+    return S3aFallbacks.from(HadoopLookup.of(hadoop, bucket, unused), bucket);
   }
 }

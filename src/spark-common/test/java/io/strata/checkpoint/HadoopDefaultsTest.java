@@ -102,4 +102,89 @@ class HadoopDefaultsTest {
     assertTrue(e.getMessage().contains("fs.s3a.bucket.b.access.key")
         && e.getMessage().contains("hadoop.security.credential.provider.path"), e.getMessage());
   }
+
+  /** S3A reads the encryption algorithm and key through getPassword too (S3AUtils). */
+  @Test
+  void anEncryptionAlgorithmAndKeyInAJceksStoreAreRead() throws Exception {
+    Configuration conf = jceks("sse.jceks", Map.of("fs.s3a.encryption.algorithm", "SSE-KMS",
+        "fs.s3a.encryption.key", "arn:aws:kms:us-east-1:123456789012:key/k"));
+    S3Settings s3 = StrataConf.from(Map.of(), S3aFallbacks.from(HadoopLookup.of(conf), "b")).s3();
+    assertEquals("aws:kms", s3.writes().serverSideEncryption());
+    assertEquals("arn:aws:kms:us-east-1:123456789012:key/k", s3.writes().kmsKeyId().orElseThrow());
+  }
+
+  /**
+   * S3A's per-bucket provider path replaces the global one for that bucket, and a per-bucket
+   * secret's long form ({@code fs.s3a.bucket.<b>.fs.s3a.access.key}) is read first.
+   */
+  @Test
+  void aPerBucketCredentialStoreAndTheLongPerBucketFormAreReadAsS3aReadsThem() throws Exception {
+    Configuration conf = jceks("bucket.jceks", Map.of("fs.s3a.access.key", "AKIDBUCKET",
+        "fs.s3a.secret.key", "bucket-secret"));
+    String path = conf.get(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH);
+    conf.unset(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH);
+    conf.set("fs.s3a.bucket.b.security.credential.provider.path", path);
+    assertEquals("AKIDBUCKET", StrataConf.from(Map.of(),
+        S3aFallbacks.from(HadoopLookup.of(conf, "b", k -> false), "b")).s3().accessKeyId()
+        .orElseThrow());
+    assertTrue(StrataConf.from(Map.of(), S3aFallbacks.from(HadoopLookup.of(conf, "other", k -> false),
+        "other")).s3().accessKeyId().isEmpty(), "another bucket does not read b's store");
+
+    Configuration longForm = new Configuration();
+    longForm.set("fs.s3a.bucket.b.fs.s3a.access.key", "AKIDLONG");
+    longForm.set("fs.s3a.bucket.b.fs.s3a.secret.key", "long-secret");
+    longForm.set("fs.s3a.bucket.b.access.key", "AKIDSHORT");
+    longForm.set("fs.s3a.bucket.b.secret.key", "short-secret");
+    assertEquals("AKIDLONG", StrataConf.from(Map.of(),
+        S3aFallbacks.from(HadoopLookup.of(longForm, "b", k -> false), "b")).s3().accessKeyId()
+        .orElseThrow());
+  }
+
+  /**
+   * With Strata's own keys and encryption set, S3A's credential and encryption keys are never
+   * looked up, so a credential store this job cannot read (a cluster-wide one) does not concern
+   * it; nor does any S3A setting a store off S3. With only its own keys, S3A's encryption keys
+   * still apply and are read, so the unreadable store fails it, as it would S3A.
+   */
+  @Test
+  void anUnreadableStoreDoesNotConcernAJobWithItsOwnKeysOrOffS3() throws Exception {
+    Path damaged = dir.resolve("cluster.jceks");
+    Files.writeString(damaged, "not a keystore");
+    Configuration conf = new Configuration();
+    conf.set(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH, "jceks://file" + damaged);
+    Map<String, String> own = Map.of(StrataConf.PREFIX + "s3.accessKeyId", "AKIDOWN",
+        StrataConf.PREFIX + "s3.secretAccessKey", "own-secret", StrataConf.PREFIX + "s3.sse",
+        "none");
+    S3Settings s3 = StrataConf.from(own, () -> S3aFallbacks.from(HadoopLookup.of(conf, "b",
+        StrataConf.unusedFallbacks(own)), "b")).s3();
+    assertEquals("AKIDOWN", s3.accessKeyId().orElseThrow());
+    Map<String, String> keysOnly = Map.of(StrataConf.PREFIX + "s3.accessKeyId", "AKIDOWN",
+        StrataConf.PREFIX + "s3.secretAccessKey", "own-secret");
+    StrataConf needsStore = StrataConf.from(keysOnly, () -> S3aFallbacks.from(
+        HadoopLookup.of(conf, "b", StrataConf.unusedFallbacks(keysOnly)), "b"));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, needsStore::s3);
+    assertTrue(e.getMessage().contains("encryption") && !e.getMessage().contains("own-secret"),
+        e.getMessage());
+    // Off S3, the fallbacks are never asked for.
+    StrataConf offS3 = StrataConf.from(Map.of(), () -> {
+      throw new AssertionError("S3A's settings read for a store off S3");
+    });
+    try (var store = io.strata.objectstore.ObjectStores.open(dir.toUri().toString(),
+        offS3::s3, null)) {
+      assertNotNull(store);
+    }
+  }
+
+  /** A configuration whose credential provider path names a new JCEKS store of {@code secrets}. */
+  private Configuration jceks(String name, Map<String, String> secrets) throws Exception {
+    Configuration conf = new Configuration();
+    conf.set(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH,
+        "jceks://file" + dir.resolve(name));
+    CredentialProvider provider = CredentialProviderFactory.getProviders(conf).get(0);
+    for (Map.Entry<String, String> e : secrets.entrySet()) {
+      provider.createCredentialEntry(e.getKey(), e.getValue().toCharArray());
+    }
+    provider.flush();
+    return conf;
+  }
 }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import com.sun.net.httpserver.HttpServer;
 import io.strata.testkit.ChildJvm;
+import io.strata.testkit.FaultProxy;
 import io.strata.testkit.OnlyOnSparkLines;
 import io.strata.testkit.S3ProxyServer;
 import java.io.File;
@@ -24,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -358,8 +360,10 @@ class RuntimeJarIT {
    * </ul>
    *
    * <p>The child's environment holds the environment keys, the profile file, the container
-   * endpoint and the web identity settings at once (as an EKS or ECS pod may): each scenario that
-   * names one provider proves that provider, as the others are not asked. About 30 seconds.
+   * endpoint and the web identity settings at once (as an EKS or ECS pod may). Every source hands
+   * out S3Proxy's keys with a session token of its own, and a relay in front of S3Proxy records
+   * the token of each request: every request of a scenario must carry its source's token. About
+   * 30 seconds.
    */
   @Test
   void everyCredentialSourceAndNoneAtAllOnTheUsersClassPath() throws Exception {
@@ -372,19 +376,25 @@ class RuntimeJarIT {
 
     Path log = Files.createDirectories(Path.of("target", "runtime-jar-it-logs"))
         .resolve("user-job.log");
-    try (Credentials creds = new Credentials(s3.accessKey(), s3.secretKey())) {
+    // Every source hands out S3Proxy's keys (it knows one identity) with a session token of its
+    // own, which S3Proxy ignores and the relay records: the token on a scenario's requests tells
+    // which source signed them.
+    try (Credentials creds = new Credentials(s3.accessKey(), s3.secretKey());
+        FaultProxy relay = new FaultProxy(s3.endpoint(), null)) {
       s3.createBucket(USER_BUCKET);
       Path profile = work.resolve("aws-credentials");
       Files.writeString(profile, "[default]\naws_access_key_id = " + s3.accessKey()
-          + "\naws_secret_access_key = " + s3.secretKey() + "\n");
+          + "\naws_secret_access_key = " + s3.secretKey()
+          + "\naws_session_token = token-profile\n");
       Path token = work.resolve("web-identity-token");
       Files.writeString(token, "eyJ.test.token");
       Path jceks = work.resolve("s3.jceks");
-      writeJceks(jceks, s3.accessKey(), s3.secretKey());
+      writeJceks(jceks, s3.accessKey(), s3.secretKey(), "token-jceks");
 
       Map<String, String> env = new LinkedHashMap<>();
       env.put("AWS_ACCESS_KEY_ID", s3.accessKey());
       env.put("AWS_SECRET_ACCESS_KEY", s3.secretKey());
+      env.put("AWS_SESSION_TOKEN", "token-environment");
       env.put("AWS_SHARED_CREDENTIALS_FILE", profile.toString());
       env.put("AWS_CONFIG_FILE", work.resolve("no-aws-config").toString());
       env.put("AWS_CONTAINER_CREDENTIALS_FULL_URI", creds.url() + "/container");
@@ -414,7 +424,7 @@ class RuntimeJarIT {
       scenarios.put("s3-jceks", "s3:" + FILE_MANAGER + "," + S3A_ENDPOINT + "," + PROVIDERS
           + "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider,"
           + "hadoop.security.credential.provider.path=jceks://file" + jceks);
-      List<String> args = new ArrayList<>(List.of(s3.endpoint().toString(), USER_BUCKET,
+      List<String> args = new ArrayList<>(List.of(relay.endpoint().toString(), USER_BUCKET,
           Files.createDirectories(work.resolve("job")).toString()));
       scenarios.forEach((name, spec) -> args.add(name + ":" + spec));
 
@@ -456,6 +466,24 @@ class RuntimeJarIT {
       }
       assertTrue(creds.hits("/container") > 0, "the container endpoint was asked");
       assertTrue(creds.hits("sts") > 0, "STS was asked (web identity)");
+      Map<String, Set<String>> tokens = new TreeMap<>();
+      for (FaultProxy.Seen seen : relay.seen()) {
+        FaultProxy.Request r = seen.request();
+        int slash = r.key().indexOf('/');
+        if (r.bucket().equals(USER_BUCKET) && slash > 0) {
+          tokens.computeIfAbsent(r.key().substring(0, slash), k -> new TreeSet<>())
+              .add(r.securityToken());
+        }
+      }
+      Map<String, Set<String>> expected = new TreeMap<>();
+      expected.put("s3-hadoop-default", Set.of("token-environment")); // the SDK's default chain
+      expected.put("s3-env-v2", Set.of("token-environment"));
+      expected.put("s3-env-v1", Set.of("token-environment"));
+      expected.put("s3-profile", Set.of("token-profile"));
+      expected.put("s3-container", Set.of("token-container"));
+      expected.put("s3-web-identity", Set.of("token-web-identity"));
+      expected.put("s3-jceks", Set.of("token-jceks"));
+      assertEquals(expected, tokens, "the credentials source of each scenario's requests");
     }
   }
 
@@ -494,13 +522,14 @@ class RuntimeJarIT {
   }
 
   /** A JCEKS store with S3A's access and secret key, as {@code hadoop credential create} makes. */
-  private static void writeJceks(Path file, String accessKey, String secretKey)
-      throws IOException {
+  private static void writeJceks(Path file, String accessKey, String secretKey,
+      String sessionToken) throws IOException {
     Configuration conf = new Configuration(false);
     conf.set(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH, "jceks://file" + file);
     CredentialProvider provider = CredentialProviderFactory.getProviders(conf).get(0);
     provider.createCredentialEntry("fs.s3a.access.key", accessKey.toCharArray());
     provider.createCredentialEntry("fs.s3a.secret.key", secretKey.toCharArray());
+    provider.createCredentialEntry("fs.s3a.session.token", sessionToken.toCharArray());
     provider.flush();
   }
 
@@ -525,7 +554,7 @@ class RuntimeJarIT {
             hits.computeIfAbsent("/container", k -> new AtomicInteger()).incrementAndGet();
             type = "application/json";
             body = "{\"AccessKeyId\":\"" + accessKey + "\",\"SecretAccessKey\":\"" + secretKey
-                + "\",\"Expiration\":\"2099-01-01T00:00:00Z\"}";
+                + "\",\"Token\":\"token-container\",\"Expiration\":\"2099-01-01T00:00:00Z\"}";
           } else if (request.contains("Action=AssumeRoleWithWebIdentity")) {
             hits.computeIfAbsent("sts", k -> new AtomicInteger()).incrementAndGet();
             type = "text/xml";
@@ -534,7 +563,7 @@ class RuntimeJarIT {
                 + "<AssumeRoleWithWebIdentityResult><Credentials>"
                 + "<AccessKeyId>" + accessKey + "</AccessKeyId>"
                 + "<SecretAccessKey>" + secretKey + "</SecretAccessKey>"
-                + "<SessionToken>strata-test-session</SessionToken>"
+                + "<SessionToken>token-web-identity</SessionToken>"
                 + "<Expiration>2099-01-01T00:00:00Z</Expiration></Credentials>"
                 + "<AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/strata-test/s"
                 + "</Arn><AssumedRoleId>AROATEST:s</AssumedRoleId></AssumedRoleUser>"

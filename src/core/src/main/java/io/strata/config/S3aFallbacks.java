@@ -50,29 +50,48 @@ public final class S3aFallbacks {
   static final List<List<String>> HADOOP_DEFAULT_PROVIDERS =
       CredentialProviderNames.resourceLines("hadoop-default-providers.txt").stream()
           .map(S3aFallbacks::entries).toList();
+  /** S3A's credential keys among {@link #SECRET_KEYS}: the static keys and session token. */
+  public static final List<String> CREDENTIAL_KEYS = List.of("fs.s3a.access.key",
+      "fs.s3a.secret.key", "fs.s3a.session.token");
+
   /**
-   * The S3A keys whose values are secrets, which S3A reads with {@code
-   * Configuration.getPassword} (its {@code S3AUtils.lookupPassword}): from the credential
-   * providers of {@code hadoop.security.credential.provider.path} (a JCEKS store, say) first,
-   * then from the configuration itself. A lookup handed to {@link #from} reads these (and their
-   * per-bucket forms, see {@link #isSecret}) the same way.
+   * The S3A keys S3A reads with {@code Configuration.getPassword} (its {@code
+   * S3AUtils.lookupPassword}): from the credential providers of {@code
+   * hadoop.security.credential.provider.path} (a JCEKS store, say) first, then from the
+   * configuration itself. The credential keys, and the encryption algorithm and key (current
+   * and deprecated names). A lookup handed to {@link #from} reads these (and their per-bucket
+   * forms, see {@link #isSecret}) the same way.
    */
   public static final List<String> SECRET_KEYS = List.of("fs.s3a.access.key",
-      "fs.s3a.secret.key", "fs.s3a.session.token", "fs.s3a.encryption.key", OLD_SSE_KEY);
+      "fs.s3a.secret.key", "fs.s3a.session.token", SSE, SSE_KEY, OLD_SSE, OLD_SSE_KEY);
 
   /**
    * Whether S3A reads {@code key} as a secret ({@code getPassword}): one of {@link
    * #SECRET_KEYS}, or its per-bucket form {@code fs.s3a.bucket.<bucket>.<rest>}.
    */
   public static boolean isSecret(String key) {
-    if (SECRET_KEYS.contains(key)) {
+    return oneOf(key, SECRET_KEYS);
+  }
+
+  /** Whether {@code key} is one of {@link #CREDENTIAL_KEYS}, or its per-bucket form. */
+  public static boolean isCredential(String key) {
+    return oneOf(key, CREDENTIAL_KEYS);
+  }
+
+  /** Whether {@code key} is one of S3A's encryption keys (current or deprecated), or per bucket. */
+  public static boolean isEncryption(String key) {
+    return oneOf(key, List.of(SSE, SSE_KEY, OLD_SSE, OLD_SSE_KEY));
+  }
+
+  private static boolean oneOf(String key, List<String> keys) {
+    if (keys.contains(key)) {
       return true;
     }
     if (!key.startsWith(BUCKET_PREFIX)) {
       return false;
     }
     String rest = key.substring(BUCKET_PREFIX.length());
-    return SECRET_KEYS.stream().anyMatch(k -> rest.endsWith("." + k.substring(PREFIX.length()))
+    return keys.stream().anyMatch(k -> rest.endsWith("." + k.substring(PREFIX.length()))
         && rest.length() > k.length() - PREFIX.length() + 1);
   }
 

@@ -14,6 +14,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Predicate;
+import java.util.function.Supplier;
 
 /**
  * Strata's settings, resolved and validated once (at the provider's {@code init}).
@@ -411,6 +413,21 @@ public record StrataConf(
    *     allowed, for the first bad setting other than the S3 settings
    */
   public static StrataConf from(Map<String, String> settings, Map<String, String> hadoop) {
+    Map<String, String> fallbacks = hadoop == null ? Map.of() : hadoop;
+    return from(settings, () -> fallbacks);
+  }
+
+  /**
+   * As {@link #from(Map, Map)}, with the Hadoop fallbacks asked for only when the S3 settings
+   * are first resolved ({@link #s3()}): only S3 options have fallback keys, so a store or
+   * checkpoint not on S3 never reads S3A's settings (nor a credential store they name).
+   *
+   * @param hadoop supplies the fallback entries ({@code fs.s3a.*}); called by each resolution
+   *     of {@link #s3()} until one succeeds; what it throws propagates from there
+   * @throws IllegalArgumentException as {@link #from(Map, Map)}, for a setting other than S3's
+   */
+  public static StrataConf from(Map<String, String> settings,
+      Supplier<Map<String, String>> hadoop) {
     List<String> known = new ArrayList<>();
     for (ConfigOption<?> o : OPTIONS) {
       known.add(o.fullKey());
@@ -420,11 +437,12 @@ public record StrataConf(
         UnknownSettings.warn(k, known);
       }
     }
-    Reader r = new Reader(settings, hadoop);
+    // The other options have no fallback keys (a test checks it): no Hadoop settings for them.
+    Reader r = new Reader(settings, Map.of());
     return new StrataConf(
         r.opt(LOCAL_DIR),
         r.get(FILE_CHECKPOINT_SHARED),
-        new S3Source(() -> s3(r)),
+        new S3Source(() -> s3(new Reader(settings, hadoop.get()))),
         r.get(SNAPSHOT_INTERVAL),
         r.get(SNAPSHOT_ON_COMMIT),
         r.get(STAGE_DELTAS_IN_MEMORY),
@@ -435,6 +453,22 @@ public record StrataConf(
         r.get(MEMORY_MAX),
         r.get(GC_ENABLED),
         r.get(GC_GRACE_PERIOD));
+  }
+
+  /**
+   * The S3A keys (global or per bucket) that {@code settings} make unused, so a caller need not
+   * look them up: S3A's credential keys when any of Strata's own credential keys ({@code
+   * s3.accessKeyId}, {@code s3.secretAccessKey}, {@code s3.sessionToken}, {@code
+   * s3.credentialsProvider}) is set, and S3A's encryption keys when {@code s3.sse} or {@code
+   * s3.sseKmsKeyId} is. {@link #s3()} never reads those keys then.
+   */
+  public static Predicate<String> unusedFallbacks(Map<String, String> settings) {
+    boolean ownCredentials = CREDENTIAL_OPTIONS.stream()
+        .anyMatch(o -> settings.get(o.fullKey()) != null);
+    boolean ownEncryption = settings.get(S3_SSE.fullKey()) != null
+        || settings.get(S3_SSE_KMS_KEY_ID.fullKey()) != null;
+    return key -> ownCredentials && S3aFallbacks.isCredential(key)
+        || ownEncryption && S3aFallbacks.isEncryption(key);
   }
 
   /**

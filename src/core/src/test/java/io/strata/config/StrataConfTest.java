@@ -273,4 +273,14 @@ class StrataConfTest {
     StrataConf fine = StrataConf.from(Map.of(), Map.of());
     assertSame(fine.s3(), fine.s3());
   }
+
+  /** Only S3 options fall back to Hadoop keys, which is why they alone are resolved lazily. */
+  @Test
+  void onlyS3OptionsHaveFallbackKeys() {
+    for (ConfigOption<?> o : StrataConf.OPTIONS) {
+      if (o.fallbackKey().isPresent()) {
+        assertTrue(o.fullKey().startsWith(P + "s3."), o.fullKey());
+      }
+    }
+  }
 }

@@ -90,9 +90,11 @@ public final class FaultProxy implements AutoCloseable {
    * @param conditional true if it carries {@code If-None-Match}
    * @param expectContinue true if it carries {@code Expect: 100-continue} (its body then waits
    *     for the server's {@code 100 Continue})
+   * @param securityToken its {@code x-amz-security-token} (the session token of temporary
+   *     credentials), "" if none: tells which credentials source signed it
    */
   public record Request(String method, String bucket, String key, String query,
-      boolean conditional, boolean expectContinue) {
+      boolean conditional, boolean expectContinue, String securityToken) {
     /** True for a PUT of an object (not a part upload or a copy). */
     public boolean isPut() {
       return method.equals("PUT") && !key.isEmpty() && !query.contains("partNumber");
@@ -376,7 +378,8 @@ public final class FaultProxy implements AutoCloseable {
     String bucket = slash < 0 ? noSlash : noSlash.substring(0, slash);
     String key = slash < 0 ? "" : noSlash.substring(slash + 1);
     return new Request(method, bucket, key, query, !header(head, "if-none-match").isEmpty(),
-        header(head, "expect").equalsIgnoreCase("100-continue"));
+        header(head, "expect").equalsIgnoreCase("100-continue"),
+        header(head, "x-amz-security-token"));
   }
 
   private static String header(List<String> head, String name) {

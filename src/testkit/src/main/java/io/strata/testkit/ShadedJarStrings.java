@@ -90,9 +90,17 @@ public final class ShadedJarStrings {
         // A bundled library may load its own classes by name (the relocated name is then right);
         // Strata's code refers to them as classes, so any string the shading changed in it is
         // a name compared with what users or other libraries write (issue 41's bug named a
-        // class that is in the jar, relocated).
+        // class that is in the jar, relocated). In Strata's classes, annotation values (plain
+        // UTF-8 constants, which the shading rewrites too) count as strings: a dotted relocated
+        // name in any UTF-8 constant is one (class references use slashes).
         boolean bundled = name.startsWith(SHADED);
-        for (String s : strings(shadedBytes, name)) {
+        Set<String> after = new LinkedHashSet<>(strings(shadedBytes, name));
+        if (!bundled) {
+          before.addAll(utf8(originalBytes, originalName));
+          String dotted = SHADED.replace('/', '.');
+          utf8(shadedBytes, name).stream().filter(u -> u.contains(dotted)).forEach(after::add);
+        }
+        for (String s : after) {
           if (before.contains(s) || bundled && insideJar(s, entries)) {
             continue;
           }
@@ -216,11 +224,27 @@ public final class ShadedJarStrings {
 
   /**
    * The values of a class file's {@code CONSTANT_String} entries (its string literals, JVMS
-   * 4.4.3): a minimal constant-pool reader.
+   * 4.4.3).
    *
    * @throws IOException naming the class if it is not a class file
    */
   public static Set<String> strings(byte[] classFile, String name) throws IOException {
+    return constants(classFile, name, true);
+  }
+
+  /**
+   * Every {@code CONSTANT_Utf8} entry of a class file: names, descriptors, string literals and
+   * annotation values.
+   *
+   * @throws IOException naming the class if it is not a class file
+   */
+  public static Set<String> utf8(byte[] classFile, String name) throws IOException {
+    return constants(classFile, name, false);
+  }
+
+  /** A minimal constant-pool reader (JVMS 4.4). */
+  private static Set<String> constants(byte[] classFile, String name, boolean onlyStrings)
+      throws IOException {
     Set<String> out = new LinkedHashSet<>();
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(classFile))) {
       if (in.readInt() != 0xCAFEBABE) {
@@ -246,8 +270,16 @@ public final class ShadedJarStrings {
           default -> throw new IOException("unknown constant tag " + tag + " in " + name);
         }
       }
-      for (int ref : stringRefs) {
-        out.add(utf8[ref]);
+      if (onlyStrings) {
+        for (int ref : stringRefs) {
+          out.add(utf8[ref]);
+        }
+      } else {
+        for (String u : utf8) {
+          if (u != null) {
+            out.add(u);
+          }
+        }
       }
     }
     return out;
