@@ -46,7 +46,10 @@ class LayeringTest {
       "spark", List.of(ROCKSDB, AWS, CHECKPOINT),
       // Spark's checkpoint files through the object store: Spark and Hadoop, no SDK, no state.
       "checkpoint", List.of(ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
-          "io.strata.engine", "io.strata.format"));
+          "io.strata.engine", "io.strata.format"),
+      // Hadoop's configuration as S3A reads it, for spark and checkpoint alike.
+      "hadoop", List.of(SPARK, SCALA, ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
+          "io.strata.engine", "io.strata.format", "io.strata.objectstore", CHECKPOINT));
 
   @Test
   void packagesImportOnlyWhatTheLayeringAllows() throws IOException {
@@ -77,7 +80,7 @@ class LayeringTest {
   @Test
   void everyPackageSaysWhatItOwns() {
     for (String p : List.of("format", "engine", "objectstore", "sync", "config", "metrics",
-        "spark", "checkpoint", "demo", "testkit")) {
+        "spark", "checkpoint", "hadoop", "demo", "testkit")) {
       assertTrue(Files.isRegularFile(packageDir(p).resolve("package-info.java")),
           "package-info.java missing in io.strata." + p);
     }
@@ -90,7 +93,8 @@ class LayeringTest {
    */
   static Path packageDir(String pkg) {
     Path main = switch (pkg) {
-      case "spark", "checkpoint" -> RepoRoot.resolve("src", "spark-common", "main", "java");
+      case "spark", "checkpoint", "hadoop" ->
+          RepoRoot.resolve("src", "spark-common", "main", "java");
       case "demo" -> RepoRoot.resolve("src", "examples", "src", "main", "java");
       case "testkit" -> RepoRoot.resolve("src", "testkit", "src", "main", "java");
       default -> RepoRoot.resolve("src", "core", "src", "main", "java");

@@ -3,6 +3,7 @@ package io.strata.checkpoint;
 
 import io.strata.config.S3aFallbacks;
 import io.strata.config.StrataConf;
+import io.strata.hadoop.HadoopLookup;
 import io.strata.objectstore.DelimitedListing;
 import io.strata.objectstore.ObjectInfo;
 import io.strata.objectstore.ObjectStore;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
-import io.strata.checkpoint.HadoopLookup;
+import io.strata.hadoop.HadoopLookup;
 import io.strata.config.S3aFallbacks;
 import io.strata.config.StrataConf;
 import io.strata.engine.LocalDirs;

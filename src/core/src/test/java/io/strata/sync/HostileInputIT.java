@@ -329,8 +329,10 @@ class HostileInputIT {
     try (Capture capture = new Capture()) {
       S3Settings good = s3(ACCESS_KEY, SECRET_KEY);
       texts.add(good.toString());
-      texts.add(StrataConf.from(Map.of(StrataConf.PREFIX + "s3.accessKeyId", ACCESS_KEY,
-          StrataConf.PREFIX + "s3.secretAccessKey", SECRET_KEY), Map.of()).toString());
+      StrataConf conf = StrataConf.from(Map.of(StrataConf.PREFIX + "s3.accessKeyId", ACCESS_KEY,
+          StrataConf.PREFIX + "s3.secretAccessKey", SECRET_KEY), Map.of());
+      texts.add(conf.toString());
+      texts.add(conf.s3().toString());
       try (SyncedStore s = open(loc, good, "secrets", requests)) {
         s.load(0, Optional.empty());
         for (int v = 1; v <= 4; v++) {
@@ -359,10 +361,10 @@ class HostileInputIT {
       }
       // a bad value for the secret settings is never echoed
       texts.add(assertThrows(IllegalArgumentException.class, () -> StrataConf.from(Map.of(
-          StrataConf.PREFIX + "s3.secretAccessKey", SECRET_KEY), Map.of())).getMessage());
+          StrataConf.PREFIX + "s3.secretAccessKey", SECRET_KEY), Map.of()).s3()).getMessage());
       texts.add(assertThrows(IllegalArgumentException.class, () -> StrataConf.from(Map.of(),
-          Map.of("fs.s3a.endpoint", "http://" + ACCESS_KEY + ":" + SECRET_KEY + "@host:9000")))
-          .getMessage());
+          Map.of("fs.s3a.endpoint", "http://" + ACCESS_KEY + ":" + SECRET_KEY + "@host:9000"))
+          .s3()).getMessage());
       assertTrue(capture.lines.stream().anyMatch(l -> l.startsWith("io.strata")),
           "Strata's own log lines were captured: " + capture.lines.size());
       assertTrue(capture.lines.stream().anyMatch(l -> l.startsWith("software.amazon")),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.strata.checkpoint;
+package io.strata.hadoop;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

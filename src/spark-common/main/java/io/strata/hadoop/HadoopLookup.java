@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.strata.checkpoint;
+package io.strata.hadoop;
 
 import io.strata.config.S3aFallbacks;
 import java.io.IOException;
