@@ -3,7 +3,6 @@ package io.strata.hadoop;
 
 import io.strata.config.S3aFallbacks;
 import java.io.IOException;
-import java.net.URI;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -102,16 +101,20 @@ public final class HadoopLookup {
     String perBucket = bucket == null ? null : "fs.s3a.bucket." + bucket + ".";
     if (perBucket != null && key.startsWith(perBucket)) {
       String longForm = perBucket + "fs.s3a." + key.substring(perBucket.length());
-      String v = password(longForm);
+      String v = password(longForm, key);
       if (v != null && !v.isEmpty()) {
         return v;
       }
     }
-    return password(key);
+    return password(key, key);
   }
 
-  /** As {@code Configuration.getPassword}, with the providers opened once. */
-  private String password(String key) {
+  /**
+   * As {@code Configuration.getPassword}, with the providers opened once.
+   *
+   * @param asked the key the settings asked for, named in an error
+   */
+  private String password(String key, String asked) {
     try {
       for (CredentialProvider p : providers()) {
         CredentialProvider.CredentialEntry entry = p.getCredentialEntry(key);
@@ -120,9 +123,9 @@ public final class HadoopLookup {
         }
       }
     } catch (IOException | RuntimeException e) {
-      throw new IllegalArgumentException("Cannot read " + key + " from the credential providers "
-          + providerPath + " (" + S3A_PROVIDER_PATH + ", then " + PROVIDER_PATH + "): "
-          + e.getMessage(), e);
+      throw new IllegalArgumentException("Cannot read " + asked + " from the credential "
+          + "providers " + providerPath + " (" + S3A_PROVIDER_PATH + ", then " + PROVIDER_PATH
+          + "): " + e.getMessage(), e);
     }
     return conf.getBoolean(CLEAR_TEXT_FALLBACK, true) ? conf.get(key) : null;
   }
@@ -150,7 +153,7 @@ public final class HadoopLookup {
         }
       }
     }
-    providerPath = entries.isEmpty() ? "(none)" : String.join(",", entries);
+    providerPath = entries.isEmpty() ? "(none)" : redacted(String.join(",", entries));
     if (entries.isEmpty()) {
       providers = List.of();
       return providers;
@@ -162,17 +165,26 @@ public final class HadoopLookup {
   }
 
   /**
-   * Whether a provider URI keeps its store in S3 ({@code jceks://s3a@bucket/path}): S3A leaves
-   * those out ({@code ProviderUtils.excludeIncompatibleCredentialProviders}).
+   * Whether a provider URI keeps its store where S3A would have to read it ({@code
+   * jceks://s3a@bucket/path}): S3A leaves those out ({@code
+   * ProviderUtils.excludeIncompatibleCredentialProviders}), those whose nested scheme's file
+   * system is S3A's ({@code fs.<scheme>.impl}, as Hadoop's {@code unnestUri} reads the scheme).
    */
-  private static boolean inS3(String provider) {
-    try {
-      URI uri = URI.create(provider);
-      String nested = uri.getUserInfo() != null ? uri.getUserInfo() : uri.getHost();
-      return nested != null && List.of("s3a", "s3", "s3n")
-          .contains(nested.toLowerCase(Locale.ROOT));
-    } catch (IllegalArgumentException malformed) {
-      return false; // the factory refuses it, naming it
+  private boolean inS3(String provider) {
+    int start = provider.indexOf("://");
+    int at = provider.indexOf('@');
+    int slash = provider.indexOf('/', start + 3);
+    if (start < 0 || at < 0 || slash >= 0 && at > slash) {
+      return false; // no nested scheme: a local file, say
     }
+    String nested = provider.substring(start + 3, at).toLowerCase(Locale.ROOT);
+    String impl = conf.getTrimmed("fs." + nested + ".impl", "");
+    return impl.equals("org.apache.hadoop.fs.s3a.S3AFileSystem")
+        || nested.equals("s3a") && impl.isEmpty();
+  }
+
+  /** A provider path for messages, without user info ({@code user:password@}) in a URI. */
+  static String redacted(String path) {
+    return path.replaceAll("(://[^@/,]*@)[^/,]*@", "$1<redacted>@");
   }
 }

@@ -33,7 +33,7 @@ class HadoopDefaultsTest {
     Configuration defaults = new Configuration();
     assertNotNull(defaults.get("fs.s3a.aws.credentials.provider"),
         "Hadoop ships a provider list (core-default.xml)");
-    Map<String, String> fallbacks = S3aFallbacks.from(HadoopLookup.of(defaults), "bucket");
+    Map<String, String> fallbacks = fallbacks(defaults, "bucket");
     assertFalse(fallbacks.containsKey("fs.s3a.aws.credentials.provider"),
         "Hadoop's shipped provider list reads as unset: " + fallbacks);
     S3Settings s3 = StrataConf.from(Map.of(), fallbacks).s3();
@@ -52,7 +52,7 @@ class HadoopDefaultsTest {
     conf.set("fs.s3a.aws.credentials.provider",
         "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider");
     StrataConf strata = StrataConf.from(Map.of(),
-        S3aFallbacks.from(HadoopLookup.of(conf), "bucket"));
+        fallbacks(conf, "bucket"));
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, strata::s3);
     assertTrue(e.getMessage().contains("fs.s3a.aws.credentials.provider")
         && e.getMessage().contains("accessKeyId"), e.getMessage());
@@ -74,12 +74,12 @@ class HadoopDefaultsTest {
     provider.flush();
     conf.set("fs.s3a.bucket.other.access.key", "AKIDOTHER");
 
-    S3Settings s3 = StrataConf.from(Map.of(), S3aFallbacks.from(HadoopLookup.of(conf), "b")).s3();
+    S3Settings s3 = StrataConf.from(Map.of(), fallbacks(conf, "b")).s3();
     assertEquals("AKIDJCEKS", s3.accessKeyId().orElseThrow());
     assertEquals("secret-from-jceks", s3.secretAccessKey().orElseThrow());
     // A bucket's own keys, one in the store and one in the configuration, as S3A pairs them.
     S3Settings other = StrataConf.from(Map.of(),
-        S3aFallbacks.from(HadoopLookup.of(conf), "other")).s3();
+        fallbacks(conf, "other")).s3();
     assertEquals("AKIDOTHER", other.accessKeyId().orElseThrow());
     assertEquals("other-secret", other.secretAccessKey().orElseThrow());
 
@@ -87,7 +87,7 @@ class HadoopDefaultsTest {
     Configuration s3aPath = new Configuration();
     s3aPath.set("fs.s3a.security.credential.provider.path", "jceks://file" + jceks);
     assertEquals("AKIDJCEKS", StrataConf.from(Map.of(),
-        S3aFallbacks.from(HadoopLookup.of(s3aPath), "b")).s3().accessKeyId().orElseThrow());
+        fallbacks(s3aPath, "b")).s3().accessKeyId().orElseThrow());
   }
 
   @Test
@@ -97,10 +97,21 @@ class HadoopDefaultsTest {
     Configuration conf = new Configuration();
     conf.set(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH, "jceks://file" + damaged);
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> S3aFallbacks.from(HadoopLookup.of(conf), "b"));
-    // The first key read: the bucket's own access key (S3A reads it before the global one).
-    assertTrue(e.getMessage().contains("fs.s3a.bucket.b.access.key")
+        () -> fallbacks(conf, "b"));
+    // The first key asked for: the bucket's own access key (S3A reads it before the global one).
+    assertTrue(e.getMessage().contains("Cannot read fs.s3a.bucket.b.access.key ")
         && e.getMessage().contains("hadoop.security.credential.provider.path"), e.getMessage());
+    assertEquals("jceks://https@<redacted>@example.invalid/x.jceks,jceks://file/tmp/y.jceks",
+        HadoopLookup.redacted("jceks://https@user:pw@example.invalid/x.jceks,"
+            + "jceks://file/tmp/y.jceks"));
+    // A store kept in S3 is skipped, as S3A skips it (reading it would need S3A).
+    Configuration inS3 = new Configuration();
+    inS3.set(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH,
+        "jceks://s3a@my_bucket/x.jceks");
+    inS3.set("fs.s3a.access.key", "AKIDPLAIN");
+    inS3.set("fs.s3a.secret.key", "plain-secret");
+    assertEquals("AKIDPLAIN",
+        StrataConf.from(Map.of(), fallbacks(inS3, "b")).s3().accessKeyId().orElseThrow());
   }
 
   /** S3A reads the encryption algorithm and key through getPassword too (S3AUtils). */
@@ -108,7 +119,7 @@ class HadoopDefaultsTest {
   void anEncryptionAlgorithmAndKeyInAJceksStoreAreRead() throws Exception {
     Configuration conf = jceks("sse.jceks", Map.of("fs.s3a.encryption.algorithm", "SSE-KMS",
         "fs.s3a.encryption.key", "arn:aws:kms:us-east-1:123456789012:key/k"));
-    S3Settings s3 = StrataConf.from(Map.of(), S3aFallbacks.from(HadoopLookup.of(conf), "b")).s3();
+    S3Settings s3 = StrataConf.from(Map.of(), fallbacks(conf, "b")).s3();
     assertEquals("aws:kms", s3.writes().serverSideEncryption());
     assertEquals("arn:aws:kms:us-east-1:123456789012:key/k", s3.writes().kmsKeyId().orElseThrow());
   }
@@ -125,10 +136,10 @@ class HadoopDefaultsTest {
     conf.unset(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH);
     conf.set("fs.s3a.bucket.b.security.credential.provider.path", path);
     assertEquals("AKIDBUCKET", StrataConf.from(Map.of(),
-        S3aFallbacks.from(HadoopLookup.of(conf, "b", k -> false), "b")).s3().accessKeyId()
+        fallbacks(conf, "b")).s3().accessKeyId()
         .orElseThrow());
-    assertTrue(StrataConf.from(Map.of(), S3aFallbacks.from(HadoopLookup.of(conf, "other", k -> false),
-        "other")).s3().accessKeyId().isEmpty(), "another bucket does not read b's store");
+    assertTrue(StrataConf.from(Map.of(), fallbacks(conf, "other")).s3().accessKeyId().isEmpty(),
+        "another bucket does not read b's store");
 
     Configuration longForm = new Configuration();
     longForm.set("fs.s3a.bucket.b.fs.s3a.access.key", "AKIDLONG");
@@ -136,7 +147,7 @@ class HadoopDefaultsTest {
     longForm.set("fs.s3a.bucket.b.access.key", "AKIDSHORT");
     longForm.set("fs.s3a.bucket.b.secret.key", "short-secret");
     assertEquals("AKIDLONG", StrataConf.from(Map.of(),
-        S3aFallbacks.from(HadoopLookup.of(longForm, "b", k -> false), "b")).s3().accessKeyId()
+        fallbacks(longForm, "b")).s3().accessKeyId()
         .orElseThrow());
   }
 
@@ -186,5 +197,10 @@ class HadoopDefaultsTest {
     }
     provider.flush();
     return conf;
+  }
+
+  /** S3A's fallbacks for {@code bucket} as the provider reads them, every key read. */
+  private static Map<String, String> fallbacks(Configuration conf, String bucket) {
+    return S3aFallbacks.from(HadoopLookup.of(conf, bucket, k -> false), bucket);
   }
 }

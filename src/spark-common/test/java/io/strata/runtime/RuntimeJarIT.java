@@ -355,8 +355,10 @@ class RuntimeJarIT {
    *       SDK's default chain), the SDK 2.x and 1.x environment provider class names, a profile
    *       file, a container-credentials endpoint served on loopback (S3A's IAM instance provider),
    *       web identity (a token file and a loopback STS answering AssumeRoleWithWebIdentity), and
-   *       static keys kept in a JCEKS credential store ({@code
-   *       hadoop.security.credential.provider.path}).
+   *       temporary keys kept in a JCEKS credential store ({@code
+   *       hadoop.security.credential.provider.path}). With Hadoop's default list (read as unset),
+   *       the keys Spark copies from the environment into {@code fs.s3a.access.key} and {@code
+   *       fs.s3a.secret.key} answer, as they would for S3A.
    * </ul>
    *
    * <p>The child's environment holds the environment keys, the profile file, the container
@@ -422,7 +424,7 @@ class RuntimeJarIT {
       scenarios.put("s3-web-identity", "s3:" + FILE_MANAGER + "," + S3A_ENDPOINT + "," + PROVIDERS
           + "software.amazon.awssdk.auth.credentials.WebIdentityTokenFileCredentialsProvider");
       scenarios.put("s3-jceks", "s3:" + FILE_MANAGER + "," + S3A_ENDPOINT + "," + PROVIDERS
-          + "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider,"
+          + "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider,"
           + "hadoop.security.credential.provider.path=jceks://file" + jceks);
       List<String> args = new ArrayList<>(List.of(relay.endpoint().toString(), USER_BUCKET,
           Files.createDirectories(work.resolve("job")).toString()));
@@ -476,7 +478,10 @@ class RuntimeJarIT {
         }
       }
       Map<String, Set<String>> expected = new TreeMap<>();
-      expected.put("s3-hadoop-default", Set.of("token-environment")); // the SDK's default chain
+      // Hadoop's default list read as unset; Spark copies AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+      // and AWS_SESSION_TOKEN into fs.s3a.access.key, secret.key and session.token (as S3A
+      // then reads them), so the static keys answer, with the environment's token.
+      expected.put("s3-hadoop-default", Set.of("token-environment"));
       expected.put("s3-env-v2", Set.of("token-environment"));
       expected.put("s3-env-v1", Set.of("token-environment"));
       expected.put("s3-profile", Set.of("token-profile"));
