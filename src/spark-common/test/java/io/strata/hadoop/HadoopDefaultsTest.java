@@ -92,10 +92,7 @@ class HadoopDefaultsTest {
 
   @Test
   void anUnreadableCredentialStoreIsAnErrorNamingTheSettingNotASecret() throws Exception {
-    Path damaged = dir.resolve("damaged.jceks");
-    Files.writeString(damaged, "not a keystore");
-    Configuration conf = new Configuration();
-    conf.set(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH, "jceks://file" + damaged);
+    Configuration conf = damagedStore("damaged.jceks");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> fallbacks(conf, "b"));
     // The first key asked for: the bucket's own access key (S3A reads it before the global one).
@@ -159,10 +156,7 @@ class HadoopDefaultsTest {
    */
   @Test
   void anUnreadableStoreDoesNotConcernAJobWithItsOwnKeysOrOffS3() throws Exception {
-    Path damaged = dir.resolve("cluster.jceks");
-    Files.writeString(damaged, "not a keystore");
-    Configuration conf = new Configuration();
-    conf.set(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH, "jceks://file" + damaged);
+    Configuration conf = damagedStore("cluster.jceks");
     Map<String, String> own = Map.of(StrataConf.PREFIX + "s3.accessKeyId", "AKIDOWN",
         StrataConf.PREFIX + "s3.secretAccessKey", "own-secret", StrataConf.PREFIX + "s3.sse",
         "none");
@@ -202,5 +196,14 @@ class HadoopDefaultsTest {
   /** S3A's fallbacks for {@code bucket} as the provider reads them, every key read. */
   private static Map<String, String> fallbacks(Configuration conf, String bucket) {
     return S3aFallbacks.from(HadoopLookup.of(conf, bucket, k -> false), bucket);
+  }
+
+  /** A configuration whose credential provider path names a file that is no keystore. */
+  private Configuration damagedStore(String name) throws Exception {
+    Path damaged = dir.resolve(name);
+    Files.writeString(damaged, "not a keystore");
+    Configuration conf = new Configuration();
+    conf.set(CredentialProviderFactory.CREDENTIAL_PROVIDER_PATH, "jceks://file" + damaged);
+    return conf;
   }
 }

@@ -1,24 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.runtime;
 
-import static org.apache.spark.sql.functions.count;
-import static org.apache.spark.sql.functions.lit;
-import static org.apache.spark.sql.functions.sum;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.stream.Stream;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StateOperatorProgress;
-import org.apache.spark.sql.streaming.StreamingQuery;
-import org.apache.spark.sql.streaming.StreamingQueryProgress;
-import org.apache.spark.sql.streaming.Trigger;
 
 /**
  * The child JVM of {@link RuntimeJarIT}: a Spark job as a user writes it, on a
@@ -51,17 +39,7 @@ public final class CoexistenceJob {
 
   /** Runs the job; see the class comment for the arguments and the output. */
   public static void main(String[] args) {
-    int exit = 1;
-    try {
-      run(args[0], args[1], args[2], args[3], Path.of(args[4]));
-      System.out.println("DONE");
-      exit = 0;
-    } catch (Throwable t) {
-      t.printStackTrace(System.out);
-    }
-    System.out.flush();
-    // Spark leaves non-daemon threads behind; the exit code is the result.
-    System.exit(exit);
+    ChildJobs.runAndExit(() -> run(args[0], args[1], args[2], args[3], Path.of(args[4])));
   }
 
   private static void run(String endpoint, String accessKey, String secretKey, String bucket,
@@ -112,14 +90,15 @@ public final class CoexistenceJob {
     print("batch-before", totals(spark.read().schema("key STRING, n INT").csv(input)));
     t = time("batch-before", t);
 
-    runStream(spark, input, checkpoint, "run1");
+    ChildJobs.runTotals(spark, input, checkpoint, "run1");
     t = time("run1", t);
 
     spark.read().schema("key STRING, n INT").csv("s3a://" + bucket + "/staging/")
         .coalesce(1).write().mode(SaveMode.Append).csv(input);
-    wipe(strataLocal, work); // the next run restores its state from S3 alone
+    // the next run restores its state from S3 alone
+    ChildJobs.wipe(strataLocal, work.resolve("strata-local-wiped"));
     t = time("append", t);
-    runStream(spark, input, checkpoint, "run2");
+    ChildJobs.runTotals(spark, input, checkpoint, "run2");
     t = time("run2", t);
 
     print("batch-after", totals(spark.read().schema("key STRING, n INT").csv(input)));
@@ -134,67 +113,11 @@ public final class CoexistenceJob {
     return now;
   }
 
-  /** The streaming aggregation over every file not yet processed, one file per batch. */
-  private static void runStream(SparkSession spark, String input, String checkpoint, String step)
-      throws Exception {
-    Dataset<Row> rows = spark.readStream().schema("key STRING, n INT")
-        .option("maxFilesPerTrigger", "1").csv(input);
-    StreamingQuery q = totals(rows).writeStream()
-        .queryName(step)
-        .outputMode("complete")
-        .format("memory")
-        .option("checkpointLocation", checkpoint)
-        .trigger(Trigger.AvailableNow())
-        .start();
-    q.awaitTermination();
-    StreamingQueryProgress[] progress = q.recentProgress();
-    int batches = 0;
-    Map<String, Long> metrics = new TreeMap<>();
-    for (StreamingQueryProgress p : progress) {
-      if (p.numInputRows() > 0) {
-        batches++;
-      }
-      for (StateOperatorProgress op : p.stateOperators()) {
-        op.customMetrics().forEach((k, v) -> {
-          if (k.startsWith("strata")) {
-            metrics.merge(k, v, Long::sum);
-          }
-        });
-      }
-    }
-    System.out.println("BATCHES " + step + " " + batches);
-    metrics.forEach((k, v) -> System.out.println("METRIC " + step + " " + k + "=" + v));
-    print(step, spark.table(step));
-  }
-
   private static Dataset<Row> totals(Dataset<Row> rows) {
-    return rows.groupBy("key").agg(count(lit(1)).as("count"), sum("n").as("sum"));
+    return ChildJobs.totals(rows);
   }
 
   private static void print(String step, Dataset<Row> totals) {
-    StringBuilder line = new StringBuilder("RESULT " + step);
-    for (Row r : totals.orderBy("key").collectAsList()) {
-      line.append(' ').append(r.getString(0)).append('=').append(r.getLong(1)).append(':')
-          .append(r.getLong(2));
-    }
-    System.out.println(line);
-  }
-
-  /**
-   * Loses the local disk: moves Strata's local directory away (the previous run's stores may
-   * still be unloading into it), then deletes it as far as it can.
-   */
-  private static void wipe(Path local, Path work) throws Exception {
-    if (!Files.isDirectory(local)) {
-      throw new IllegalStateException("no local state to delete at " + local);
-    }
-    Path gone = Files.move(local, work.resolve("strata-local-wiped"));
-    try (Stream<Path> s = Files.walk(gone)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    } catch (java.io.IOException stillBeingWritten) {
-      // nothing under the old path is reachable by the next run
-    }
+    ChildJobs.printTotals(step, totals);
   }
 }

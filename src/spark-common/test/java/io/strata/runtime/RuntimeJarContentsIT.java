@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.RepoRoot;
 import io.strata.testkit.ShadedJarStrings;
-import java.io.ByteArrayInputStream;
-import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -355,33 +353,9 @@ class RuntimeJarContentsIT {
   static List<String> constantPoolNames(String entry) throws IOException {
     ZipEntry z = jar.getEntry(entry);
     assertNotNull(z, entry);
-    List<String> utf8 = new ArrayList<>();
-    byte[] bytes;
     try (InputStream raw = jar.getInputStream(z)) {
-      bytes = raw.readAllBytes();
+      return new ArrayList<>(ShadedJarStrings.utf8(raw.readAllBytes(), entry));
     }
-    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
-      if (in.readInt() != 0xCAFEBABE) {
-        throw new IOException("not a class file: " + entry);
-      }
-      in.readUnsignedShort(); // minor
-      in.readUnsignedShort(); // major
-      int count = in.readUnsignedShort();
-      for (int i = 1; i < count; i++) {
-        int tag = in.readUnsignedByte();
-        switch (tag) {
-          case 1 -> utf8.add(in.readUTF());
-          case 3, 4, 9, 10, 11, 12, 17, 18 -> in.skipBytes(4);
-          case 5, 6 -> {
-            in.skipBytes(8);
-            i++; // takes two slots
-          }
-          case 7, 8, 16, 19, 20 -> in.skipBytes(2);
-          case 15 -> in.skipBytes(3);
-          default -> throw new IOException("unknown constant tag " + tag + " in " + entry);
-        }
-      }
-    }
-    return utf8;
   }
+
 }

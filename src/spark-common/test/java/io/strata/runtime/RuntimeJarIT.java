@@ -153,18 +153,9 @@ class RuntimeJarIT {
             RequestBody.fromString(body, StandardCharsets.UTF_8)));
       }
       Path jobWork = Files.createDirectories(work.resolve("job"));
-      int exit;
-      try (ChildJvm child = ChildJvm.start(String.join(File.pathSeparator, classpath),
+      String out = ranToTheEnd(ChildJvm.start(String.join(File.pathSeparator, classpath),
           CoexistenceJob.class, log, s3.endpoint().toString(), S3ProxyServer.ACCESS_KEY,
-          S3ProxyServer.SECRET_KEY, BUCKET, jobWork.toString())) {
-        exit = child.await(600);
-      }
-      String out = Files.readString(log);
-      assertEquals(0, exit, "child exit code; log " + log + ":\n" + tail(out));
-      assertTrue(out.contains("\nDONE"), "the job ran to the end; log " + log);
-      for (String e : CLASH_ERRORS) {
-        assertTrue(!out.contains(e), e + " in the child's output; log " + log);
-      }
+          S3ProxyServer.SECRET_KEY, BUCKET, jobWork.toString()), 600);
 
       // The Hadoop and hadoop-aws the test put on the path are the ones the job ran on.
       String hadoop = hadoopVersion(classpath);
@@ -238,6 +229,24 @@ class RuntimeJarIT {
     return cp;
   }
 
+  /**
+   * Waits for a child job and returns its output, after checking that it exited 0, printed
+   * {@code DONE} and no class-path clash error.
+   */
+  static String ranToTheEnd(ChildJvm started, long seconds) throws Exception {
+    int exit;
+    try (ChildJvm child = started) {
+      exit = child.await(seconds);
+    }
+    String out = Files.readString(started.log);
+    assertEquals(0, exit, "child exit code; log " + started.log + ":\n" + tail(out));
+    assertTrue(out.contains("\nDONE"), "the job ran to the end; log " + started.log);
+    for (String e : CLASH_ERRORS) {
+      assertTrue(!out.contains(e), e + " in the child's output; log " + started.log);
+    }
+    return out;
+  }
+
   /** The version in the name of the child's {@code hadoop-client-api} jar. */
   private static String hadoopVersion(List<String> classpath) {
     List<String> names = classpath.stream().map(e -> Path.of(e).getFileName().toString())
@@ -252,18 +261,22 @@ class RuntimeJarIT {
     return jobClassesOnly(work, CoexistenceJob.class);
   }
 
-  /** A directory with {@code job}'s class files (nested ones too) and nothing else. */
+  /**
+   * A directory with {@code job}'s class files (nested ones too) and {@link ChildJobs}'s, and
+   * nothing else.
+   */
   static Path jobClassesOnly(Path work, Class<?> job) throws IOException {
     Path from = Path.of(job.getProtectionDomain().getCodeSource().getLocation().getPath());
     String pkg = job.getPackageName().replace('.', '/');
     Path root = work.resolve("job-classes-" + job.getSimpleName());
     Path to = Files.createDirectories(root.resolve(pkg));
-    String simple = job.getSimpleName();
     try (Stream<Path> files = Files.list(from.resolve(pkg))) {
       for (Path f : files.toList()) {
         String n = f.getFileName().toString();
-        if (n.equals(simple + ".class") || n.startsWith(simple + "$")) {
-          Files.copy(f, to.resolve(n));
+        for (String simple : List.of(job.getSimpleName(), ChildJobs.class.getSimpleName())) {
+          if (n.equals(simple + ".class") || n.startsWith(simple + "$")) {
+            Files.copy(f, to.resolve(n));
+          }
         }
       }
     }
@@ -430,17 +443,8 @@ class RuntimeJarIT {
           Files.createDirectories(work.resolve("job")).toString()));
       scenarios.forEach((name, spec) -> args.add(name + ":" + spec));
 
-      int exit;
-      try (ChildJvm child = ChildJvm.start(String.join(File.pathSeparator, classpath), List.of(),
-          env, UserJob.class.getName(), log, args.toArray(String[]::new))) {
-        exit = child.await(900);
-      }
-      String out = Files.readString(log);
-      assertEquals(0, exit, "child exit code; log " + log + ":\n" + tail(out));
-      assertTrue(out.contains("\nDONE"), "the job ran to the end; log " + log);
-      for (String e : CLASH_ERRORS) {
-        assertTrue(!out.contains(e), e + " in the child's output; log " + log);
-      }
+      String out = ranToTheEnd(ChildJvm.start(String.join(File.pathSeparator, classpath),
+          List.of(), env, UserJob.class.getName(), log, args.toArray(String[]::new)), 900);
       assertTrue(!out.contains(s3.secretKey()), "a secret in the child's output; log " + log);
 
       List<String> failed = new ArrayList<>();

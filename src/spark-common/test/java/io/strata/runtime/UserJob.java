@@ -1,27 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.runtime;
 
-import static org.apache.spark.sql.functions.count;
-import static org.apache.spark.sql.functions.lit;
-import static org.apache.spark.sql.functions.sum;
-
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.stream.Stream;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StateOperatorProgress;
-import org.apache.spark.sql.streaming.StreamingQuery;
-import org.apache.spark.sql.streaming.StreamingQueryProgress;
-import org.apache.spark.sql.streaming.Trigger;
 
 /**
  * The child JVM of {@link RuntimeJarQueriesIT}: a Spark job as a user writes it, on exactly the
@@ -50,17 +38,8 @@ public final class UserJob {
 
   /** Runs the job; see the class comment. */
   public static void main(String[] args) {
-    int exit = 1;
-    try {
-      run(args[0], args[1], Path.of(args[2]), List.of(args).subList(3, args.length));
-      System.out.println("DONE");
-      exit = 0;
-    } catch (Throwable t) {
-      t.printStackTrace(System.out);
-    }
-    System.out.flush();
-    // Spark leaves non-daemon threads behind; the exit code is the result.
-    System.exit(exit);
+    ChildJobs.runAndExit(() -> run(args[0], args[1], Path.of(args[2]),
+        List.of(args).subList(3, args.length)));
   }
 
   private static void run(String endpoint, String bucket, Path work, List<String> scenarios)
@@ -97,10 +76,10 @@ public final class UserJob {
         Path input = Files.createDirectories(work.resolve("input").resolve(name));
         write(input, 0);
         write(input, 1);
-        runStream(spark, input, checkpoint, name + "-run1");
+        ChildJobs.runTotals(spark, input.toUri().toString(), checkpoint, name + "-run1");
         wipe(sparkLocal, work.resolve("wiped-" + name));
         write(input, 2);
-        runStream(spark, input, checkpoint, name + "-run2");
+        ChildJobs.runTotals(spark, input.toUri().toString(), checkpoint, name + "-run2");
       } catch (Throwable t) {
         System.out.println("FAILED " + name + " " + t.toString().replace('\n', ' '));
         t.printStackTrace(System.out);
@@ -115,44 +94,6 @@ public final class UserJob {
     Path tmp = input.resolveSibling(input.getFileName() + "-" + file + ".tmp");
     Files.writeString(tmp, FILES.get(file), StandardCharsets.UTF_8);
     Files.move(tmp, input.resolve("part-" + file + ".csv"));
-  }
-
-  /** The streaming aggregation over every file not yet processed, one file per batch. */
-  private static void runStream(SparkSession spark, Path input, String checkpoint, String step)
-      throws Exception {
-    Dataset<Row> rows = spark.readStream().schema("key STRING, n INT")
-        .option("maxFilesPerTrigger", "1").csv(input.toUri().toString());
-    StreamingQuery q = rows.groupBy("key").agg(count(lit(1)).as("count"), sum("n").as("sum"))
-        .writeStream()
-        .queryName(step.replace('-', '_'))
-        .outputMode("complete")
-        .format("memory")
-        .option("checkpointLocation", checkpoint)
-        .trigger(Trigger.AvailableNow())
-        .start();
-    q.awaitTermination();
-    int batches = 0;
-    Map<String, Long> metrics = new TreeMap<>();
-    for (StreamingQueryProgress p : q.recentProgress()) {
-      if (p.numInputRows() > 0) {
-        batches++;
-      }
-      for (StateOperatorProgress op : p.stateOperators()) {
-        op.customMetrics().forEach((k, v) -> {
-          if (k.startsWith("strata")) {
-            metrics.merge(k, v, Long::sum);
-          }
-        });
-      }
-    }
-    System.out.println("BATCHES " + step + " " + batches);
-    metrics.forEach((k, v) -> System.out.println("METRIC " + step + " " + k + "=" + v));
-    StringBuilder line = new StringBuilder("RESULT " + step);
-    for (Row r : spark.table(step.replace('-', '_')).orderBy("key").collectAsList()) {
-      line.append(' ').append(r.getString(0)).append('=').append(r.getLong(1)).append(':')
-          .append(r.getLong(2));
-    }
-    System.out.println(line);
   }
 
   /**
@@ -170,14 +111,7 @@ public final class UserJob {
     }
     Files.createDirectories(to);
     for (int i = 0; i < dirs.size(); i++) {
-      Path gone = Files.move(dirs.get(i), to.resolve("strata-" + i));
-      try (Stream<Path> s = Files.walk(gone)) {
-        for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      } catch (java.io.IOException stillBeingWritten) {
-        // nothing under the old path is reachable by the next run
-      }
+      ChildJobs.wipe(dirs.get(i), to.resolve("strata-" + i));
     }
   }
 }
