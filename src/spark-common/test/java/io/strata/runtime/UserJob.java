@@ -12,15 +12,16 @@ import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * The child JVM of {@link RuntimeJarQueriesIT}: a Spark job as a user writes it, on exactly the
+ * The child JVM of {@link RuntimeJarIT}: a Spark job as a user writes it, on exactly the
  * class path a user has (the line's Spark jars and Strata's runtime jar, nothing of the build's
  * classes), with Spark's and Hadoop's shipped defaults. It uses only Spark's public API and
  * names Strata by strings, so it compiles without Strata.
  *
  * <p>Arguments: the S3 endpoint URL, the bucket, a local work directory, then the scenarios to
  * run, each {@code name:location:key=value,key=value...} (the settings set on the session, with
- * {@code spark.conf().set}, for that scenario only; the location {@code file} for a local
- * checkpoint, {@code s3} for {@code s3://<bucket>/<name>}). Every scenario runs the same streaming
+ * {@code spark.conf().set}, for that scenario only, {@code $ENDPOINT} in a value standing for
+ * the endpoint argument; the location {@code file} for a local checkpoint, {@code s3} for {@code
+ * s3://<bucket>/<name>}). Every scenario runs the same streaming
  * aggregation twice on its own checkpoint: run 1 over two input files (two batches), then Strata's
  * local state is wiped, a third file added, and run 2 restores from the checkpoint alone.
  *
