@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.checkpoint;
 
-import io.strata.config.S3aFallbacks;
 import io.strata.config.StrataConf;
 import io.strata.hadoop.HadoopLookup;
 import io.strata.objectstore.DelimitedListing;
@@ -158,8 +157,7 @@ final class S3CheckpointFiles {
         strata.put(e.getKey(), conf.get(e.getKey()));
       }
     }
-    return StrataConf.from(strata, () -> S3aFallbacks.from(
-        HadoopLookup.of(conf, bucket, StrataConf.unusedFallbacks(strata)), bucket));
+    return HadoopLookup.strataConf(strata, conf, bucket);
   }
 
   /**

@@ -2,6 +2,7 @@
 package io.strata.hadoop;
 
 import io.strata.config.S3aFallbacks;
+import io.strata.config.StrataConf;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -49,9 +50,22 @@ public final class HadoopLookup {
     this.unused = unused;
   }
 
-  /** As {@link #of(Configuration, String, Predicate)} for no bucket, reading every key. */
-  public static UnaryOperator<String> of(Configuration conf) {
-    return of(conf, null, key -> false);
+  /**
+   * Strata's settings as the Spark layer reads them, for the state store provider (executors)
+   * and the checkpoint file manager (driver) alike: {@code strata}'s keys, then S3A's fallbacks
+   * for {@code bucket} read from {@code hadoop} by a lookup of this class, only when the S3
+   * settings are first resolved ({@link StrataConf#s3()}) and never for the keys {@code strata}
+   * makes unused ({@link StrataConf#unusedFallbacks}).
+   *
+   * @param strata Strata's keys (full names) and any other Spark SQL settings
+   * @param hadoop the job's Hadoop configuration; null for none
+   * @param bucket the location's bucket, for S3A's per-bucket keys; null off S3
+   * @throws IllegalArgumentException as {@link StrataConf#from(Map, java.util.function.Supplier)}
+   */
+  public static StrataConf strataConf(Map<String, String> strata, Configuration hadoop,
+      String bucket) {
+    return StrataConf.from(strata, () -> S3aFallbacks.from(
+        of(hadoop, bucket, StrataConf.unusedFallbacks(strata)), bucket));
   }
 
   /**

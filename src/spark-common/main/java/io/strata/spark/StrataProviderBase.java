@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
-import io.strata.hadoop.HadoopLookup;
-import io.strata.config.S3aFallbacks;
 import io.strata.config.StrataConf;
 import io.strata.engine.LocalDirs;
+import io.strata.hadoop.HadoopLookup;
 import io.strata.engine.SharedMemory;
 import io.strata.metrics.GcStats;
 import io.strata.metrics.RequestCounter;
@@ -24,7 +23,6 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.SparkConf;
@@ -136,10 +134,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // S3A's settings (and any credential store they name) are read only when the S3 settings
     // are first resolved, for a location on S3: a cluster's S3A settings for other jobs never
     // stop a query whose checkpoint is elsewhere.
-    Map<String, String> sql = Scala.javaMap(storeConfs.sqlConfs());
-    String bucket = ObjectStores.bucketOf(location());
-    this.conf = StrataConf.from(sql,
-        () -> s3aFallbacks(hadoopConf, bucket, StrataConf.unusedFallbacks(sql)));
+    this.conf = HadoopLookup.strataConf(Scala.javaMap(storeConfs.sqlConfs()), hadoopConf,
+        ObjectStores.bucketOf(location()));
     this.memoryLimits = memoryLimits(conf, SparkEnv.get());
     // Fails now, naming the location, if its scheme is not one Strata can write to.
     ObjectStores.open(location(), conf::s3, null).close();
@@ -783,17 +779,5 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       overheadMiB = Math.max(minMiB, (long) (factor * heapMiB));
     }
     return Math.max(MEMORY_AUTO_MIN, (overheadMiB << 20) / 2);
-  }
-
-  /**
-   * Hadoop S3A settings Strata falls back to for {@code bucket} (its {@code
-   * fs.s3a.bucket.<bucket>.*} keys first), with the endpoint given a scheme.
-   *
-   * @param bucket the checkpoint location's bucket; null for a location that is not in S3
-   * @param unused the S3A keys Strata's own settings make unused: never read
-   */
-  static Map<String, String> s3aFallbacks(Configuration hadoop, String bucket,
-      Predicate<String> unused) {
-    return S3aFallbacks.from(HadoopLookup.of(hadoop, bucket, unused), bucket);
   }
 }

@@ -50,6 +50,8 @@ public final class S3aFallbacks {
   static final List<List<String>> HADOOP_DEFAULT_PROVIDERS =
       CredentialProviderNames.resourceLines("hadoop-default-providers.txt").stream()
           .map(S3aFallbacks::entries).toList();
+  /** S3A's encryption keys, current and deprecated names (algorithm, then key). */
+  static final List<String> ENCRYPTION_KEYS = List.of(SSE, SSE_KEY, OLD_SSE, OLD_SSE_KEY);
   /** S3A's credential keys among {@link #SECRET_KEYS}: the static keys and session token. */
   public static final List<String> CREDENTIAL_KEYS = List.of("fs.s3a.access.key",
       "fs.s3a.secret.key", "fs.s3a.session.token");
@@ -62,8 +64,8 @@ public final class S3aFallbacks {
    * and deprecated names). A lookup handed to {@link #from} reads these (and their per-bucket
    * forms, see {@link #isSecret}) the same way.
    */
-  public static final List<String> SECRET_KEYS = List.of("fs.s3a.access.key",
-      "fs.s3a.secret.key", "fs.s3a.session.token", SSE, SSE_KEY, OLD_SSE, OLD_SSE_KEY);
+  public static final List<String> SECRET_KEYS = java.util.stream.Stream.concat(
+      CREDENTIAL_KEYS.stream(), ENCRYPTION_KEYS.stream()).toList();
 
   /**
    * Whether S3A reads {@code key} as a secret ({@code getPassword}): one of {@link
@@ -80,7 +82,7 @@ public final class S3aFallbacks {
 
   /** Whether {@code key} is one of S3A's encryption keys (current or deprecated), or per bucket. */
   public static boolean isEncryption(String key) {
-    return oneOf(key, List.of(SSE, SSE_KEY, OLD_SSE, OLD_SSE_KEY));
+    return oneOf(key, ENCRYPTION_KEYS);
   }
 
   private static boolean oneOf(String key, List<String> keys) {
