@@ -22,6 +22,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.strata.cluster.ClusterEvents.StatefulTask;
 import io.strata.cluster.StandaloneCluster.Executor;
+import io.strata.testkit.OncePerSparkLine;
 import io.strata.testkit.OnlyOnSparkLines;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
@@ -85,6 +86,9 @@ import org.junit.jupiter.api.Timeout;
 @OnlyOnSparkLines(value = {"4.1", "3.5"},
     reason = "a master, two workers and their executors as JVMs: minutes, and the version-neutral "
         + "code it exercises is the same on each line of a Spark major version")
+@OncePerSparkLine(reason = "a standalone Spark 3.5 cluster per Scala build costs a minute; "
+    + "executors restoring from S3 and moving partitions go through the provider Java code that "
+    + "StatefulOperatorsIT and CheckpointOnS3IT run on this build")
 class StandaloneClusterIT {
   private static final int WORKERS = 2;
   private static final int FIRST_RUN_FILES = 5;

@@ -5,6 +5,7 @@ import static io.strata.spark.BatchFiles.outputs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -48,6 +49,9 @@ import org.junit.jupiter.api.Timeout;
  * HDFS-backed provider on the same input, batch by batch, and a restart on wiped local state (a
  * cold restore from S3) gives the same next batch as the HDFS provider.
  */
+@OncePerSparkLine(reason = "the snapshot and garbage-collection rhythm is strata-core's, the "
+    + "same bytecode on both Scala builds; this build runs the query paths that cross Scala "
+    + "(StatefulOperatorsIT, CheckpointOnS3IT, StreamingUiMetricsIT)")
 class LongTriggerIT {
   private static final int KEYS = 40;
   private static final int BATCHES = 12;

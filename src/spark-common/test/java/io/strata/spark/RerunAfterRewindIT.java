@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.ChildJvm;
+import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -49,6 +50,9 @@ import scala.Option;
  * after the new run did ({@link
  * #aZombieOfTheOlderRunCommitsAfterTheNewRunCommittedTheSameAndLaterVersions}).
  */
+@OncePerSparkLine(reason = "rewinds are Spark's offset log and the provider's version loads, "
+    + "Java code without Scala-version-specific calls; this build runs the same loads in "
+    + "StatefulOperatorsIT and CheckpointOnS3IT")
 class RerunAfterRewindIT {
   private static final int KEYS = 60;
   private static final long CHILD_TIMEOUT_S = 600;

@@ -8,6 +8,7 @@ import io.strata.format.StoreLayout;
 import io.strata.testkit.ChildJvm;
 import io.strata.testkit.FaultProxy;
 import io.strata.testkit.FaultProxy.Fault;
+import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,6 +36,8 @@ import software.amazon.awssdk.services.s3.S3Client;
  * snapshot of the version the run loaded, written seconds after the batch's output (so during
  * the JVM's exit), with which the next cold load replays one delta.
  */
+@OncePerSparkLine(reason = "the upload at JVM exit is strata-core's shutdown hook "
+    + "(UploadsAtExit), with no Scala on its path")
 class SnapshotAtExitIT {
   private static final long DELAY_MS = 6_000;
   private static SparkS3Harness h;

@@ -12,6 +12,7 @@ import io.strata.format.StoreLayout;
 import io.strata.metrics.RequestCounter;
 import io.strata.testkit.FaultProxy.Fault;
 import io.strata.testkit.FaultProxy;
+import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -52,6 +53,8 @@ import software.amazon.awssdk.services.s3.S3Client;
  * abandoned and retried to the exact answer; a lost write of a version object is found at the
  * next restore and named, never read as an older state.
  */
+@OncePerSparkLine(reason = "retries, timeouts and lost writes are handled by the AWS SDK and "
+    + "strata-core, with no Scala on their path")
 class SparkS3FaultsIT {
   private static final int KEYS = 8;
   private static final String STRATA = "spark.sql.streaming.stateStore.strata.";

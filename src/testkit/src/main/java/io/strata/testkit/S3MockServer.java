@@ -59,7 +59,7 @@ public final class S3MockServer implements S3TestServer {
     Path log = dataDir.resolveSibling(dataDir.getFileName() + "-s3mock.log");
     List<String> cmd = new ArrayList<>(List.of(
         Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
-        "-Xmx512m", "-jar", jar.toString(),
+        "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar", jar.toString(),
         // The endpoint: Spring Boot's connector, plain HTTP, on loopback.
         "--server.address=127.0.0.1",
         "--server.ssl.enabled=false",

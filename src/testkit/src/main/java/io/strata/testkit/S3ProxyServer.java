@@ -91,6 +91,9 @@ public final class S3ProxyServer implements S3TestServer {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx512m");
+    // A test server: C1 only and the serial collector start it with less CPU (as ChildJvm).
+    cmd.add("-XX:TieredStopAtLevel=1");
+    cmd.add("-XX:+UseSerialGC");
     cmd.add("-jar");
     cmd.add(jar.toString());
     cmd.add("--properties");
