@@ -205,7 +205,7 @@ class CheckpointOnS3IT {
         Trigger.ProcessingTime(200), "q1", -1);
     try {
       q1.processAllAvailable();
-      long interval = 30_000;
+      long interval = 10_000;
       try (ChildJvm q2 = ChildJvm.start(CheckpointDriver.class, logs.resolve("q2.log"),
           h.s3.endpoint().toString(), ckpt, in.toString(), out2.toString(),
           h.work.resolve("q2-work").toString(), "processing:" + interval, "q2", "-1")) {
@@ -216,12 +216,13 @@ class CheckpointOnS3IT {
           assertTrue(System.currentTimeMillis() < deadline, "second instance not ready");
           Thread.sleep(200);
         }
-        // The second instance runs a trigger every 30 s (at multiples of 30 s). Publish the new
-        // file right after one of its triggers, so the first instance (200 ms) takes it first.
+        // The second instance runs a trigger every 10 s (at multiples of 10 s). Publish the new
+        // file at least 7 s before its next trigger, so the first instance (200 ms) takes it
+        // first.
         long now = System.currentTimeMillis();
         long next = (now / interval + 1) * interval;
-        if (next - now < interval / 2) {
-          Thread.sleep(next - now + 2_000);
+        if (next - now < 7_000) {
+          Thread.sleep(next - now + 1_000);
         }
         writeBatch(in, 3);
         q1.processAllAvailable();
