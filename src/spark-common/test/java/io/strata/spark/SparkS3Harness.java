@@ -30,8 +30,35 @@ final class SparkS3Harness implements AutoCloseable {
 
   final Path work;
   final Path localDir;
+  /** This JVM's S3 server, shared by every harness in it (see {@link #sharedServer()}). */
   final S3ProxyServer s3;
   final SparkSession spark;
+
+  /**
+   * The S3 server of every harness in this JVM (a failsafe fork runs many test classes one after
+   * another): started by the first harness with {@link #BUCKET} created, stopped when the JVM
+   * exits, so each test class pays for its Spark session but not for a server start. Harnesses
+   * stay apart by their checkpoints' prefixes ({@link #s3Checkpoint} names each with a UUID).
+   */
+  private static S3ProxyServer shared;
+
+  private static synchronized S3ProxyServer sharedServer() throws IOException {
+    if (shared == null) {
+      Path dir = Files.createTempDirectory("strata-it-s3-");
+      S3ProxyServer server = S3ProxyServer.start(dir, Map.of());
+      server.createBucket(BUCKET);
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        try {
+          server.close();
+          deleteRecursively(dir);
+        } catch (IOException | RuntimeException bestEffort) {
+          // the JVM is exiting; the temporary directory is the OS's to clear
+        }
+      }, "strata-it-s3-stop"));
+      shared = server;
+    }
+    return shared;
+  }
 
   SparkS3Harness(int shufflePartitions) throws IOException {
     this(shufflePartitions, "local[2]");
@@ -44,8 +71,7 @@ final class SparkS3Harness implements AutoCloseable {
   SparkS3Harness(int shufflePartitions, String master) throws IOException {
     work = Files.createTempDirectory("strata-it-");
     localDir = work.resolve("strata-local");
-    s3 = S3ProxyServer.start(work.resolve("s3"), Map.of());
-    s3.createBucket(BUCKET);
+    s3 = sharedServer();
     String endpoint = s3.endpoint().toString();
     spark = SparkSession.builder()
         .master(master)
@@ -171,7 +197,6 @@ final class SparkS3Harness implements AutoCloseable {
       SparkApi.unloadStateStores();
       spark.stop();
     } finally {
-      s3.close();
       try {
         deleteRecursively(work);
       } catch (IOException stillBeingWritten) {
