@@ -26,11 +26,13 @@ import io.strata.testkit.OnlyOnSparkLines;
 import io.strata.testkit.RepoRoot;
 import io.strata.testkit.S3ProxyServer;
 import java.io.File;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -38,6 +40,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -101,7 +104,6 @@ class StrataToolIT {
     // one): garbage once older than the grace period.
     String spill = keyOf(agg.checkpoint()) + "/state/0/0/"
         + StoreLayout.spill(2, "01a23d8504b1-0000000000000bad", 1);
-    long planted = System.currentTimeMillis();
     try (S3Client s3 = cmp.harness().s3.client()) {
       put(s3, spill, new byte[1234]);
     }
@@ -175,8 +177,10 @@ class StrataToolIT {
     // The shortest grace period (1 min), once the abandoned spill is older than that: a dry
     // run names it and why, and --apply --force deletes it and nothing a load needs (the
     // retained versions' manifests still name deltas of every older version, so no version
-    // object goes), for the aggregation.
-    Thread.sleep(Math.max(0, planted + 65_000 - System.currentTimeMillis()));
+    // object goes), for the aggregation. A minute passing is, to the tool, every object of the
+    // checkpoint a minute older: their last-modified times in S3Proxy's store are moved back
+    // by 65 s rather than the test waiting for it.
+    ageObjects(agg.checkpoint(), 65_000);
     String[] shortGrace = {"--conf-file", conf.toString(),
         "--conf", "spark.sql.streaming.stateStore.strata.gc.gracePeriod=1min"};
     Run dry = tool(concat(new String[] {"gc", agg.checkpoint(), "--dry-run"}, shortGrace));
@@ -477,6 +481,21 @@ class StrataToolIT {
    * Keeps what a run printed in {@code target/strata-tool-output/<name>.txt} (the README and
    * docs/operations.md show these).
    */
+  /**
+   * Makes every object of {@code checkpoint} {@code millis} older: their last-modified times in
+   * the S3 server's file store (S3Proxy reports a file's modification time as the object's).
+   */
+  private static void ageObjects(String checkpoint, long millis) throws IOException {
+    String prefix = checkpoint.substring(("s3a://" + SparkS3Harness.BUCKET + "/").length());
+    Path dir = cmp.harness().s3.dataDir().resolve(SparkS3Harness.BUCKET).resolve(prefix);
+    try (Stream<Path> files = Files.walk(dir)) {
+      for (Path f : files.filter(Files::isRegularFile).toList()) {
+        Files.setLastModifiedTime(f, FileTime.fromMillis(
+            Files.getLastModifiedTime(f).toMillis() - millis));
+      }
+    }
+  }
+
   private static void keep(String name, Run r) throws Exception {
     Path dir = Files.createDirectories(Paths.get("target", "strata-tool-output"));
     Files.writeString(dir.resolve(name + ".txt"), "$ strata ... (exit " + r.code() + ")\n"
