@@ -695,7 +695,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
           memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit())
           .withDeltasStagedInMemory(conf.stageDeltasInMemory());
       core = new SyncedStore(identity, objects, localDir(),
-          run == null ? settings : settings.withRun(run), keySchema.json(), valueSchema.json());
+          run == null ? settings : settings.withRun(run), keySchema.json(), valueSchema.json(),
+          JvmPools.SHARED);
       // Spark's coordinator counts a store that never reports as lagging (Spark 4.2 then forces
       // snapshots inside commits): report each snapshot when it is up, whoever started it.
       core.onSnapshotUploaded(this::reportSnapshotIfNew);

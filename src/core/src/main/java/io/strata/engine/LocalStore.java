@@ -1,16 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.engine;
 
-import io.strata.format.Checksums;
-import io.strata.format.sst.SstWriter;
-import java.io.BufferedOutputStream;
-import java.io.FilterOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -18,7 +12,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
-import net.jpountz.xxhash.StreamingXXHash64;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.Checkpoint;
@@ -384,13 +377,11 @@ public final class LocalStore implements AutoCloseable {
 
   /**
    * Builds the pending writes into one sorted SST delta (puts, and deletions as tombstones), with
-   * Strata's own SST writer ({@link SstWriter}: one pass in Java, no JNI call per entry and no
-   * fdatasync; the file is RocksDB's block-based table format, which {@link #ingest} takes as
-   * {@code SstFileWriter}'s). A delta of at most {@value #IN_MEMORY_DELTA_BYTES} bytes of pending
-   * writes (by {@link #pendingBytes()}) is built in memory only: its {@link DeltaFile#bytes()} are
-   * the file, and {@code sstFile} is not written (the caller uploads the bytes and writes the file
-   * where it ingests it). A larger one is streamed to {@code sstFile}, hashed as it goes, and has
-   * no bytes in memory.
+   * {@link DeltaWriter} (Strata's own SST writer, hashed as it goes). A delta of at most {@value
+   * #IN_MEMORY_DELTA_BYTES} bytes of pending writes (by {@link #pendingBytes()}) is built in
+   * memory only: its {@link DeltaFile#bytes()} are the file, and {@code sstFile} is not written
+   * (the caller uploads the bytes and writes the file where it ingests it). A larger one is
+   * streamed to {@code sstFile}, hashed as it goes, and has no bytes in memory.
    *
    * @param sstFile the delta's file name and, for a large delta, where it is written (replaced if
    *     it exists)
@@ -405,37 +396,7 @@ public final class LocalStore implements AutoCloseable {
     }
     Lock l = enter();
     try {
-      if (pending.approxBytes() <= IN_MEMORY_DELTA_BYTES) {
-        // Sized from the heap estimate (an upper bound of the raw bytes), capped well below a
-        // humongous allocation; it grows if ever needed.
-        Buffer buf = new Buffer((int) Math.min(256L << 10, pending.approxBytes() + 4096));
-        long entries = writeSst(buf);
-        byte[] bytes = buf.bytes();
-        return Optional.of(new DeltaFile(sstFile, bytes.length, Checksums.xxhash64(bytes),
-            entries, bytes));
-      }
-      // The hash (native state, closed here) sees the bytes as the buffer flushes them, in
-      // 64 KiB writes rather than one call per block and trailer.
-      try (StreamingXXHash64 hash = Checksums.newStreaming();
-          OutputStream file = Files.newOutputStream(sstFile)) {
-        long entries;
-        try (OutputStream out = new BufferedOutputStream(new FilterOutputStream(file) {
-          @Override
-          public void write(byte[] b, int off, int len) throws IOException {
-            hash.update(b, off, len);
-            file.write(b, off, len);
-          }
-
-          @Override
-          public void write(int b) throws IOException {
-            write(new byte[] {(byte) b}, 0, 1);
-          }
-        }, 1 << 16)) {
-          entries = writeSst(out);
-        }
-        return Optional.of(new DeltaFile(sstFile, Files.size(sstFile), hash.getValue(),
-            entries));
-      }
+      return Optional.of(DeltaWriter.write(pending, sstFile));
     } finally {
       l.unlock();
     }
@@ -446,47 +407,6 @@ public final class LocalStore implements AutoCloseable {
    * memory ({@link #buildDelta}): 4 MiB.
    */
   public static final long IN_MEMORY_DELTA_BYTES = 4L << 20;
-
-  private long writeSst(OutputStream out) throws IOException {
-    SstWriter w = new SstWriter(out);
-    for (Map.Entry<byte[], byte[]> e : pending.entries()) {
-      if (PendingWrites.isTombstone(e.getValue())) {
-        w.delete(e.getKey());
-      } else {
-        w.put(e.getKey(), e.getValue());
-      }
-    }
-    w.finish();
-    return w.entries();
-  }
-
-  /** A byte sink whose array is handed out without a copy when it is exactly full. */
-  private static final class Buffer extends OutputStream {
-    private byte[] buf;
-    private int count;
-
-    Buffer(int capacity) {
-      buf = new byte[Math.max(capacity, 256)];
-    }
-
-    @Override
-    public void write(int b) {
-      write(new byte[] {(byte) b}, 0, 1);
-    }
-
-    @Override
-    public void write(byte[] b, int off, int len) {
-      if (count + len > buf.length) {
-        buf = Arrays.copyOf(buf, Math.max(buf.length * 2, count + len));
-      }
-      System.arraycopy(b, off, buf, count, len);
-      count += len;
-    }
-
-    byte[] bytes() {
-      return count == buf.length ? buf : Arrays.copyOf(buf, count);
-    }
-  }
 
   /**
    * Makes the pending writes committed: ingests {@code delta} (made by {@link #writeDelta} or

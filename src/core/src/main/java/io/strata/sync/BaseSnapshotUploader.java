@@ -56,7 +56,8 @@ import org.slf4j.LoggerFactory;
  * "The grace period").
  *
  * <p>Threading: {@link #upload} runs outside the store's monitor (one at a time); the methods
- * about the pending snapshot are called with the monitor held, which guards it.
+ * about the pending snapshot and the running upload assert that the caller holds the store's
+ * {@link StoreGuard}, which guards them.
  */
 final class BaseSnapshotUploader {
   private static final Logger LOG = LoggerFactory.getLogger(BaseSnapshotUploader.class);
@@ -114,8 +115,9 @@ final class BaseSnapshotUploader {
    */
   private final Map<String, FileRef.ContentId> localFileIds = new ConcurrentHashMap<>();
   private Pending pending;
-  /** The checkpoint a running upload reads, or null. Guarded by the store's monitor. */
+  /** The checkpoint a running upload reads, or null. */
   private Path running;
+  private final StoreGuard guard;
 
   /**
    * @param pools the store's pools (the uploads run on its transfer pool; once it is closed, an
@@ -125,11 +127,13 @@ final class BaseSnapshotUploader {
    * @param clock the wall clock of the grace period (an upload's duration)
    * @param gracePeriodMillis the garbage-collection grace period, ms
    * @param published where each uploaded snapshot is published for every later load
+   * @param guard the store's monitor, which guards the pending snapshot and the running upload
    */
   BaseSnapshotUploader(StoreIdentity identity, ObjectStore objects, TransferPools pools,
       GcTrigger gc, LocalIntegrity integrity, Clock clock, long gracePeriodMillis,
-      PublishedSnapshots published) {
+      PublishedSnapshots published, StoreGuard guard) {
     this.published = published;
+    this.guard = guard;
     this.identity = identity;
     this.objects = objects;
     this.pools = pools;
@@ -139,8 +143,9 @@ final class BaseSnapshotUploader {
     this.gracePeriodMillis = gracePeriodMillis;
   }
 
-  /** The checkpoint a running upload reads, or null. Monitor held. */
+  /** The checkpoint a running upload reads, or null. */
   Path running() {
+    guard.assertHeld();
     return running;
   }
 
@@ -149,23 +154,15 @@ final class BaseSnapshotUploader {
    * upload to stop (the store's close cancelled its transfers); warns if it does not.
    *
    * @return true if the wait was interrupted (the caller restores the interrupt flag)
+   * @throws IllegalStateException if the caller does not hold the store's monitor
    */
-  boolean awaitStopped(Object monitor, long timeoutMs) {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-    while (running != null) {
-      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-      if (left <= 0) {
-        LOG.warn("{}: closing while the upload of a base snapshot still runs after {} ms",
-            identity, timeoutMs);
-        return false;
-      }
-      try {
-        monitor.wait(left);
-      } catch (InterruptedException e) {
-        return true;
-      }
+  boolean awaitStopped(long timeoutMs) {
+    StoreGuard.Wait w = guard.awaitUntil(() -> running == null, timeoutMs);
+    if (w == StoreGuard.Wait.TIMED_OUT) {
+      LOG.warn("{}: closing while the upload of a base snapshot still runs after {} ms",
+          identity, timeoutMs);
     }
-    return false;
+    return w == StoreGuard.Wait.INTERRUPTED;
   }
 
   /**
@@ -173,38 +170,34 @@ final class BaseSnapshotUploader {
    * upload to finish on its own (the store's close lets it publish before cancelling it).
    *
    * @return true if the wait was interrupted (the caller restores the interrupt flag)
+   * @throws IllegalStateException if the caller does not hold the store's monitor
    */
-  boolean awaitFinished(Object monitor, long timeoutMs) {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-    while (running != null) {
-      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-      if (left <= 0) {
-        LOG.info("{}: the upload of a base snapshot did not finish within {} ms of close; "
-            + "cancelling it", identity, timeoutMs);
-        return false;
-      }
-      try {
-        monitor.wait(left);
-      } catch (InterruptedException e) {
-        return true;
-      }
+  boolean awaitFinished(long timeoutMs) {
+    StoreGuard.Wait w = guard.awaitUntil(() -> running == null, timeoutMs);
+    if (w == StoreGuard.Wait.TIMED_OUT) {
+      LOG.info("{}: the upload of a base snapshot did not finish within {} ms of close; "
+          + "cancelling it", identity, timeoutMs);
     }
-    return false;
+    return w == StoreGuard.Wait.INTERRUPTED;
   }
 
   /**
    * Gives up {@code job} before it ran (its thread could not start): deletes its checkpoint and
-   * clears {@link #running()}. Monitor held.
+   * clears {@link #running()}.
+   *
+   * @throws IllegalStateException if the caller does not hold the store's monitor
    */
-  void abandon(Job job, Object monitor) {
+  void abandon(Job job) {
+    guard.assertHeld();
     LocalIntegrity.deleteQuietly(identity, job.manifest().version(), job.checkpoint());
     running = null;
     UploadsAtExit.finished(this);
-    monitor.notifyAll();
+    guard.signalAll();
   }
 
-  /** Records that {@code job}'s upload is about to run ({@link #run}). Monitor held. */
+  /** Records that {@code job}'s upload is about to run ({@link #run}). */
   void started(Job job) {
+    guard.assertHeld();
     running = job.checkpoint();
     UploadsAtExit.started(this); // a JVM exit lets it finish and publish (Spark closes no store)
   }
@@ -217,12 +210,11 @@ final class BaseSnapshotUploader {
    * restores from the object store). Always deletes the checkpoint and, under the monitor,
    * clears {@link #running()} and wakes the monitor's waiters (the store's close).
    *
-   * @param monitor the store's monitor
    * @param current tests, under the monitor, whether a generation is still the live, open one
    * @return the uploaded snapshot (offered, or orphaned if the database changed meanwhile)
    * @throws IOException as {@link #upload} (nothing is offered then)
    */
-  BaseSnapshot run(Job job, Object monitor, IntPredicate current) throws IOException {
+  BaseSnapshot run(Job job, IntPredicate current) throws IOException {
     try {
       BaseSnapshot snapshot;
       try {
@@ -234,7 +226,7 @@ final class BaseSnapshotUploader {
         LOG.debug("{} version {}: published base snapshot as {}", identity,
             job.manifest().version(), objects.describe(key));
       } catch (IOException | RuntimeException e) {
-        synchronized (monitor) {
+        synchronized (guard) {
           if (e instanceof CorruptLocalSstException c && current.test(job.generation())) {
             integrity.markDamaged(c.reason());
           }
@@ -243,7 +235,7 @@ final class BaseSnapshotUploader {
         throw e;
       }
       long took = elapsedMillis(job);
-      synchronized (monitor) {
+      synchronized (guard) {
         if (!current.test(job.generation())) {
           gc.orphansLeft();
         } else if (took >= gracePeriodMillis / 2) {
@@ -261,9 +253,9 @@ final class BaseSnapshotUploader {
       return snapshot;
     } finally {
       LocalIntegrity.deleteQuietly(identity, job.manifest().version(), job.checkpoint());
-      synchronized (monitor) {
+      synchronized (guard) {
         running = null;
-        monitor.notifyAll();
+        guard.signalAll();
       }
       UploadsAtExit.finished(this);
     }
@@ -377,6 +369,7 @@ final class BaseSnapshotUploader {
 
   /** Forgets the local files hashed so far and the pending snapshot: the database changed. */
   void localDatabaseReplaced() {
+    guard.assertHeld();
     localFileIds.clear();
     drop();
   }
@@ -391,18 +384,19 @@ final class BaseSnapshotUploader {
     return Math.max(wall, mono);
   }
 
-  /** Hands an uploaded snapshot to the next commit. Monitor held. */
+  /** Hands an uploaded snapshot to the next commit (under the monitor). */
   private void offer(BaseSnapshot snapshot, int generation) {
     pending = new Pending(snapshot, generation);
   }
 
   /**
    * The published snapshot waiting for a commit to name it as its base, if it was taken from (or
-   * restored into) the database of {@code generation}. Monitor held.
+   * restored into) the database of {@code generation}.
    *
    * @param atVersion the version being committed or snapshotted
    */
   Optional<BaseSnapshot> pending(int generation, long atVersion) {
+    guard.assertHeld();
     if (pending == null || pending.generation() != generation
         || pending.snapshot().version() > atVersion) {
       return Optional.empty();
@@ -412,23 +406,26 @@ final class BaseSnapshotUploader {
 
   /**
    * Makes the published snapshot a load restored from the pending one, so that the next commit
-   * names it as its base (its manifest then lists only the deltas after it). Monitor held.
+   * names it as its base (its manifest then lists only the deltas after it).
    *
    * @param generation the local database restored from it
    */
   void restoredFrom(BaseSnapshot snapshot, int generation) {
+    guard.assertHeld();
     offer(snapshot, generation);
   }
 
   /** Records that a committed manifest names {@code base}: if it was pending, it no longer is. */
   void published(BaseSnapshot base) {
+    guard.assertHeld();
     if (pending != null && base.equals(pending.snapshot())) {
       pending = null;
     }
   }
 
-  /** Adds the keys of the pending snapshot's files to {@code keys}. Monitor held. */
+  /** Adds the keys of the pending snapshot's files to {@code keys}. */
   void addPendingKeys(Set<String> keys) {
+    guard.assertHeld();
     if (pending != null) {
       pending.snapshot().files().forEach(f -> keys.add(f.file().key()));
     }
@@ -436,9 +433,10 @@ final class BaseSnapshotUploader {
 
   /**
    * Forgets the pending snapshot (its published object still names its files, and garbage
-   * collection collects both once no retained version can use it). Monitor held.
+   * collection collects both once no retained version can use it).
    */
   void drop() {
+    guard.assertHeld();
     pending = null;
   }
 }

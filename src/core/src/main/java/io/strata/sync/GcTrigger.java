@@ -25,9 +25,10 @@ import org.slf4j.LoggerFactory;
  * #WARN_AFTER_FAILURES} failures in a row a WARN names the store and the cause, then at most
  * once per {@link #WARN_INTERVAL_MILLIS} while the rounds keep failing.
  *
- * <p>Threading: every method but {@link #run} and {@link #last()} is called with the store's
- * monitor held, which guards this object's state; {@link #run} runs the round outside it and
- * takes it (the same monitor, handed to the constructor) to record the outcome.
+ * <p>Threading: the store's {@link StoreGuard} guards this object's state; the methods that
+ * change or read it assert that the caller holds it. {@link #run} runs the round outside it and
+ * takes it to record the outcome; {@link #last()} and {@link #failedRounds()} are read from any
+ * thread.
  */
 final class GcTrigger {
   private static final Logger LOG = LoggerFactory.getLogger(GcTrigger.class);
@@ -51,7 +52,7 @@ final class GcTrigger {
   private final GcSettings settings;
   private final Clock clock;
   private final GarbageCollector collector;
-  private final Object monitor;
+  private final StoreGuard guard;
 
   /** Newest version this instance committed (or adopted), -1 if none: only committers collect. */
   private long committedVersion = -1;
@@ -76,30 +77,27 @@ final class GcTrigger {
 
   /**
    * @param clock the wall clock of the grace period (tests move it forward)
-   * @param monitor the store's monitor, which guards this object's state
+   * @param guard the store's monitor, which guards this object's state
    */
-  GcTrigger(GcSettings settings, Clock clock, GarbageCollector collector, Object monitor) {
+  GcTrigger(GcSettings settings, Clock clock, GarbageCollector collector, StoreGuard guard) {
     this.settings = settings;
     this.clock = clock;
     this.collector = collector;
-    this.monitor = monitor;
+    this.guard = guard;
   }
 
-  /** Records that this instance committed (or adopted) {@code version}. Monitor held. */
+  /** Records that this instance committed (or adopted) {@code version}. */
   void committed(long version) {
+    guard.assertHeld();
     committedVersion = Math.max(committedVersion, version);
-  }
-
-  /** The newest version this instance committed or adopted, or -1. Monitor held. */
-  long committedVersion() {
-    return committedVersion;
   }
 
   /**
    * Records that this instance just left objects no manifest will name (they become garbage
-   * once older than the grace period). Monitor held.
+   * once older than the grace period).
    */
   void orphansLeft() {
+    guard.assertHeld();
     long now = clock.millis();
     if (orphansSinceMillis < 0) {
       orphansSinceMillis = now;
@@ -107,8 +105,9 @@ final class GcTrigger {
     orphansUntilMillis = Math.max(orphansUntilMillis, now);
   }
 
-  /** True if a round is due (see the class comment) and none is running. Monitor held. */
+  /** True if a round is due (see the class comment) and none is running. */
   boolean due() {
+    guard.assertHeld();
     if (!settings.enabled() || running || committedVersion < 1) {
       return false;
     }
@@ -122,7 +121,7 @@ final class GcTrigger {
   }
 
   /**
-   * Starts a round, whether due or not. Monitor held.
+   * Starts a round, whether due or not.
    *
    * @param loadedVersion the version the store holds, or -1
    * @param protectedKeys the keys the store needs that no retained manifest may name yet (asked
@@ -130,6 +129,7 @@ final class GcTrigger {
    * @return the round to {@link #run}, or null if GC is disabled or a round is running
    */
   Round start(long loadedVersion, Supplier<Set<String>> protectedKeys) {
+    guard.assertHeld();
     if (!settings.enabled() || running) {
       return null;
     }
@@ -158,7 +158,7 @@ final class GcTrigger {
       if (stats.publishedSnapshotsDeleted() > 0) {
         // The files a deleted published snapshot named are unnamed now: a round once they are
         // older than the grace period deletes them.
-        synchronized (monitor) {
+        synchronized (guard) {
           orphansLeft();
         }
       }
@@ -168,7 +168,7 @@ final class GcTrigger {
       throw e;
     } finally {
       String warning;
-      synchronized (monitor) {
+      synchronized (guard) {
         warning = finished(r, failure);
       }
       if (warning != null) {
@@ -178,12 +178,13 @@ final class GcTrigger {
   }
 
   /**
-   * Records the outcome of a round. Monitor held.
+   * Records the outcome of a round.
    *
    * @param failure why the round failed, or null if it succeeded
    * @return a WARN to log (outside the monitor), or null
    */
   private String finished(Round r, Throwable failure) {
+    guard.assertHeld();
     running = false;
     long now = r.nowMillis();
     if (failure != null) {
@@ -228,11 +229,6 @@ final class GcTrigger {
   /** Rounds of this instance that failed, in all. Any thread. */
   long failedRounds() {
     return failedRounds;
-  }
-
-  /** Rounds that failed since the last successful one. Monitor held. */
-  long consecutiveFailures() {
-    return consecutiveFailures;
   }
 
   /** What the last completed round did, or {@link GcStats#NONE}. Any thread. */

@@ -5,10 +5,13 @@ import io.strata.engine.LocalFiles;
 import io.strata.engine.LocalStore;
 import io.strata.format.ColumnFamilies;
 import io.strata.format.Manifest;
+import io.strata.format.Reachability;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -80,6 +83,51 @@ final class LocalDatabase {
   /** The attempt id of {@link #version()}; empty for version 0 or nothing loaded. */
   Optional<String> attempt() {
     return manifest == null ? Optional.empty() : Optional.of(manifest.attempt());
+  }
+
+  /**
+   * Keys this instance needs that no retained manifest may name yet, so a garbage-collection
+   * round must keep them: the pending base snapshot's files and what the live version's manifest
+   * names (a new mutable set; the store adds its spill deltas).
+   */
+  Set<String> neededKeys() {
+    Set<String> keys = new HashSet<>();
+    snapshots.addPendingKeys(keys);
+    if (manifest != null) {
+      keys.addAll(Reachability.namedKeys(manifest));
+    }
+    return keys;
+  }
+
+  /** Whether a load may reuse the live database ({@link #reuseFor}). */
+  enum Reuse {
+    /** It holds the version (and attempt) and is intact. */
+    YES,
+    /** It holds the version, but an SST changed on disk: drop it, restore the version. */
+    DAMAGED,
+    /** It holds another version (or attempt), or nothing. */
+    NO
+  }
+
+  /**
+   * Whether the live database holds exactly {@code version} (and {@code attempt}, when given)
+   * and {@link LocalIntegrity} finds none of its SSTs changed on disk. A changed SST is logged:
+   * RocksDB never rewrites one, so the database is damaged and the object store holds the
+   * verified copy of the version.
+   */
+  Reuse reuseFor(long version, Optional<String> attempt) {
+    if (live == null || version != this.version
+        || !(attempt.isEmpty() || version == 0 || attempt.equals(attempt()))) {
+      return Reuse.NO;
+    }
+    Optional<String> changed = integrity.changedFile(live);
+    if (changed.isEmpty()) {
+      return Reuse.YES;
+    }
+    LOG.warn("{} version {}: local SST {} in {} changed on disk since it was written; "
+        + "dropping the local database and restoring the version from the object store",
+        identity, version, changed.get(), live.dir());
+    return Reuse.DAMAGED;
   }
 
   /** The column families of {@link #version()} (none for version 0 or nothing loaded). */

@@ -5,6 +5,7 @@ import io.strata.engine.CloseableIterator;
 import io.strata.engine.KeyValue;
 import io.strata.engine.LocalReadException;
 import io.strata.engine.LocalStore;
+import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,14 +23,14 @@ final class LocalReads {
   private final StoreIdentity identity;
   private final LocalDatabase db;
   private final LocalIntegrity integrity;
-  private final Object monitor;
+  private final StoreGuard guard;
 
-  /** @param monitor the store's monitor, which guards {@code db} and {@code integrity} */
-  LocalReads(StoreIdentity identity, LocalDatabase db, LocalIntegrity integrity, Object monitor) {
+  /** @param guard the store's monitor, which guards {@code db} and {@code integrity} */
+  LocalReads(StoreIdentity identity, LocalDatabase db, LocalIntegrity integrity, StoreGuard guard) {
     this.identity = identity;
     this.db = db;
     this.integrity = integrity;
-    this.monitor = monitor;
+    this.guard = guard;
   }
 
   /**
@@ -39,7 +40,7 @@ final class LocalReads {
    */
   LocalStateReadException failed(LocalStore failed, LocalReadException e) {
     long version;
-    synchronized (monitor) {
+    synchronized (guard) {
       boolean live = db.live() == failed;
       version = live ? db.version() : -1;
       if (live) {
@@ -56,6 +57,48 @@ final class LocalReads {
   byte[] get(LocalStore l, byte[] key) {
     try {
       return l.get(key);
+    } catch (LocalReadException e) {
+      throw failed(l, e);
+    }
+  }
+
+  /** A step that reads {@code l} and may throw {@link LocalReadException}. */
+  interface Read<T> {
+    /**
+     * Runs the step.
+     *
+     * @throws IOException as the step does
+     */
+    T run() throws IOException;
+  }
+
+  /**
+   * Runs {@code step}, which reads {@code l}; its {@link LocalReadException} fails as {@link
+   * #failed}.
+   *
+   * @throws IOException as {@code step} does
+   */
+  <T> T reading(LocalStore l, Read<T> step) throws IOException {
+    try {
+      return step.run();
+    } catch (LocalReadException e) {
+      throw failed(l, e);
+    }
+  }
+
+  /** {@link LocalStore#put} (its existence check reads), failing as {@link #failed}. */
+  void put(LocalStore l, byte[] key, byte[] value) {
+    try {
+      l.put(key, value);
+    } catch (LocalReadException e) {
+      throw failed(l, e);
+    }
+  }
+
+  /** {@link LocalStore#delete} (its existence check reads), failing as {@link #failed}. */
+  void delete(LocalStore l, byte[] key) {
+    try {
+      l.delete(key);
     } catch (LocalReadException e) {
       throw failed(l, e);
     }

@@ -36,6 +36,15 @@ final class ManifestCache {
   /** Interned base-snapshot key sets: each set is its own identity (key and value). */
   private final LinkedHashMap<Set<String>, Set<String>> bases;
 
+  /**
+   * A cache sized for one store: every retained version, plus twice the longest stretch between
+   * two garbage-collection rounds or two snapshots, plus 16 (at most 10,000 version objects).
+   */
+  static ManifestCache forStore(GcSettings gc, long snapshotInterval) {
+    return new ManifestCache((int) Math.min(10_000L, gc.versionsToRetain()
+        + 2L * Math.max(gc.roundInterval(), snapshotInterval) + 16));
+  }
+
   /** A cache of at most {@code capacity} (&gt;= 1) version objects. */
   ManifestCache(int capacity) {
     if (capacity < 1) {

@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -58,6 +59,15 @@ final class Restorer {
    */
   record Restored(LocalStore store, RestoreStats stats) { }
 
+  /**
+   * A version restored the shortest way ({@link #restoreShortest}).
+   *
+   * @param restored the open database and the restore's cost
+   * @param from the published base snapshot it was restored from, or empty (the manifest's own
+   *     base and chain)
+   */
+  record Shortest(Restored restored, Optional<BaseSnapshot> from) { }
+
   private final StoreIdentity identity;
   private final ObjectStore objects;
   private final ExecutorService transfers;
@@ -76,6 +86,48 @@ final class Restorer {
     this.transfers = transfers;
     this.parallelism = Math.max(1, parallelism);
     this.memory = memory;
+  }
+
+  /**
+   * Restores the version {@code m} describes the shortest way: from the newest published
+   * snapshot on its lineage ({@link PublishedSnapshots#find}, one LIST of {@code b/}) plus the
+   * deltas after it, or, if there is none or restoring it fails (its files deleted by a round
+   * after the LIST, or corrupt), from the manifest's own base and chain. A manifest with no
+   * delta after its base needs no LIST.
+   *
+   * @param published the store's published snapshots
+   * @param db the store's local database (the new database's and the downloads' directories)
+   * @param startNanos {@link System#nanoTime()} when the load started (for the stats)
+   * @return the open database, the restore's cost and the published snapshot it started from
+   * @throws StateLoadException as {@link #restore}; a failure of the published snapshot is
+   *     thrown only if the thread was interrupted or the local disk failed ({@code LOCAL})
+   * @throws IOException as {@link #restore}
+   */
+  Shortest restoreShortest(Manifest m, PublishedSnapshots published, LocalDatabase db,
+      long startNanos) throws IOException {
+    Optional<PublishedSnapshots.Found> found =
+        m.deltas().isEmpty() ? Optional.empty() : published.find(m);
+    if (found.isPresent()) {
+      try {
+        Restored r = restore(found.get().snapshot().rebase(m), db.newDbDir(), db.tmpDir(),
+            startNanos);
+        return new Shortest(new Restored(r.store(), r.stats().fromPublished()),
+            Optional.of(found.get().snapshot().snapshot()));
+      } catch (IOException e) {
+        if (Thread.currentThread().isInterrupted() || (e instanceof StateLoadException sle
+            && sle.reason() == StateLoadException.Reason.LOCAL)) {
+          // Interrupted, or the local disk failed: the longer chain needs that disk too.
+          throw e;
+        }
+        // Its files are gone (a round deleted them after this LIST) or corrupt: the manifest
+        // alone can still serve the load.
+        LOG.warn("{} version {}: cannot restore from published snapshot {} of version {} ({}); "
+            + "restoring from the manifest's own chain", identity, m.version(),
+            objects.describe(found.get().key()), found.get().snapshot().version(),
+            e.getMessage());
+      }
+    }
+    return new Shortest(restore(m, db.newDbDir(), db.tmpDir(), startNanos), Optional.empty());
   }
 
   /**

@@ -4,10 +4,8 @@ package io.strata.sync;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -19,57 +17,34 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@link #transfers()}: the store's own {@code transferThreads} threads for the downloads
  *       of a restore, the uploads of a base snapshot and the manifest reads of a
  *       garbage-collection round (idle 30 s);
- *   <li>{@link #ingest()}: the local ingestion of each commit after its PUT succeeded, on a
- *       cached pool shared by the JVM's open stores (one thread per commit in flight, idle 60 s),
- *       separate from the transfers so that a commit never queues behind a snapshot upload. Its
- *       owner is the set of open stores: each holds a lease, and the last one to close shuts it
- *       down.
+ *   <li>{@link #background()}: the store's one thread for a snapshot a long cold load
+ *       scheduled;
+ *   <li>{@link #ingest()} and {@link #commitSnapshots()}: pools shared with other stores, held
+ *       through a {@link SharedPools.Lease} that {@link #close()} ends (the owner stops their
+ *       threads when its last lease ends).
  * </ul>
  */
 final class TransferPools implements AutoCloseable {
   private final ThreadPoolExecutor transfers;
-  private final ThreadPoolExecutor ingest;
   private final ThreadPoolExecutor background;
-  private final AtomicBoolean released = new AtomicBoolean();
+  private final SharedPools.Lease shared;
+  /** The shared pools this store made for itself (none was passed), closed with it; or null. */
+  private final SharedPools owned;
 
   /**
    * @param identity the store (in thread names)
    * @param transferThreads size of the transfer pool, &gt;= 1
+   * @param shared the owner of the pools shared with other stores (borrowed: leased here, the
+   *     lease ended by {@link #close()}), or null to make and own such pools (closed then too)
+   * @throws IllegalStateException if {@code shared} is closed
    */
-  TransferPools(StoreIdentity identity, int transferThreads) {
+  TransferPools(StoreIdentity identity, int transferThreads, SharedPools shared) {
     AtomicInteger threadNo = new AtomicInteger();
     this.transfers = pool(transferThreads, 30, () -> "strata-transfer-" + identity.id() + "-"
         + threadNo.incrementAndGet());
-    this.ingest = SharedIngest.acquire();
+    this.owned = shared == null ? new SharedPools() : null;
+    this.shared = (shared == null ? owned : shared).lease();
     this.background = pool(1, 30, () -> "strata-snapshot-" + identity.id());
-  }
-
-  /** The shared ingestion pool: created by the first lease, shut down when the last ends. */
-  private static final class SharedIngest {
-    private static final AtomicInteger THREADS = new AtomicInteger();
-    private static ThreadPoolExecutor pool;
-    private static int leases;
-
-    static synchronized ThreadPoolExecutor acquire() {
-      if (pool == null) {
-        pool = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS,
-            new SynchronousQueue<>(), r -> {
-              Thread t = new Thread(r, "strata-commit-ingest-" + THREADS.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
-      }
-      leases++;
-      return pool;
-    }
-
-    /** Ends a lease of {@code p}; the last one stops the pool once its tasks, if any, end. */
-    static synchronized void release(ThreadPoolExecutor p) {
-      if (p == pool && --leases == 0) {
-        pool.shutdown();
-        pool = null;
-      }
-    }
   }
 
   private static ThreadPoolExecutor pool(int threads, long idleSeconds,
@@ -97,9 +72,14 @@ final class TransferPools implements AutoCloseable {
     return background;
   }
 
-  /** The pool for the local ingestion of commits. */
+  /** The pool for the local ingestion of commits (shared). */
   ExecutorService ingest() {
-    return ingest;
+    return shared.ingest();
+  }
+
+  /** The pool for base snapshots that commits start (shared). */
+  ExecutorService commitSnapshots() {
+    return shared.commitSnapshots();
   }
 
   /** True once {@link #close()} ran: nothing more can be submitted. */
@@ -109,8 +89,8 @@ final class TransferPools implements AutoCloseable {
 
   /**
    * Interrupts running transfers and cancels queued ones (so a thread waiting on one wakes up
-   * instead of hanging), and releases this store's lease of the ingestion pool (the store waits
-   * for its last ingestion before it closes, so none of them runs). Does not wait. Idempotent.
+   * instead of hanging), and ends this store's lease of the shared pools (the store waits for
+   * its last ingestion before it closes, so none of them runs). Does not wait. Idempotent.
    */
   @Override
   public void close() {
@@ -124,8 +104,9 @@ final class TransferPools implements AutoCloseable {
         f.cancel(true);
       }
     }
-    if (released.compareAndSet(false, true)) {
-      SharedIngest.release(ingest);
+    shared.close();
+    if (owned != null) {
+      owned.close();
     }
   }
 }

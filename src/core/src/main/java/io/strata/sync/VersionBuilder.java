@@ -75,6 +75,14 @@ final class VersionBuilder {
     return attempt != null ? attempt : StoreLayout.newAttemptId();
   }
 
+  /**
+   * True if the pending writes of {@code l} reached {@code thresholdBytes} (a positive {@code
+   * spillThresholdBytes}; 0 never spills) and no scan is open: the batch spills now.
+   */
+  boolean spillDue(LocalStore l, long thresholdBytes) {
+    return thresholdBytes > 0 && l.pendingBytes() >= thresholdBytes && l.openScans() == 0;
+  }
+
   /** True while the local database holds writes of this version not yet committed. */
   boolean localDirty() {
     return localDirty;
@@ -91,9 +99,24 @@ final class VersionBuilder {
     return !spilled.isEmpty();
   }
 
-  /** Adds the keys of this version's spill deltas to {@code keys} (GC must keep them). */
-  void addSpillKeys(Set<String> keys) {
+  /**
+   * This version will never commit (an abort, a lost or fenced commit): its spill deltas, if any,
+   * are orphans no manifest will ever name, collected once older than the grace period.
+   */
+  void orphanSpills() {
+    if (hasSpills()) {
+      gc.orphansLeft();
+    }
+  }
+
+  /**
+   * Adds the keys of this version's spill deltas to {@code keys} (GC must keep them).
+   *
+   * @return {@code keys}
+   */
+  Set<String> addSpillKeys(Set<String> keys) {
     spilled.forEach(d -> keys.add(d.file().key()));
+    return keys;
   }
 
   /** The column families of the version being built. */
