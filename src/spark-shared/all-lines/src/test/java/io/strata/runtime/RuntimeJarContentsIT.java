@@ -109,7 +109,7 @@ class RuntimeJarContentsIT {
     // Ours: the main source packages of strata-core and of the Spark-facing code.
     Set<String> ours = new TreeSet<>();
     for (Path main : List.of(RepoRoot.resolve("src", "core", "src", "main", "java"),
-        RepoRoot.resolve("src", "spark-common", "main", "java"))) {
+        RepoRoot.resolve("src", "spark-shared", "all-lines", "src", "main", "java"))) {
       try (Stream<Path> dirs = Files.list(main.resolve(Path.of("io", "strata")))) {
         dirs.filter(Files::isDirectory).map(d -> d.getFileName().toString()).forEach(ours::add);
       }
@@ -258,13 +258,13 @@ class RuntimeJarContentsIT {
    * classes and the bundled ones. Every class is compared with the unshaded class it came from
    * (on this test's class path: the line's classes, strata-core's jar, the SDK's jars): a constant
    * rewritten to something other than a class, package or resource inside the jar fails, naming
-   * the class and the string, unless {@code src/spark-common/runtime-jar/rewritten-strings.txt}
+   * the class and the string, unless {@code src/spark-shared/runtime-jar/rewritten-strings.txt}
    * lists it with the reason it is right; a listed one that no longer occurs fails too.
    */
   @Test
   void noStringConstantIsRewrittenBeyondTheJarsOwnNamesUnlessReviewed() throws IOException {
     checkRewrites(runtimeJar(),
-        RepoRoot.resolve("src", "spark-common", "runtime-jar", "rewritten-strings.txt"));
+        RepoRoot.resolve("src", "spark-shared", "runtime-jar", "rewritten-strings.txt"));
   }
 
   /** The class names S3A users write, and Hadoop's defaults, reach the jar as written. */

@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * <p>This class implements no Spark interface: the state store API's signatures differ between
  * Spark lines (column family arguments since 4.0, {@code StateStoreIterator} since 4.0). Each
  * line's {@code StrataStateStore} implements its Spark's {@code StateStore} and forwards here:
- * on 4.x through {@code AbstractStrataStore} (src/spark-4.0plus), which adds column families,
+ * on 4.x through {@code AbstractStrataStore} (src/spark-shared/4.0-and-later), which adds column families,
  * multiple values per key, checkpoint ids and Spark 4.2's scans; on 3.5 directly, with the
  * {@code default} family only.
  *

@@ -43,7 +43,7 @@ import scala.Option;
  * everything but the methods whose signatures differ between Spark lines ({@code init}, {@code
  * getStore}, {@code getReadStore}, the replay and change feed of 4.x), which each line's adapter
  * (the concrete {@code StrataStateStoreProvider} compiled against that Spark, under {@code
- * src/spark-<minor>/}; on 4.x through {@code AbstractStrataProvider} in src/spark-4.0plus)
+ * src/spark-<minor>/}; on 4.x through {@code AbstractStrataProvider} in src/spark-shared/4.0-and-later)
  * declares and forwards here.
  *
  * <p>Each instance serves one state store (operator, partition, store name) on one executor. It
