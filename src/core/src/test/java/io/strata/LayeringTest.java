@@ -107,6 +107,7 @@ class LayeringTest {
     for (String expected : List.of("src/core/src/main/java", "src/tools/src/main/java",
         "src/spark-shared/all-lines/src/main/java", "src/spark-shared/3.5-and-4.0/src/main/java",
         "src/spark-shared/4.0-and-later/src/main/java",
+        "src/spark-shared/4.0-and-4.1/src/main/java",
         "src/spark-shared/4.1-and-later/src/main/java",
         "src/spark-shared/scala-2.12/src/main/java", "src/spark-shared/scala-2.13/src/main/java",
         "src/spark-3.5/src/main/java", "src/spark-4.0/src/main/java",

@@ -1,40 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.checkpoint;
 
-import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathFilter;
-import org.apache.hadoop.fs.UnsupportedFileSystemException;
 import org.apache.spark.sql.execution.streaming.CheckpointFileManager;
 import org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager;
 import org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Spark's checkpoint files (offsets, commits, metadata, source logs, state schema and operator
  * metadata files) on S3 by create-only PUTs, the Spark 3.5 and 4.0 build: set {@code
  * spark.sql.streaming.checkpointFileManagerClass=io.strata.checkpoint.StrataCheckpointFileManager}.
  *
- * <p>S3 paths ({@code s3://}, {@code s3a://}, {@code s3n://}, or scheme-less on an S3 {@code
- * fs.defaultFS}) go to {@link S3CheckpointFiles}, which says what each call costs in requests;
- * any other scheme goes to Spark's default manager (FileContext-based, else FileSystem-based), so
- * the setting can be global. This class is the adapter for Spark 3.5 and 4.0, where {@code
- * CheckpointFileManager} has no {@code close()}. Thread-safe.
+ * <p>What it does is {@link StrataCheckpointFileManagerBase}'s, written once for every line (S3
+ * paths to {@link S3CheckpointFiles}, any other scheme to Spark's default manager). This class
+ * only adapts it to the {@code CheckpointFileManager} trait of Spark 3.5 and 4.0 (package
+ * {@code org.apache.spark.sql.execution.streaming}, no {@code close()}):
+ * {@code createAtomic} and the calls passed on to Spark's default manager. Thread-safe.
  */
-public final class StrataCheckpointFileManager implements CheckpointFileManager {
-  private static final Logger LOG = LoggerFactory.getLogger(StrataCheckpointFileManager.class);
-
+public final class StrataCheckpointFileManager
+    extends StrataCheckpointFileManagerBase<StrataCheckpointFileManager.Default>
+    implements CheckpointFileManager {
   /** The Spark setting that selects a checkpoint file manager. */
   public static final String SPARK_CONF = "spark.sql.streaming.checkpointFileManagerClass";
-
-  /** Spark's default manager for non-S3 paths; null when this manager serves S3. */
-  private final CheckpointFileManager delegate;
-  /** The S3 files; null when {@link #delegate} serves the path. */
-  private final S3CheckpointFiles s3;
 
   /**
    * Creates the manager Spark asks for with {@code CheckpointFileManager.create(path, conf)}.
@@ -47,13 +38,8 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
    *     to load the checkpoint file manager
    */
   public StrataCheckpointFileManager(Path path, Configuration hadoopConf) {
-    if (S3CheckpointFiles.serves(path, hadoopConf)) {
-      this.s3 = new S3CheckpointFiles(path, hadoopConf);
-      this.delegate = null;
-    } else {
-      this.s3 = null;
-      this.delegate = sparkDefault(path, hadoopConf);
-    }
+    super(path, hadoopConf, (p, c) -> new Default(sparkDefault(p, c,
+        FileContextBasedCheckpointFileManager::new, FileSystemBasedCheckpointFileManager::new)));
   }
 
   /**
@@ -65,105 +51,57 @@ public final class StrataCheckpointFileManager implements CheckpointFileManager 
    */
   @Override
   public CancellableFSDataOutputStream createAtomic(Path path, boolean overwriteIfPossible) {
-    return delegate != null ? delegate.createAtomic(path, overwriteIfPossible)
-        : new CancellablePut(s3.createAtomic(path, overwriteIfPossible));
+    return sparkDefault() != null
+        ? sparkDefault().manager().createAtomic(path, overwriteIfPossible)
+        : new CancellablePut(s3().createAtomic(path, overwriteIfPossible));
   }
 
-  /**
-   * Opens {@code path}: one GET, or none for one of the last small files this manager wrote.
-   *
-   * <p>Throws {@code java.io.FileNotFoundException}, undeclared (Spark's Scala callers expect
-   * it), if it does not exist.
-   */
-  @Override
-  public FSDataInputStream open(Path path) {
-    return delegate != null ? delegate.open(path) : s3.open(path);
-  }
-
-  /** The files and directories directly under {@code path} that {@code filter} accepts. */
-  @Override
-  public FileStatus[] list(Path path, PathFilter filter) {
-    return delegate != null ? delegate.list(path, filter) : s3.list(path, filter);
-  }
-
-  /** The files and directories directly under {@code path}. */
-  @Override
-  public FileStatus[] list(Path path) {
-    return list(path, p -> true);
-  }
-
-  /** On S3 nothing (no directories); the directory exists for this manager from now on. */
-  @Override
-  public void mkdirs(Path path) {
-    if (delegate != null) {
-      delegate.mkdirs(path);
-    } else {
-      s3.mkdirs(path);
+  /** Spark's default manager as the calls {@link StrataCheckpointFileManagerBase} passes on. */
+  record Default(CheckpointFileManager manager) implements SparkDefault {
+    @Override
+    public FSDataInputStream open(Path path) {
+      return manager.open(path);
     }
-  }
 
-  /** True if {@code path} is a file, or a directory with something under it (on S3). */
-  @Override
-  public boolean exists(Path path) {
-    return delegate != null ? delegate.exists(path) : s3.exists(path);
-  }
-
-  /**
-   * Deletes {@code path} and everything under it; nothing if it does not exist.
-   *
-   * @throws IllegalArgumentException for an S3 bucket root
-   */
-  @Override
-  public void delete(Path path) {
-    if (delegate != null) {
-      delegate.delete(path);
-    } else {
-      s3.delete(path);
+    @Override
+    public FileStatus[] list(Path path, PathFilter filter) {
+      return manager.list(path, filter);
     }
-  }
 
-  @Override
-  public boolean isLocal() {
-    return delegate != null && delegate.isLocal();
-  }
-
-  /** The qualified checkpoint path; on S3 no request (S3 has no directories). */
-  @Override
-  public Path createCheckpointDirectory() {
-    return delegate != null ? delegate.createCheckpointDirectory()
-        : s3.createCheckpointDirectory();
-  }
-
-  /**
-   * Releases this manager's object stores; later S3 calls fail. Idempotent. Spark 3.5 and 4.0
-   * never call it (their trait has no {@code close()}); the stores are released when the manager
-   * becomes unreachable.
-   */
-  public void close() {
-    if (s3 != null) {
-      s3.close();
+    @Override
+    public void mkdirs(Path path) {
+      manager.mkdirs(path);
     }
-  }
 
-  @Override
-  public String toString() {
-    return delegate != null ? "StrataCheckpointFileManager[via " + delegate + "]"
-        : s3.toString();
-  }
+    @Override
+    public boolean exists(Path path) {
+      return manager.exists(path);
+    }
 
-  /** What {@code CheckpointFileManager.create} builds when no class is set. */
-  private static CheckpointFileManager sparkDefault(Path path, Configuration conf) {
-    try {
-      return new FileContextBasedCheckpointFileManager(path, conf);
-    } catch (Exception e) {
-      if (e instanceof UnsupportedFileSystemException) {
-        LOG.warn("No FileContext for {}; using the FileSystem API (as Spark does)", path);
-        return new FileSystemBasedCheckpointFileManager(path, conf);
-      }
-      if (e instanceof RuntimeException re) {
-        throw re;
-      }
-      throw Errors.sneaky(e instanceof IOException io ? io : new IOException(e));
+    @Override
+    public void delete(Path path) {
+      manager.delete(path);
+    }
+
+    @Override
+    public boolean isLocal() {
+      return manager.isLocal();
+    }
+
+    @Override
+    public Path createCheckpointDirectory() {
+      return manager.createCheckpointDirectory();
+    }
+
+    /** Nothing: the trait of Spark 3.5 and 4.0 has no {@code close()}. */
+    @Override
+    public void close() {
+      // nothing to close
+    }
+
+    @Override
+    public String toString() {
+      return manager.toString();
     }
   }
 }

@@ -9,7 +9,11 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
 import org.apache.spark.sql.types.StructType;
 
-/** Spark 4.0 and 4.1's RocksDB state encoders, as {@link SparkFamilyCodec} builds them. */
+/**
+ * Spark 4.0 and 4.1's RocksDB state encoders, as {@link SparkFamilyCodec} builds them. Spark 4.2
+ * changed both calls (the multi-valued encoder takes its delimiter size, the key encoder says
+ * whether it scans in order), so 4.2 has its own {@code SparkEncoders} in src/spark-4.2.
+ */
 final class SparkEncoders {
   private SparkEncoders() { }
 
