@@ -21,13 +21,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
-import org.apache.spark.TaskContext;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
@@ -43,8 +39,8 @@ import scala.Option;
  * everything but the methods whose signatures differ between Spark lines ({@code init}, {@code
  * getStore}, {@code getReadStore}, the replay and change feed of 4.x), which each line's adapter
  * (the concrete {@code StrataStateStoreProvider} compiled against that Spark, under {@code
- * src/spark-<minor>/}; on 4.x through {@code AbstractStrataProvider} in src/spark-shared/4.0-and-later)
- * declares and forwards here.
+ * src/spark-<minor>/}; on 4.x through {@code AbstractStrataProvider} in
+ * src/spark-shared/4.0-and-later) declares and forwards here.
  *
  * <p>Each instance serves one state store (operator, partition, store name) on one executor. It
  * keeps the state in a local RocksDB and checkpoints every commit to the store's checkpoint
@@ -53,11 +49,16 @@ import scala.Option;
  *
  * <p>Contract points (see the state store notes): the no-argument constructor does no I/O (the
  * driver instantiates the class just to read {@link #supportedCustomMetrics()}); {@code init}
- * validates settings but touches no storage; one task at a time holds the store (a lock taken by
- * {@code getStore}/{@code getReadStore} and given back by commit, abort or release, or at task
- * completion); {@link #upgradeHandle} turns the task's read store into its write store without a
+ * validates settings but touches no storage; one task at a time holds the store (the {@link
+ * TaskLock} this provider owns: taken by {@code getStore}/{@code getReadStore}, handed to the
+ * store handle, which gives it back at commit, abort or release, or at task completion); {@link
+ * #upgradeHandle} turns the task's read store into its write store without a
  * second load (Spark 4.1+); commits are reported to the coordinator when commit validation is
  * on (Spark 4.1+); {@link #close()} waits for a running task before closing.
+ *
+ * <p>What it delegates: the task lock to {@link TaskLock}, what was reported already (GC in
+ * commit metrics, snapshots to Spark's coordinator) to {@link StoreReports}, the native memory
+ * budget to {@link MemoryBudget}; the store's commit protocol is {@link SyncedStore}'s.
  *
  * <p>Column families (Spark 4.x: transformWithState, stream-stream join state format 3) are
  * virtual: a 2-byte id prefixes every key, the name-to-id mapping of each version is in its
@@ -93,15 +94,12 @@ public abstract class StrataProviderBase implements StateStoreProvider {
   private StrataConf conf;
   private SharedMemory.Limits memoryLimits;
   private final RequestCounter requests = new RequestCounter();
-  private final Semaphore taskLock = new Semaphore(1);
-  private volatile StrataStoreBase holder;
+  /** One task at a time holds the store; handed to every handle this provider makes. */
+  private final TaskLock<StrataStoreBase> taskLock =
+      new TaskLock<>(this, () -> conf == null ? 0 : conf.lockAcquireTimeout().toMillis());
   private SyncedStore core;
-  /** The last garbage-collection round reported in metrics ({@link #takeUnreportedGc}). */
-  private long reportedGcRound;
-  private long reportedGcFailures;
-  private volatile boolean closed;
-  /** The newest snapshot version reported to Spark, -1 for none. Guarded by this. */
-  private long reportedSnapshotVersion = -1;
+  /** What this provider reported about its store (GC in commit metrics, snapshots to Spark). */
+  private final StoreReports reports = new StoreReports(this, this::reportSnapshotUploaded);
 
   /** Creates an uninitialised provider; does no I/O (Spark's driver calls it for metrics). */
   protected StrataProviderBase() { }
@@ -136,7 +134,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // stop a query whose checkpoint is elsewhere.
     this.conf = HadoopLookup.strataConf(Scala.javaMap(storeConfs.sqlConfs()), hadoopConf,
         ObjectStores.bucketOf(location()));
-    this.memoryLimits = memoryLimits(conf, SparkEnv.get());
+    this.memoryLimits = MemoryBudget.limits(conf, SparkEnv.get());
     // Fails now, naming the location, if its scheme is not one Strata can write to.
     ObjectStores.open(location(), conf::s3, null).close();
     // Fails now if the location is on this executor's own disk while partitions can move.
@@ -206,8 +204,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
    * re-entrant for its lock holder the same way.
    */
   private StrataStoreBase heldByCaller(long version) {
-    StrataStoreBase held = holder;
-    if (held == null || held.owner() != currentOwner() || held.version() != version) {
+    StrataStoreBase held = taskLock.holder();
+    if (held == null || held.owner() != TaskLock.currentOwner() || held.version() != version) {
       return null;
     }
     StrataStoreBase.Mode m = held.mode();
@@ -229,7 +227,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // operator in the same task (its thread-local lives until the task ends), or one this
     // operator's previous provider instance made; those belong to their providers.
     if (readStore instanceof StrataStoreBase s && s.provider() == this) {
-      if (s == holder && s.version() == version
+      if (s == taskLock.holder() && s.version() == version
           && (uniqueId.isEmpty() || !checkpointIdsEnabled()
               || uniqueId.get().equals(core.loadedAttempt().orElse(null)))) {
         if (s.mode() == StrataStoreBase.Mode.READ_ONLY) {
@@ -263,18 +261,18 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     if (version < 0) {
       throw SparkErrors.unexpectedVersion(version);
     }
-    if (closed) {
+    if (taskLock.closed()) {
       throw SparkErrors.cannotLoad(new IllegalStateException(this + " is closed"));
     }
     // The run id before any lock of ours: on Spark 3.5 finding it takes Spark's own lock, which
     // Spark holds while it closes providers (and close() waits for our locks).
     String run = coreMissing() ? queryRunId() : null;
-    if (!takeLockHeldPastCommit()) {
-      acquireTaskLock(version);
+    if (!taskLock.takeOverHeldPastCommit()) {
+      taskLock.acquire(version);
     }
     StrataStoreBase published = null;
     try {
-      if (closed) {
+      if (taskLock.closed()) {
         // close() gave up waiting for the previous holder and closed the store meanwhile.
         throw new IllegalStateException(this + " is closed");
       }
@@ -286,154 +284,41 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       // first change or commit (StrataStoreBase#prepareWrite, SyncedStore#commit).
       c.load(version, attempt, true);
       StrataStoreBase store = newStore(c, version, readOnly, requests, start);
-      store.ownedBy(currentOwner()); // before it is published as the holder
-      synchronized (this) {
-        holder = store;
-      }
+      store.ownedBy(TaskLock.currentOwner()); // before it is published as the holder
       published = store;
-      TaskContext ctx = TaskContext.get();
-      if (ctx != null) {
-        ctx.addTaskCompletionListener(
-            (org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
-        store.releasedByTask();
-      }
+      taskLock.publish(store);
       return store;
     } catch (StateLoadException e) {
-      releaseLoadLock(published);
+      taskLock.releaseAfterFailedLoad(published);
       if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
         throw SparkErrors.versionNotFound(e.getMessage(), e);
       }
       throw SparkErrors.cannotLoad(e);
     } catch (Exception | Error e) {
-      releaseLoadLock(published);
+      taskLock.releaseAfterFailedLoad(published);
       throw SparkErrors.cannotLoad(e);
     }
   }
 
-  /**
-   * Gives back the task lock of a load that failed: through the store if it was already
-   * published as the holder (its task-completion listener may have given it back already: Spark
-   * runs a listener at once when the task has completed), else the permit itself.
-   */
-  private void releaseLoadLock(StrataStoreBase published) {
-    if (published == null) {
-      taskLock.release();
-    } else {
-      releaseTaskLock(published);
-    }
-  }
-
-  /**
-   * Who is loading: the Spark task attempt id (at least 0) inside a task, else minus one minus
-   * the thread's id (a caller outside Spark's tasks, such as a test or a tool).
-   */
-  private static long currentOwner() {
-    TaskContext ctx = TaskContext.get();
-    return ctx != null ? ctx.taskAttemptId() : -1 - Thread.currentThread().getId();
-  }
-
-  /**
-   * Whether the caller's own committed store held the task lock for reads after its commit and
-   * handed it to this load ({@link StrataStoreBase#handOverLockPastCommit()}): the caller then
-   * holds the permit, and the old store is no longer the holder.
-   */
-  private synchronized boolean takeLockHeldPastCommit() {
-    StrataStoreBase h = holder;
-    if (h != null && h.owner() == currentOwner() && h.handOverLockPastCommit()) {
-      holder = null;
-      return true;
-    }
-    return false;
-  }
-
-  private void acquireTaskLock(long version) {
-    long timeoutMs = conf.lockAcquireTimeout().toMillis();
-    try {
-      if (!taskLock.tryAcquire(timeoutMs, TimeUnit.MILLISECONDS)) {
-        StrataStoreBase h = holder;
-        String who = h != null && h.owner() == currentOwner() ? "this task still holds it"
-            : "another task holds it";
-        throw SparkErrors.cannotLoad(new IllegalStateException("Cannot load " + this
-            + " version " + version + ": " + who + " (" + h + ") after waiting "
-            + timeoutMs + " ms (" + StrataConf.LOCK_TIMEOUT.fullKey() + ")"));
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw SparkErrors.cannotLoad(new IllegalStateException("Cannot load " + this + " version "
-          + version + ": interrupted while waiting for the task that holds it", e));
-    }
-  }
-
-  /** Gives the task lock back; called once by the handle when it leaves READ_ONLY/UPDATING. */
-  synchronized void releaseTaskLock(StrataStoreBase store) {
-    if (holder == store) {
-      holder = null;
-      taskLock.release();
-    }
+  /** The task lock, which this provider hands to each store handle it makes. */
+  final TaskLock<StrataStoreBase> taskLock() {
+    return taskLock;
   }
 
   /**
    * The garbage-collection round maintenance finished since the last call, once: its stats are
-   * reported in the metrics of the next commit. {@link GcStats#NONE} if none.
+   * reported in the metrics of the next commit ({@link StoreReports#takeUnreportedGc}).
    */
   synchronized GcStats takeUnreportedGc() {
-    SyncedStore c = core;
-    if (c == null) {
-      return GcStats.NONE;
-    }
-    GcStats last = c.lastGc();
-    if (last.round() == reportedGcRound) {
-      return GcStats.NONE;
-    }
-    reportedGcRound = last.round();
-    return last;
+    return reports.takeUnreportedGc(core);
   }
 
   /**
    * Garbage-collection rounds of this provider's store that failed since the last call, once:
-   * reported in the metrics of the next commit (Strata also WARNs after repeated failures).
+   * reported in the metrics of the next commit ({@link StoreReports#takeUnreportedGcFailures}).
    */
   synchronized long takeUnreportedGcFailures() {
-    SyncedStore c = core;
-    if (c == null) {
-      return 0;
-    }
-    long failed = c.gcFailedRounds();
-    long unreported = Math.max(0, failed - reportedGcFailures);
-    reportedGcFailures = failed;
-    return unreported;
-  }
-
-  /** After a successful commit: report it to the coordinator (Spark 4.1+), then unlock. */
-  void afterCommit(StrataStoreBase store, long newVersion) {
-    try {
-      reportCommit(newVersion);
-    } finally {
-      releaseTaskLock(store);
-    }
-  }
-
-  /**
-   * Takes the task lock again for {@code store}, committed, which its task reads after the
-   * commit (Spark 3.5's Complete mode; see {@link StrataStoreBase#readsAfterCommit()}); its
-   * task's end gives it back. Waits up to the lock timeout.
-   *
-   * @throws RuntimeException Spark's {@code CANNOT_LOAD_STATE_STORE} error if the provider is
-   *     closed or another task holds the store past the timeout
-   */
-  void retakeTaskLock(StrataStoreBase store) {
-    if (closed) {
-      throw SparkErrors.cannotLoad(new IllegalStateException(this + " is closed"));
-    }
-    acquireTaskLock(store.version());
-    synchronized (this) {
-      if (closed) {
-        // close() gave up waiting for the previous holder and closed the store meanwhile.
-        taskLock.release();
-        throw SparkErrors.cannotLoad(new IllegalStateException(this + " is closed"));
-      }
-      holder = store;
-    }
+    return reports.takeUnreportedGcFailures(core);
   }
 
   /**
@@ -483,7 +368,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     synchronized (this) {
       c = core;
     }
-    if (c == null || closed) {
+    if (c == null || taskLock.closed()) {
       return;
     }
     try {
@@ -496,20 +381,10 @@ public abstract class StrataProviderBase implements StateStoreProvider {
 
   /**
    * Reports {@code version} to Spark ({@link #reportSnapshotUploaded}) if it is newer than the
-   * last snapshot version reported; -1 (none yet) is never reported.
+   * last snapshot version reported; -1 (none yet) is never reported. Never throws.
    */
   final void reportSnapshotIfNew(long version) {
-    synchronized (this) {
-      if (version <= reportedSnapshotVersion) {
-        return;
-      }
-      reportedSnapshotVersion = version;
-    }
-    try {
-      reportSnapshotUploaded(version);
-    } catch (RuntimeException e) {
-      LOG.warn("{}: reporting the snapshot of version {} to Spark failed", this, version, e);
-    }
+    reports.snapshotIfNew(version);
   }
 
   /**
@@ -518,24 +393,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
    */
   @Override
   public void close() {
-    if (closed) {
+    if (!taskLock.close()) {
       return;
-    }
-    closed = true;
-    boolean locked = false;
-    try {
-      StrataStoreBase h = holder;
-      // Spark 3.5 closes a provider it unloads on the thread of a task loading another store
-      // (while holding its lock on every loaded provider); if that task holds this store, waiting
-      // would only wait for itself. Spark's RocksDB provider lets its own thread through too.
-      long timeout = conf == null || (h != null && h.owner() == currentOwner()) ? 0
-          : conf.lockAcquireTimeout().toMillis();
-      locked = taskLock.tryAcquire(timeout, TimeUnit.MILLISECONDS);
-      if (!locked) {
-        LOG.warn("{}: closing while a task still holds it ({})", this, holder);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
     synchronized (this) {
       if (core != null) {
@@ -683,7 +542,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
    *     lock), or null for none
    */
   private synchronized SyncedStore core(String run) throws IOException {
-    if (closed) {
+    if (taskLock.closed()) {
       throw new IllegalStateException(this + " is closed");
     }
     if (core == null) {
@@ -730,54 +589,5 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     }
     return LocalDirs.claim(base.resolve("strata")).resolve(stateStoreId.operatorId() + "-"
         + stateStoreId.partitionId() + "-" + stateStoreId.storeName() + "-" + UUID.randomUUID());
-  }
-
-  /** Cap used for {@code memory.max=auto} outside Spark (no SparkEnv), bytes. */
-  static final long MEMORY_MAX_WITHOUT_SPARK = 512L << 20;
-  /** Lower bound of the {@code auto} cap, bytes ({@link StrataConf#MEMORY_AUTO_MIN_BYTES}). */
-  static final long MEMORY_AUTO_MIN = StrataConf.MEMORY_AUTO_MIN_BYTES;
-
-  /**
-   * The native memory limits of this JVM's local stores: {@code memory.max} when set, else
-   * ({@code auto}) half of the memory overhead Spark budgets for this JVM outside the heap, which
-   * is where RocksDB's native memory lives in a YARN or Kubernetes container.
-   *
-   * @param env the executor's SparkEnv, or null outside Spark ({@value #MEMORY_MAX_WITHOUT_SPARK}
-   *     bytes then)
-   */
-  static SharedMemory.Limits memoryLimits(StrataConf conf, SparkEnv env) {
-    long cap;
-    if (conf.memoryMaxBytes().isPresent()) {
-      cap = conf.memoryMaxBytes().get();
-    } else if (env == null) {
-      cap = MEMORY_MAX_WITHOUT_SPARK;
-    } else {
-      // "driver" is SparkContext.DRIVER_IDENTIFIER: local mode, tasks run in the driver JVM.
-      cap = autoMemoryBytes(env.conf(), "driver".equals(env.executorId()));
-    }
-    return new SharedMemory.Limits(conf.memoryBounded(), cap);
-  }
-
-  /**
-   * Half of the JVM's memory overhead, at least {@value #MEMORY_AUTO_MIN} bytes. The overhead is
-   * Spark's: {@code spark.<role>.memoryOverhead} if set, else {@code
-   * max(spark.<role>.minMemoryOverhead (384m), spark.<role>.memoryOverheadFactor (0.10) *
-   * spark.<role>.memory (1g))}, with role {@code driver} in local mode (tasks run in the driver)
-   * and {@code executor} otherwise. The other half stays for the JVM's own native memory.
-   *
-   * @return the cap, bytes
-   */
-  static long autoMemoryBytes(SparkConf sc, boolean driver) {
-    String role = driver ? "spark.driver." : "spark.executor.";
-    long overheadMiB;
-    if (sc.contains(role + "memoryOverhead")) {
-      overheadMiB = sc.getSizeAsMb(role + "memoryOverhead");
-    } else {
-      long heapMiB = sc.getSizeAsMb(role + "memory", "1g");
-      double factor = sc.getDouble(role + "memoryOverheadFactor", 0.10);
-      long minMiB = sc.getSizeAsMb(role + "minMemoryOverhead", "384m");
-      overheadMiB = Math.max(minMiB, (long) (factor * heapMiB));
-    }
-    return Math.max(MEMORY_AUTO_MIN, (overheadMiB << 20) / 2);
   }
 }

@@ -40,9 +40,9 @@ import org.slf4j.LoggerFactory;
  * <p>This class implements no Spark interface: the state store API's signatures differ between
  * Spark lines (column family arguments since 4.0, {@code StateStoreIterator} since 4.0). Each
  * line's {@code StrataStateStore} implements its Spark's {@code StateStore} and forwards here:
- * on 4.x through {@code AbstractStrataStore} (src/spark-shared/4.0-and-later), which adds column families,
- * multiple values per key, checkpoint ids and Spark 4.2's scans; on 3.5 directly, with the
- * {@code default} family only.
+ * on 4.x through {@code AbstractStrataStore} (src/spark-shared/4.0-and-later), which adds column
+ * families, multiple values per key, checkpoint ids and Spark 4.2's scans; on 3.5 directly, with
+ * the {@code default} family only.
  *
  * <p>Local read errors: a read of the local database that fails (a corrupt block, a disk error;
  * {@link LocalStateReadException}) in {@code get}, any scan or a write's existence check fails
@@ -50,12 +50,14 @@ import org.slf4j.LoggerFactory;
  * so Spark's retry of the task restores the version from the object store. A scan never ends
  * early without an error.
  */
-abstract class StrataStoreBase {
+abstract class StrataStoreBase implements TaskLock.Holder {
   private static final Logger LOG = LoggerFactory.getLogger(StrataStoreBase.class);
 
   enum Mode { READ_ONLY, UPDATING, COMMITTED, ABORTED, RELEASED }
 
   private final StrataProviderBase provider;
+  /** The provider's task lock, which this handle holds while open and gives back itself. */
+  private final TaskLock<StrataStoreBase> lock;
   private final SyncedStore core;
   private final long version;
   private final RequestCounter requests;
@@ -80,7 +82,7 @@ abstract class StrataStoreBase {
   private GcStats gcAtCommit = GcStats.NONE;
   private long gcFailuresAtCommit;
 
-  /** Who loaded this handle (see {@code StrataProviderBase.currentOwner()}). */
+  /** Who loaded this handle (see {@link TaskLock#currentOwner()}). */
   private volatile long owner;
   /** Whether commit uploaded a base snapshot because Spark asked (reported in metrics). */
   private volatile boolean forcedSnapshotUploaded;
@@ -104,7 +106,8 @@ abstract class StrataStoreBase {
   private final java.util.List<ScanIterator> scansAfterCommit = new java.util.ArrayList<>();
 
   /**
-   * @param provider the provider holding the task lock for this handle
+   * @param provider the provider that made this handle; its {@link
+   *     StrataProviderBase#taskLock() task lock} is held for this handle by the load
    * @param core the loaded store, at {@code version}
    * @param version the loaded version
    * @param readOnly READ_ONLY (a read store) or UPDATING (a write store)
@@ -114,6 +117,7 @@ abstract class StrataStoreBase {
   StrataStoreBase(StrataProviderBase provider, SyncedStore core, long version,
       boolean readOnly, RequestCounter requests, RequestCounter.Counts atStart) {
     this.provider = provider;
+    this.lock = provider.taskLock();
     this.core = core;
     this.version = version;
     this.requests = requests;
@@ -134,7 +138,8 @@ abstract class StrataStoreBase {
   }
 
   /** Who loaded this handle: a Spark task attempt id, or a negative thread key outside tasks. */
-  long owner() {
+  @Override
+  public long owner() {
     return owner;
   }
 
@@ -395,7 +400,11 @@ abstract class StrataStoreBase {
     gcFailuresAtCommit = provider.takeUnreportedGcFailures();
     mode = Mode.COMMITTED;
     try {
-      provider.afterCommit(this, committed.manifest().version());
+      try {
+        provider.reportCommit(committed.manifest().version()); // Spark 4.1+ validates commits
+      } finally {
+        lock.release(this);
+      }
     } finally {
       // Only after the report to Spark's coordinator, so that the ingestion's thread does not
       // compete with it for the cores (see SyncedStore#startLocalIngestion).
@@ -420,10 +429,10 @@ abstract class StrataStoreBase {
     if (m == Mode.UPDATING) {
       core.abort();
       mode = Mode.ABORTED;
-      provider.releaseTaskLock(this);
+      lock.release(this);
     } else if (m == Mode.READ_ONLY) {
       mode = Mode.ABORTED;
-      provider.releaseTaskLock(this);
+      lock.release(this);
     }
     // COMMITTED, ABORTED, RELEASED: nothing to undo (Spark may abort after commit).
   }
@@ -436,14 +445,15 @@ abstract class StrataStoreBase {
     Mode m = mode;
     if (m == Mode.READ_ONLY) {
       mode = Mode.RELEASED;
-      provider.releaseTaskLock(this);
+      lock.release(this);
     } else if (m == Mode.UPDATING) {
       abort();
     }
   }
 
   /** Called when the task ends: gives back what the task did not. */
-  void onTaskCompletion() {
+  @Override
+  public void onTaskCompletion() {
     if (mode == Mode.READ_ONLY) {
       release();
     } else if (mode == Mode.UPDATING) {
@@ -454,7 +464,7 @@ abstract class StrataStoreBase {
         scansAfterCommit.clear();
       }
       lockHeldPastCommit = false;
-      provider.releaseTaskLock(this);
+      lock.release(this);
     }
   }
 
@@ -466,10 +476,11 @@ abstract class StrataStoreBase {
    * it again after reading the first commit; waiting for its own lock would only time out. The
    * scans this store opened after its commit are revoked: one not read to its end fails if read
    * on (the local database is about to hold another version), and later reads of this store
-   * fail with {@code STATE_STORE_OPERATION_OUT_OF_ORDER}. Called under the provider's monitor,
-   * on the task's thread.
+   * fail with {@code STATE_STORE_OPERATION_OUT_OF_ORDER}. Called by {@link
+   * TaskLock#takeOverHeldPastCommit()} under the lock's monitor, on the task's thread.
    */
-  boolean handOverLockPastCommit() {
+  @Override
+  public boolean handOverLockPastCommit() {
     if (mode != Mode.COMMITTED || !lockHeldPastCommit) {
       return false;
     }
@@ -485,7 +496,8 @@ abstract class StrataStoreBase {
   }
 
   /** Records that the loading task will call {@link #onTaskCompletion()} when it ends. */
-  final void releasedByTask() {
+  @Override
+  public final void releasedByTask() {
     releasedByTask = true;
   }
 
@@ -577,7 +589,7 @@ abstract class StrataStoreBase {
           + "store again");
     }
     if (!lockHeldPastCommit) {
-      provider.retakeTaskLock(this);
+      lock.retake(this);
       lockHeldPastCommit = true;
     }
     long v = committed.manifest().version();

@@ -74,23 +74,23 @@ class MemoryLimitsTest {
   @Test
   void autoIsHalfTheMemoryOverhead() {
     // Defaults: max(384m, 0.10 x 1g) = 384m overhead.
-    assertEquals(192 * MIB, StrataStateStoreProvider.autoMemoryBytes(new SparkConf(false), false));
+    assertEquals(192 * MIB, MemoryBudget.autoMemoryBytes(new SparkConf(false), false));
     // 0.10 x 8g = 819m overhead.
-    assertEquals(409 * MIB + MIB / 2, StrataStateStoreProvider.autoMemoryBytes(
+    assertEquals(409 * MIB + MIB / 2, MemoryBudget.autoMemoryBytes(
         new SparkConf(false).set("spark.executor.memory", "8g"), false));
     // An explicit overhead wins (MiB unless a unit is given).
-    assertEquals(1024 * MIB, StrataStateStoreProvider.autoMemoryBytes(
+    assertEquals(1024 * MIB, MemoryBudget.autoMemoryBytes(
         new SparkConf(false).set("spark.executor.memory", "8g")
             .set("spark.executor.memoryOverhead", "2048"), false));
-    assertEquals(614 * MIB, StrataStateStoreProvider.autoMemoryBytes(
+    assertEquals(614 * MIB, MemoryBudget.autoMemoryBytes(
         new SparkConf(false).set("spark.executor.memory", "4g")
             .set("spark.executor.memoryOverheadFactor", "0.3"), false));
     // Local mode: tasks run in the driver, so the driver's settings apply.
-    assertEquals(1024 * MIB, StrataStateStoreProvider.autoMemoryBytes(
+    assertEquals(1024 * MIB, MemoryBudget.autoMemoryBytes(
         new SparkConf(false).set("spark.driver.memoryOverhead", "2g")
             .set("spark.executor.memoryOverhead", "8g"), true));
     // Never below 64 MiB.
-    assertEquals(64 * MIB, StrataStateStoreProvider.autoMemoryBytes(
+    assertEquals(64 * MIB, MemoryBudget.autoMemoryBytes(
         new SparkConf(false).set("spark.executor.memoryOverhead", "100m"), false));
   }
 
@@ -99,12 +99,12 @@ class MemoryLimitsTest {
     StrataConf explicit = StrataConf.from(Map.of(StrataConf.PREFIX + "memory.max", "3g"),
         Map.of());
     assertEquals(new SharedMemory.Limits(true, 3L << 30),
-        StrataStateStoreProvider.memoryLimits(explicit, null));
+        MemoryBudget.limits(explicit, null));
     StrataConf auto = StrataConf.from(Map.of(), Map.of());
-    assertEquals(StrataStateStoreProvider.MEMORY_MAX_WITHOUT_SPARK,
-        StrataStateStoreProvider.memoryLimits(auto, null).capacityBytes(), "outside Spark");
+    assertEquals(MemoryBudget.MEMORY_MAX_WITHOUT_SPARK,
+        MemoryBudget.limits(auto, null).capacityBytes(), "outside Spark");
     StrataConf off = StrataConf.from(Map.of(StrataConf.PREFIX + "memory.bounded", "false"),
         Map.of());
-    assertFalse(StrataStateStoreProvider.memoryLimits(off, null).bounded());
+    assertFalse(MemoryBudget.limits(off, null).bounded());
   }
 }
