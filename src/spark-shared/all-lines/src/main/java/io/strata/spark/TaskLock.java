@@ -57,7 +57,7 @@ final class TaskLock<H extends TaskLock.Holder> {
     /**
      * Who loaded the handle.
      *
-     * @return a Spark task attempt id, or a negative thread key ({@link #currentOwner()})
+     * @return a Spark task attempt id, or a negative thread key ({@link TaskLock#currentOwner()})
      */
     long owner();
 
