@@ -45,7 +45,7 @@ public final class CommitProfileSplit {
           + "|VersionBuilder\\.manifest",
       "local bookkeeping after the PUT (stamps, cache)", "LocalDatabase\\.committed"
           + "|ManifestCache\\.put|snapshotAfterCommit",
-      "Spark's reportCommitToCoordinator", "reportCommit|afterCommit");
+      "Spark's reportCommitToCoordinator", "reportCommit|TaskLock\\.release");
 
   /** The changelog peer's commit: {@code RocksDBStateStore.commit} and what it calls. */
   static final Map<String, String> PEER = stages(

@@ -8,7 +8,10 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
 import org.apache.spark.sql.types.StructType;
 
-/** Spark 4.2's RocksDB state encoders, as {@link SparkFamilyCodec} builds them. */
+/**
+ * Spark 4.2's RocksDB state encoders, as {@link SparkFamilyCodec} builds them; the 4.0 and 4.1
+ * calls, which 4.2 changed, are in src/spark-shared/4.0-and-4.1.
+ */
 final class SparkEncoders {
   private SparkEncoders() { }
 
