@@ -47,7 +47,7 @@ final class TransferPools implements AutoCloseable {
     this.background = pool(1, 30, () -> "strata-snapshot-" + identity.id());
   }
 
-  private static ThreadPoolExecutor pool(int threads, long idleSeconds,
+  private ThreadPoolExecutor pool(int threads, long idleSeconds,
       java.util.function.Supplier<String> names) {
     ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, idleSeconds,
         TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
