@@ -67,7 +67,9 @@ public final class SyncedStore implements AutoCloseable {
   private volatile RestoreStats lastRestore = RestoreStats.NONE;
 
   /**
-   * Creates the store; no I/O happens until {@link #load}.
+   * Creates the store; no I/O happens until {@link #load}. Its pools are its own, stopped by
+   * {@link #close()}: stores that share one cap on commit-started snapshots (and the connections
+   * they take) are made with a {@link SharedPools}, as the Spark provider's are.
    *
    * @param identity which store (for keys in manifests and messages)
    * @param objects the object store rooted at the store's checkpoint location; closed by {@link
@@ -112,30 +114,35 @@ public final class SyncedStore implements AutoCloseable {
     this.keySchema = keySchema;
     this.valueSchema = valueSchema;
     this.pools = new TransferPools(identity, settings.transferThreads(), shared);
-    RunEpochs runEpochs = settings.epochKeys()
-        ? new RunEpochs(identity, objects, settings.run().get(), clock) : null;
-    GcSettings gcSettings = settings.gc();
-    this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(),
-        ManifestCache.forStore(gcSettings, settings.snapshotInterval()));
-    this.restorer = new Restorer(identity, objects, pools.transfers(),
-        settings.transferThreads(), settings.memory());
-    this.published = new PublishedSnapshots(identity, objects);
-    this.gc = new GcTrigger(gcSettings, clock,
-        new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,
-            () -> runEpochs == null ? -1 : runEpochs.known(), published), guard);
-    LocalIntegrity integrity = new LocalIntegrity(identity, localDir);
-    this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
-        gcSettings.gracePeriodMillis(), published, guard);
-    this.building = new VersionBuilder(identity, objects, gc);
-    this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
-    this.reads = new LocalReads(identity, db, integrity, guard);
-    this.ingestion = new DeferredIngestion(identity, objects, db, guard, pools.ingest(),
-        this::invalidateLocal);
-    this.conflicts = new CommitConflicts(identity, objects, reader, settings.attemptKeys(),
-        runEpochs, gc, building, guard, this::invalidateLocal);
-    this.scheduler = new SnapshotScheduler(identity, settings, clock, guard, db, building,
-        snapshots, pools.background(), pools.commitSnapshots(), () -> !closed,
-        () -> ingestion.settle());
+    try {
+      RunEpochs runEpochs = settings.epochKeys()
+          ? new RunEpochs(identity, objects, settings.run().get(), clock) : null;
+      GcSettings gcSettings = settings.gc();
+      this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(),
+          ManifestCache.forStore(gcSettings, settings.snapshotInterval()));
+      this.restorer = new Restorer(identity, objects, pools.transfers(),
+          settings.transferThreads(), settings.memory());
+      this.published = new PublishedSnapshots(identity, objects);
+      this.gc = new GcTrigger(gcSettings, clock,
+          new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,
+              () -> runEpochs == null ? -1 : runEpochs.known(), published), guard);
+      LocalIntegrity integrity = new LocalIntegrity(identity, localDir);
+      this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
+          gcSettings.gracePeriodMillis(), published, guard);
+      this.building = new VersionBuilder(identity, objects, gc);
+      this.db = new LocalDatabase(identity, localDir, integrity, snapshots);
+      this.reads = new LocalReads(identity, db, integrity, guard);
+      this.ingestion = new DeferredIngestion(identity, objects, db, guard, pools.ingest(),
+          this::invalidateLocal);
+      this.conflicts = new CommitConflicts(identity, objects, reader, settings.attemptKeys(),
+          runEpochs, gc, building, guard, this::invalidateLocal);
+      this.scheduler = new SnapshotScheduler(identity, settings, clock, guard, db, building,
+          snapshots, pools.background(), pools.commitSnapshots(), () -> !closed,
+          () -> ingestion.settle());
+    } catch (RuntimeException | Error e) {
+      pools.close(); // gives back the lease on the shared pools: nothing else holds it
+      throw e;
+    }
   }
 
   /**
