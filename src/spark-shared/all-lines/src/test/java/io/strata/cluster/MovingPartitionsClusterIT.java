@@ -59,8 +59,8 @@ import org.junit.jupiter.api.Timeout;
  * load from S3, and no executor lives long enough for maintenance (its first run is a minute
  * after the first load) to upload a base snapshot. What bounds the restore then is the load
  * itself: a cold load that replayed at least {@code snapshotInterval} deltas schedules a snapshot
- * of the loaded version on the store's background thread ({@code SyncedStore.load}, {@code
- * scheduleSnapshot}), which publishes it as {@code b/<...>.bsm}; a later cold load, on whichever
+ * of the loaded version on the store's background thread ({@code SnapshotScheduler}, told
+ * by {@code SyncedStore.load}), which publishes it as {@code b/<...>.bsm}; a later cold load, on whichever
  * executor, restores from the newest usable published snapshot plus the deltas after it.
  *
  * <p>How the partitions move: the query ({@code dropDuplicates("id").groupBy("key").count()},

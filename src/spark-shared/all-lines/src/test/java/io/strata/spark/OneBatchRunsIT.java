@@ -33,9 +33,9 @@ import org.junit.jupiter.api.Timeout;
  * its input: exactly one batch, whose id is the run number. Without anything else each run's
  * cold load would replay one delta more than the last run's, so the chain would grow without
  * bound. What bounds it: a cold load whose chain is at least {@code snapshotInterval} schedules
- * a snapshot of the loaded version in the background ({@code SyncedStore.load}) and publishes it
- * as {@code b/...bsm}; every later cold load restores from the newest usable published snapshot
- * plus the deltas after it. So the chain climbs to 10 and falls back to 1 every 10 runs.
+ * a snapshot of the loaded version in the background ({@code SnapshotScheduler}, told by {@code
+ * SyncedStore.load}) and publishes it as {@code b/...bsm}; every later cold load restores from
+ * the newest usable published snapshot plus the deltas after it. So the chain climbs to 10 and falls back to 1 every 10 runs.
  *
  * <p>After every run it asserts, from the objects in S3 alone ({@link RestoreChains}), that the
  * chain a cold restore of each store's newest version replays is at most {@code snapshotInterval
