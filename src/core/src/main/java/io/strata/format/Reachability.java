@@ -43,9 +43,16 @@ import java.util.Set;
  *       retained.
  *   <li>Anything else is garbage once it is at least the grace period old by its last-modified
  *       time; younger objects are kept (an in-flight commit or snapshot may be about to name
- *       them). An object whose last-modified time is unknown ({@code <= 0}: a server that
- *       returned none) is never old enough. Age only ever protects; it never makes a named
- *       object garbage.
+ *       them). Two kinds of unreferenced object are garbage sooner, because nothing in flight
+ *       can be about to name them: a version object below the retention, a spill delta below
+ *       {@code N} or a published snapshot no root can use that was written before every root
+ *       ({@link Plan#settledBeforeMillis()}, by the object store's own clock, with {@link
+ *       #SETTLE_MARGIN_MILLIS} for whole-second times); and a <em>retired</em> file, one the
+ *       caller saw named by a published snapshot or version object an earlier round deleted
+ *       (whole when it was named, and never written again: keys are unique). An object whose
+ *       last-modified time is unknown ({@code <= 0}: a server that returned none) is never old
+ *       enough, and never settled. Age only ever protects; it never makes a named object
+ *       garbage.
  * </ol>
  *
  * {@code N} is the greatest version in the listing or the one the caller knows, whichever is
@@ -53,6 +60,12 @@ import java.util.Set;
  * owner and never deletes what the owner's newer versions need.
  */
 public final class Reachability {
+
+  /**
+   * How much earlier than every root an object's last-modified time must be for it to count as
+   * written before them, ms: S3 gives whole seconds.
+   */
+  public static final long SETTLE_MARGIN_MILLIS = 1_000;
 
   private Reachability() { }
 
@@ -104,10 +117,20 @@ public final class Reachability {
    *     &lt;= 0 when the store has at most R versions)
    * @param roots the version objects of retained versions (every attempt), in key order; the
    *     caller reads their manifests
+   * @param settledBeforeMillis the object store's last-modified time of the oldest root, epoch
+   *     ms: an unreferenced version object, spill or published snapshot written a {@link
+   *     #SETTLE_MARGIN_MILLIS} or more before it predates every retained version; -1 when there
+   *     is no root or a root's time is unknown (then only the grace period applies)
    */
-  public record Plan(long newestVersion, long oldestRetainedVersion, List<Listed> roots) {
+  public record Plan(long newestVersion, long oldestRetainedVersion, List<Listed> roots,
+      long settledBeforeMillis) {
     public Plan {
       roots = List.copyOf(roots);
+    }
+
+    /** A plan without a settled time (only the grace period applies). */
+    public Plan(long newestVersion, long oldestRetainedVersion, List<Listed> roots) {
+      this(newestVersion, oldestRetainedVersion, roots, -1);
     }
   }
 
@@ -212,7 +235,14 @@ public final class Reachability {
       }
     }
     roots.sort(Comparator.comparing(Listed::key));
-    return new Plan(newest, floor, roots);
+    long settled = roots.isEmpty() ? -1 : Long.MAX_VALUE;
+    for (Listed r : roots) {
+      settled = r.ageKnown() ? Math.min(settled, r.lastModifiedMillis()) : -1;
+      if (settled < 0) {
+        break;
+      }
+    }
+    return new Plan(newest, floor, roots, settled);
   }
 
   /**
@@ -253,6 +283,25 @@ public final class Reachability {
    */
   public static Verdict garbage(List<Listed> listing, Plan plan, Set<String> named,
       Set<String> protectedKeys, long nowMillis, long graceMillis) {
+    return garbage(listing, plan, named, protectedKeys, Set.of(), nowMillis, graceMillis);
+  }
+
+  /**
+   * Applies the rule (see the class comment), with retired files.
+   *
+   * @param listing the same listing {@code plan} was made from
+   * @param plan the plan of this round
+   * @param named every key the manifests of {@code plan.roots()} name ({@link #namedKeys})
+   * @param protectedKeys keys the caller keeps regardless (its pending base snapshot, its
+   *     in-flight spills)
+   * @param retired keys the caller saw named by an object an earlier round deleted: garbage
+   *     whatever their age once nothing else names or protects them
+   * @param nowMillis the caller's wall-clock time, epoch ms, taken before the listing
+   * @param graceMillis the grace period, ms (&gt;= 0): an unreferenced object younger than this
+   *     is kept, unless settled or retired
+   */
+  public static Verdict garbage(List<Listed> listing, Plan plan, Set<String> named,
+      Set<String> protectedKeys, Set<String> retired, long nowMillis, long graceMillis) {
     if (graceMillis < 0) {
       throw new IllegalArgumentException("graceMillis must be >= 0, was " + graceMillis);
     }
@@ -296,7 +345,8 @@ public final class Reachability {
         keptProtected++;
         continue;
       }
-      if (!l.ageKnown() || nowMillis - l.lastModifiedMillis() < graceMillis) {
+      if (!settled(l, kind, plan) && !retired.contains(l.key())
+          && (!l.ageKnown() || nowMillis - l.lastModifiedMillis() < graceMillis)) {
         young++;
         continue;
       }
@@ -332,6 +382,17 @@ public final class Reachability {
     garbage.addAll(others);
     return new Verdict(garbage, retained, keptNamed, pinned, inFlight, keptProtected, young,
         foreign, published.size());
+  }
+
+  /**
+   * True if unreferenced {@code l} is a version object, spill delta or published snapshot
+   * written before every root: no commit or snapshot in flight can be about to name it.
+   */
+  private static boolean settled(Listed l, Kind kind, Plan plan) {
+    return plan.settledBeforeMillis() > 0 && l.ageKnown()
+        && (kind == Kind.VERSION_OBJECT || kind == Kind.SPILL
+            || kind == Kind.PUBLISHED_SNAPSHOT)
+        && l.lastModifiedMillis() + SETTLE_MARGIN_MILLIS <= plan.settledBeforeMillis();
   }
 
   /**

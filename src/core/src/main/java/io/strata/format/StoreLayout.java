@@ -46,6 +46,7 @@ public final class StoreLayout {
   private static final Pattern RUN_CLAIM = Pattern.compile("runs/([0-9]{10})\\.run");
   private static final Pattern RUN_MARKER =
       Pattern.compile("runs/([0-9]{10})-([0-9A-Za-z._-]{1,64})\\.id");
+  private static final Pattern RETIRED_RUNS = Pattern.compile("runs/([0-9]{10})\\.retired");
   /** Highest epoch or generation a key can carry (10 digits). */
   public static final long MAX_EPOCH = 9_999_999_999L;
   private static final Pattern SPILL_KEY =
@@ -136,6 +137,22 @@ public final class StoreLayout {
       throw new IllegalArgumentException("invalid run id '" + runId + "'");
     }
     return key;
+  }
+
+  /**
+   * Key of the list of retired query runs through {@code epoch}: {@code
+   * runs/<epoch:10>.retired} ({@link RetiredRuns}), written by garbage collection before it
+   * deletes the claims and markers of those runs.
+   */
+  public static String retiredRuns(long epoch) {
+    requireEpoch(epoch);
+    return RUNS + digits(epoch, 10) + ".retired";
+  }
+
+  /** The epoch of a retired-runs key ({@link #retiredRuns}), or -1. */
+  public static long retiredRunsEpochOf(String key) {
+    Matcher m = RETIRED_RUNS.matcher(key);
+    return m.matches() ? Long.parseLong(m.group(1)) : -1;
   }
 
   /** The epoch of a claim key ({@link #runClaim}), or -1. */

@@ -9,6 +9,7 @@ import io.strata.format.Delta;
 import io.strata.format.FileRef;
 import io.strata.format.Manifest;
 import io.strata.format.PublishedSnapshot;
+import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectStore;
@@ -265,7 +266,9 @@ final class BaseSnapshotUploader {
    * Uploads the checkpoint in {@code cpDir} of the version {@code m} describes. An SST whose
    * content (length, XXHash64) a file {@code m} names already holds is not uploaded again; only
    * files {@code m} names are reused, never older ones: a retained manifest names them, so no
-   * garbage-collection round can delete them while this snapshot waits to be published.
+   * garbage-collection round can delete them while this snapshot waits to be published. A delta
+   * that {@code m}'s base names inside a version object is uploaded again as an SST, so that
+   * no base keeps a version object older than the previous base alive.
    *
    * @param generation the local database the checkpoint was taken from
    * @return the snapshot, not yet published
@@ -281,8 +284,16 @@ final class BaseSnapshotUploader {
     for (Delta d : m.deltas()) {
       reusable.putIfAbsent(d.file().contentId(), d.file());
     }
-    m.base().ifPresent(b -> b.files().forEach(
-        f -> reusable.putIfAbsent(f.file().contentId(), f.file())));
+    // A file of m's base that lives inside a version object or spill (a delta RocksDB never
+    // compacted) is uploaded again as an SST of its own instead: reused, it would keep that
+    // version object alive for as long as RocksDB keeps the file, past any retention (issue
+    // 43). So a snapshot names version objects of its own base's chain at most.
+    m.base().ifPresent(b -> b.files().forEach(f -> {
+      Reachability.Kind kind = Reachability.kindOf(f.file().key());
+      if (kind != Reachability.Kind.VERSION_OBJECT && kind != Reachability.Kind.SPILL) {
+        reusable.putIfAbsent(f.file().contentId(), f.file());
+      }
+    }));
     List<Path> files;
     try (Stream<Path> s = Files.list(cpDir)) {
       files = s.filter(Files::isRegularFile)

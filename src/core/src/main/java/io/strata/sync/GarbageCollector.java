@@ -35,6 +35,8 @@ final class GarbageCollector {
   private static final Logger LOG = LoggerFactory.getLogger(GarbageCollector.class);
   /** Keys per LIST page and per DeleteObjects request on S3. */
   static final int S3_BATCH = 1000;
+  /** Most manifests of version objects a round deletes that it reads (those not cached). */
+  static final int GOING_READS = 64;
 
   private final StoreIdentity identity;
   private final ObjectStore objects;
@@ -45,6 +47,12 @@ final class GarbageCollector {
   private final LongSupplier ownEpoch;
   private volatile long supersededBy = -1;
   private final PublishedSnapshots published;
+  private final RunRetirement runs;
+  /**
+   * Files named by a version object or published snapshot an earlier round of this collector
+   * deleted ({@link Reachability#garbage}'s retired keys); replaced whole by each round.
+   */
+  private volatile Set<String> retired = Set.of();
 
   /**
    * @param objects the store's object store (for the listing and the deletes)
@@ -65,6 +73,7 @@ final class GarbageCollector {
     this.readers = readers;
     this.settings = settings;
     this.ownEpoch = ownEpoch;
+    this.runs = new RunRetirement(identity, objects, java.time.Clock.systemUTC());
   }
 
   /** The store this collector works for (for messages). */
@@ -136,8 +145,9 @@ final class GarbageCollector {
 
     // Without any root named, everything old would be garbage: if even that is nothing, no
     // manifest needs reading.
+    Set<String> retiredNow = retired;
     Reachability.Verdict upperBound = Reachability.garbage(listing, plan, Set.of(),
-        protectedKeys, nowMillis, grace);
+        protectedKeys, retiredNow, nowMillis, grace);
     Reachability.Verdict verdict = upperBound;
     int reads = 0;
     Set<String> named = new HashSet<>();
@@ -145,16 +155,17 @@ final class GarbageCollector {
     if (!upperBound.garbage().isEmpty()) {
       List<PublishedSnapshot.TipIndex> tips = new ArrayList<>();
       reads = readNamedKeys(plan, named, tips);
-      // A published snapshot a root can use stays; every file a listed one names stays (those
-      // of one no root can use go in a later round, once it is gone).
+      // A published snapshot a root can use stays; every file a listed one that stays names
+      // stays too; the files only those this round deletes name go with them, after them.
       usable = Reachability.usablePublishedSnapshots(listing, tips);
       named.addAll(usable);
+      java.util.Map<String, Set<String>> publishedFiles = new java.util.HashMap<>();
       for (Reachability.Listed l : listing) {
         if (Reachability.kindOf(l.key()) != Reachability.Kind.PUBLISHED_SNAPSHOT) {
           continue;
         }
         try {
-          named.addAll(Reachability.namedKeys(published.read(l.key())));
+          publishedFiles.put(l.key(), Reachability.namedKeys(published.read(l.key())));
         } catch (StateLoadException e) {
           if (e.reason() != StateLoadException.Reason.MISSING_FILE || usable.contains(l.key())) {
             throw new IOException("Cannot collect garbage of " + identity + ": a published "
@@ -164,7 +175,25 @@ final class GarbageCollector {
           // deleted by a concurrent round since the listing: it names nothing any more
         }
       }
-      verdict = Reachability.garbage(listing, plan, named, protectedKeys, nowMillis, grace);
+      Set<String> byRoots = Set.copyOf(named);
+      publishedFiles.values().forEach(named::addAll);
+      verdict = Reachability.garbage(listing, plan, named, protectedKeys, retiredNow, nowMillis,
+          grace);
+      // What only the version objects and published snapshots this round deletes name goes
+      // with them, after them (issue 43): whole files that nothing in flight can name.
+      Set<String> going = new HashSet<>();
+      verdict.garbage().forEach(l -> going.add(l.key()));
+      Set<String> retiring = new HashSet<>(retiredNow);
+      Set<String> keep = new HashSet<>(protectedKeys);
+      reads += namesOfGoingVersionObjects(verdict.garbage(), retiring, keep);
+      Set<String> kept = new HashSet<>(byRoots);
+      for (java.util.Map.Entry<String, Set<String>> e : publishedFiles.entrySet()) {
+        (going.contains(e.getKey()) ? retiring : kept).addAll(e.getValue());
+      }
+      if (retiring.size() > retiredNow.size() || keep.size() > protectedKeys.size()) {
+        named = kept;
+        verdict = Reachability.garbage(listing, plan, named, keep, retiring, nowMillis, grace);
+      }
     }
     return new GcDecision(round, knownNewestVersion, listing, plan, verdict, named, usable,
         reads, listRequests, -1, start, nowMillis);
@@ -192,16 +221,21 @@ final class GarbageCollector {
     long grace = settings.gracePeriodMillis();
     List<String> keys = new ArrayList<>(verdict.garbage().size());
     verdict.garbage().forEach(l -> keys.add(l.key()));
+    Set<String> nextRetired = retiredAfter(d, keys);
     long deleteRequests = (keys.size() + S3_BATCH - 1) / S3_BATCH;
     if (!keys.isEmpty()) {
       FaultPoints.pass(FaultPoints.GC_BEFORE_DELETE);
       try {
         objects.delete(keys);
+        retired = nextRetired;
       } finally {
         cache.removeAll(keys);
         published.removeAll(keys);
       }
       FaultPoints.pass(FaultPoints.GC_AFTER_DELETE);
+    }
+    if (runsRetirable(d)) {
+      deleteRequests += runs.retire(d.listing(), ownEpoch.getAsLong()) > 0 ? 1 : 0;
     }
     int aborted = 0;
     if (abortUploads) {
@@ -230,6 +264,84 @@ final class GarbageCollector {
           d.listing().size(), reads, ms);
     }
     return stats;
+  }
+
+  /**
+   * Adds to {@code retiring} every key the version objects among {@code garbage} name: from the
+   * cache, else read (one tail GET each, in parallel, at most {@link #GOING_READS} a round; a
+   * version object beyond that is added to {@code keep} and goes in a later round, so that what
+   * it names is never forgotten). A manifest that cannot be read names nothing known: its files
+   * wait for the grace period.
+   *
+   * @return the number of manifests read
+   * @throws IOException if interrupted
+   */
+  private int namesOfGoingVersionObjects(List<Reachability.Listed> garbage, Set<String> retiring,
+      Set<String> keep) throws IOException {
+    List<Future<Manifest>> futures = new ArrayList<>();
+    for (Reachability.Listed l : garbage) {
+      if (Reachability.kindOf(l.key()) != Reachability.Kind.VERSION_OBJECT
+          || cache.addNamedKeys(l.key(), l.size(), retiring)) {
+        continue;
+      }
+      if (futures.size() >= GOING_READS) {
+        keep.add(l.key());
+        continue;
+      }
+      long version = StoreLayout.versionOf(l.key());
+      String attempt = StoreLayout.attemptOf(l.key());
+      futures.add(readers.submit(() -> reader.readAt(version, l.key(), attempt)));
+    }
+    for (Future<Manifest> f : futures) {
+      try {
+        retiring.addAll(Reachability.namedKeys(f.get()));
+      } catch (java.util.concurrent.ExecutionException unreadable) {
+        LOG.debug("{}: an old version object's manifest cannot be read; its files wait for the "
+            + "grace period", identity, unreadable.getCause());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        futures.forEach(x -> x.cancel(true));
+        throw new java.io.InterruptedIOException("Interrupted while reading the manifests of "
+            + identity + "'s old versions for garbage collection");
+      }
+    }
+    return futures.size();
+  }
+
+  /**
+   * The retired keys after deleting {@code deleted}: those still listed and not deleted, plus
+   * every key a deleted version object (if its manifest is cached) or published snapshot (if
+   * cached, as every listed one is after {@link #decide}) named.
+   */
+  private Set<String> retiredAfter(GcDecision d, List<String> deleted) {
+    Set<String> next = new HashSet<>();
+    for (Reachability.Listed l : d.verdict().garbage()) {
+      Reachability.Kind kind = Reachability.kindOf(l.key());
+      if (kind == Reachability.Kind.VERSION_OBJECT) {
+        cache.addNamedKeys(l.key(), l.size(), next);
+      } else if (kind == Reachability.Kind.PUBLISHED_SNAPSHOT) {
+        next.addAll(published.cachedNames(l.key()));
+      }
+    }
+    Set<String> old = retired;
+    for (Reachability.Listed l : d.listing()) {
+      if (old.contains(l.key())) {
+        next.add(l.key());
+      }
+    }
+    deleted.forEach(next::remove);
+    return Set.copyOf(next);
+  }
+
+  /** True if the round may retire earlier runs' claims: it was not skipped and found some. */
+  private static boolean runsRetirable(GcDecision d) {
+    int runKeys = 0;
+    for (Reachability.Listed l : d.listing()) {
+      if (l.key().startsWith(StoreLayout.RUNS)) {
+        runKeys++;
+      }
+    }
+    return runKeys > 2;
   }
 
   /**

@@ -15,10 +15,14 @@ import org.slf4j.LoggerFactory;
  * given.
  *
  * <p>A round is due after this instance committed {@link GcSettings#roundInterval()} versions
- * since the last round started (the first round follows its first commit), or once an object
+ * since the last round started, or once an object
  * this instance left unreferenced (an aborted batch's spills, a failed base snapshot upload, a lost
  * race: an <em>orphan</em>) is older than the grace period, then at most one failed try per grace
  * period. Only instances that commit collect: nothing new can have become garbage otherwise.
+ * The first round follows the instance's first commit at once, in the background (not at the
+ * next maintenance, which a one-batch run never reaches), and a JVM that exits waits for it
+ * within {@link UploadsAtExit}'s budget: so every rhythm collects, a scheduled job of one batch
+ * per run too.
  *
  * <p>A round that fails never stops collection silently: it is counted ({@link
  * #failedRounds()}, Strata's {@code strataGcFailedRounds} metric), and after {@link
@@ -53,6 +57,12 @@ final class GcTrigger {
   private final Clock clock;
   private final GarbageCollector collector;
   private final StoreGuard guard;
+  private final java.util.concurrent.Executor background;
+  private final Runnable roundIfDue;
+  private boolean firstRoundStarted;
+  /** Completes when the first round, started after the first commit, has ended. */
+  private final java.util.concurrent.CompletableFuture<Void> firstRound =
+      new java.util.concurrent.CompletableFuture<>();
 
   /** Newest version this instance committed (or adopted), -1 if none: only committers collect. */
   private long committedVersion = -1;
@@ -78,18 +88,55 @@ final class GcTrigger {
   /**
    * @param clock the wall clock of the grace period (tests move it forward)
    * @param guard the store's monitor, which guards this object's state
+   * @param background where the first round runs after the first commit (borrowed)
+   * @param roundIfDue runs a round if one is due, outside the monitor, never throwing
    */
-  GcTrigger(GcSettings settings, Clock clock, GarbageCollector collector, StoreGuard guard) {
+  GcTrigger(GcSettings settings, Clock clock, GarbageCollector collector, StoreGuard guard,
+      java.util.concurrent.Executor background, Runnable roundIfDue) {
     this.settings = settings;
     this.clock = clock;
     this.collector = collector;
     this.guard = guard;
+    this.background = background;
+    this.roundIfDue = roundIfDue;
   }
 
-  /** Records that this instance committed (or adopted) {@code version}. */
+  /**
+   * Records that this instance committed (or adopted) {@code version}; after its first commit,
+   * starts the first round in the background.
+   */
   void committed(long version) {
     guard.assertHeld();
     committedVersion = Math.max(committedVersion, version);
+    if (!firstRoundStarted && rounds == 0 && settings.enabled() && version >= 1) {
+      firstRoundStarted = true;
+      Object token = new Object();
+      UploadsAtExit.started(token);
+      try {
+        background.execute(() -> {
+          try {
+            roundIfDue.run();
+          } finally {
+            UploadsAtExit.finished(token);
+            firstRound.complete(null);
+          }
+        });
+      } catch (java.util.concurrent.RejectedExecutionException closing) {
+        UploadsAtExit.finished(token); // the pools are shutting down: maintenance may run it
+        firstRound.complete(null);
+      }
+    }
+  }
+
+  /** Waits until the first round started after the first commit, if any, has ended (tests). */
+  void awaitFirstRound() {
+    boolean started;
+    synchronized (guard) {
+      started = firstRoundStarted;
+    }
+    if (started) {
+      firstRound.join();
+    }
   }
 
   /**

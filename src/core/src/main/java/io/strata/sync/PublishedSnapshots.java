@@ -17,6 +17,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.Optional;
 import java.util.OptionalLong;
 import org.slf4j.Logger;
@@ -162,6 +163,17 @@ final class PublishedSnapshots {
       cache.put(key, p);
     }
     return p;
+  }
+
+  /**
+   * The keys of the files the published snapshot {@code key} names if it is cached, else an
+   * empty set (no request).
+   */
+  Set<String> cachedNames(String key) {
+    synchronized (cache) {
+      PublishedSnapshot p = cache.get(key);
+      return p == null ? Set.of() : io.strata.format.Reachability.namedKeys(p);
+    }
   }
 
   /** Forgets deleted keys. */

@@ -2,6 +2,7 @@
 package io.strata.sync;
 
 import io.strata.format.ManifestFormatException;
+import io.strata.format.RetiredRuns;
 import io.strata.format.RunClaim;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectAlreadyExistsException;
@@ -15,6 +16,7 @@ import java.time.Clock;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,6 +30,8 @@ import org.slf4j.LoggerFactory;
  * one epoch are resolved by the create-only PUT: the loser lists again and claims the next one
  * (or finds its own run, when the winner was another executor of the same run). A claim without
  * a marker (its claimer died between the two PUTs, or is between them) is read with one GET.
+ * A run about to claim reads the newest list of retired runs first (one GET, when there is
+ * one, {@link RunRetirement}): a retired run is fenced, never given a new epoch.
  * Not thread-safe; the store's monitor serialises it.
  */
 final class RunEpochs {
@@ -41,6 +45,8 @@ final class RunEpochs {
   /** Read by garbage-collection rounds without the store's monitor. */
   private volatile long epoch = -1;
   private long newest = -1;
+  /** Keys of the last listing of {@code runs/}. */
+  private List<String> lastListed = List.of();
 
   RunEpochs(StoreIdentity identity, ObjectStore objects, String runId, Clock clock) {
     this.identity = identity;
@@ -98,6 +104,7 @@ final class RunEpochs {
       if (mineAndMax[0] > 0) {
         return found(mineAndMax[0], mineAndMax[1]);
       }
+      refuseIfRetired();
       long next = mineAndMax[1] + 1;
       RunClaim claim = new RunClaim(identity.id(), next, runId, clock.millis());
       try {
@@ -141,6 +148,7 @@ final class RunEpochs {
    */
   private long[] lookUp(boolean complete) throws IOException {
     List<ObjectInfo> listed = objects.list(StoreLayout.RUNS);
+    lastListed = listed.stream().map(ObjectInfo::key).toList();
     TreeSet<Long> claims = new TreeSet<>();
     Map<Long, String> runs = new HashMap<>();
     for (ObjectInfo o : listed) {
@@ -165,6 +173,25 @@ final class RunEpochs {
       }
     }
     return new long[] {mine, claims.isEmpty() ? 0 : claims.last()};
+  }
+
+  /**
+   * Refuses to claim an epoch for a run that garbage collection retired ({@link RunRetirement}):
+   * its marker is gone, and a new claim would let a zombie of an earlier run supersede the
+   * runs after it. One GET of the newest retired-runs list, if the last listing had one.
+   *
+   * @throws StateLoadException ({@link StateLoadException.Reason#FENCED}) if this run is retired
+   */
+  private void refuseIfRetired() throws IOException {
+    Optional<RetiredRuns> retired = RunRetirement.newestList(objects, identity, lastListed);
+    if (retired.isPresent() && retired.get().contains(runId)) {
+      throw new StateLoadException(StateLoadException.Reason.FENCED, identity + ": query run "
+          + runId + " was superseded by a later run of the query (its epoch claim was retired "
+          + "through epoch " + retired.get().throughEpoch() + ", "
+          + objects.describe(StoreLayout.retiredRuns(retired.get().throughEpoch()))
+          + "); this executor belongs to a stopped or restarted query and must not load or "
+          + "commit (checkpoint format 1)", null);
+    }
   }
 
   private long found(long mine, long max) {

@@ -125,7 +125,8 @@ public final class SyncedStore implements AutoCloseable {
       this.published = new PublishedSnapshots(identity, objects);
       this.gc = new GcTrigger(gcSettings, clock,
           new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,
-              () -> runEpochs == null ? -1 : runEpochs.known(), published), guard);
+              () -> runEpochs == null ? -1 : runEpochs.known(), published), guard,
+          pools.commitSnapshots(), this::collectIfDue);
       LocalIntegrity integrity = new LocalIntegrity(identity, localDir);
       this.snapshots = new BaseSnapshotUploader(identity, objects, pools, gc, integrity, clock,
           gcSettings.gracePeriodMillis(), published, guard);
@@ -147,9 +148,8 @@ public final class SyncedStore implements AutoCloseable {
 
   /**
    * Calls {@code listener} with the version of every base snapshot this instance uploads and
-   * publishes, on the thread that uploaded it (a maintenance call, a commit-snapshot thread, the
-   * store's background thread), after {@link #lastSnapshotVersion()} moved to it. The Spark layer
-   * reports it to Spark's coordinator. A listener that throws is logged and ignored.
+   * publishes, on the uploading thread, after {@link #lastSnapshotVersion()} moved to it (the
+   * Spark layer reports it to Spark's coordinator). A listener that throws is logged, ignored.
    */
   public void onSnapshotUploaded(java.util.function.LongConsumer listener) {
     scheduler.onSnapshotUploaded(listener);
@@ -261,8 +261,7 @@ public final class SyncedStore implements AutoCloseable {
       long start = System.nanoTime();
       Manifest m = reader.readForLoad(version, attempt);
       conflicts.loaded(version, m);
-      // The old database holds another version and is never reused for this one: drop it before
-      // downloading, so the disk holds one database at a time.
+      // The old database holds another version: drop it first (one database on disk at a time).
       invalidateLocal();
       Restorer.Shortest r = restorer.restoreShortest(m, published, db, start);
       replaceLocal(r.restored().store(), m, m.version());
@@ -308,8 +307,7 @@ public final class SyncedStore implements AutoCloseable {
   }
 
   /**
-   * Records a put in the version being built. May spill the pending writes (see {@link
-   * #spill()}).
+   * Records a put in the version being built; may spill the pending writes ({@link #spill()}).
    *
    * @throws LocalStateReadException as {@link #get} (the put's existence check reads)
    * @throws IOException if a spill fails
@@ -539,12 +537,10 @@ public final class SyncedStore implements AutoCloseable {
     ingestion.start();
   }
 
-  /**
-   * Waits until the last commit's local ingestion is done (tests and tools that look at the
-   * local directory; every operation of the store already does).
-   */
+  /** Waits for the last commit's local ingestion and the first GC round (tests and tools). */
   void awaitLocalIngestion() {
     ingestion.awaitSettled();
+    gc.awaitFirstRound();
   }
 
   /**
@@ -565,18 +561,22 @@ public final class SyncedStore implements AutoCloseable {
     } catch (IOException e) {
       failure = e;
     }
-    if (gcDue()) {
-      try {
-        collectGarbage();
-      } catch (IOException | RuntimeException e) {
-        LOG.debug("{}: garbage-collection round failed (counted in strataGcFailedRounds)",
-            identity, e);
-      }
-    }
+    collectIfDue();
     if (failure != null) {
       throw failure;
     }
     return uploaded;
+  }
+
+  /** Runs a garbage-collection round if one is due; a failure is counted, not thrown. */
+  private void collectIfDue() {
+    try {
+      if (gcDue()) {
+        collectGarbage();
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("{}: GC round failed (counted in strataGcFailedRounds)", identity, e);
+    }
   }
 
   /**

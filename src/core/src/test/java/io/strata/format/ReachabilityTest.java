@@ -276,6 +276,64 @@ class ReachabilityTest {
         based.deltas().get(0)))), List.of(PublishedSnapshot.TipIndex.of(based))).isEmpty());
   }
 
+
+  /**
+   * Issue 43: an unreferenced version object below the retention, spill below the newest version
+   * or unusable published snapshot written before every root is garbage at once, whatever the
+   * grace period says; one written after the oldest root, or with an unknown time, waits for the
+   * grace period; a base-snapshot file is never judged by the roots' times.
+   */
+  @Test
+  void unreferencedObjectsWrittenBeforeEveryRootAreGarbageWithoutTheGracePeriod() {
+    long rootTime = YOUNG + 10_000;
+    String before = StoreLayout.versionObject(2);
+    String sameSecond = StoreLayout.versionObject(3);
+    String after = StoreLayout.spill(3, A2, 0);
+    String unknown = StoreLayout.versionObject(1);
+    String spillBefore = StoreLayout.spill(4, A2, 0);
+    String bsm = StoreLayout.publishedSnapshot(4, 7L, "00112233445566778899aabbccddeeff");
+    List<Reachability.Listed> listing = List.of(
+        new Reachability.Listed(before, 10, rootTime - 5_000),
+        new Reachability.Listed(sameSecond, 10, rootTime - 500),
+        new Reachability.Listed(after, 10, rootTime + 2_000),
+        new Reachability.Listed(unknown, 10, 0),
+        new Reachability.Listed(spillBefore, 10, rootTime - 3_000),
+        new Reachability.Listed(bsm, 10, rootTime - 3_000),
+        new Reachability.Listed(SST_X, 10, rootTime - 3_000),
+        new Reachability.Listed(StoreLayout.versionObject(5), 10, rootTime),
+        new Reachability.Listed(StoreLayout.versionObject(6), 10, rootTime + 4_000));
+    Reachability.Plan plan = Reachability.plan(listing, 6, 1);
+    assertEquals(rootTime, plan.settledBeforeMillis(), "the oldest root's time");
+    Reachability.Verdict verdict = Reachability.garbage(listing, plan, Set.of(), Set.of(), NOW,
+        HOUR);
+    assertEquals(List.of(before, bsm, spillBefore), keys(verdict.garbage()),
+        "written a second or more before every root; the rest is younger than the grace period");
+    assertEquals(4, verdict.young());
+
+    Reachability.Plan unknownRoot = Reachability.plan(List.of(
+        new Reachability.Listed(StoreLayout.versionObject(5), 10, 0), listing.get(0)), 5, 1);
+    assertEquals(-1, unknownRoot.settledBeforeMillis(), "a root of unknown time: grace only");
+  }
+
+  /**
+   * Issue 43: a file the caller saw named by an object an earlier round deleted (retired) is
+   * garbage once nothing names or protects it, however young; named or protected, it stays.
+   */
+  @Test
+  void retiredFilesAreGarbageOnceUnnamedWhateverTheirAge() {
+    String named = SST_Y;
+    String protectedPack = PACK;
+    List<Reachability.Listed> listing = List.of(young(StoreLayout.versionObject(9)),
+        young(SST_X), young(named), young(protectedPack));
+    Reachability.Plan plan = Reachability.plan(listing, 9, 3);
+    Reachability.Verdict verdict = Reachability.garbage(listing, plan, Set.of(named),
+        Set.of(protectedPack), Set.of(SST_X, named, protectedPack), NOW, HOUR);
+    assertEquals(List.of(SST_X), keys(verdict.garbage()));
+    Reachability.Verdict notRetired = Reachability.garbage(listing, plan, Set.of(named),
+        Set.of(protectedPack), Set.of(), NOW, HOUR);
+    assertEquals(List.of(), keys(notRetired.garbage()), "young and never retired: kept");
+  }
+
   @Test
   void theFilesOfAPublishedSnapshotGoOnlyInARoundAfterIt() {
     String pub = publishedKey(3, new Delta(3, A1, ref(StoreLayout.versionObject(3))));

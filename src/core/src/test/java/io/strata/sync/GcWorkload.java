@@ -85,7 +85,7 @@ final class GcWorkload {
     Set<String> named = new HashSet<>();
     for (ObjectInfo o : listing) {
       long v = StoreLayout.versionOf(o.key());
-      if (v >= newest - retain) { // Spark's rule: [newest - retain, newest]
+      if (v >= 0 && v >= newest - retain) { // Spark's rule: [newest - retain, newest]
         expected.add(o.key());
         named.addAll(Reachability.namedKeys(reader.readManifest(v,
             Optional.ofNullable(StoreLayout.attemptOf(o.key())))));
@@ -97,7 +97,7 @@ final class GcWorkload {
     for (ObjectInfo o : listing) {
       listed.add(new Reachability.Listed(o.key(), o.size(), o.lastModifiedMillis()));
       long v = StoreLayout.versionOf(o.key());
-      if (v >= newest - retain) {
+      if (v >= 0 && v >= newest - retain) {
         tips.add(io.strata.format.PublishedSnapshot.TipIndex.of(reader.readManifest(v,
             Optional.ofNullable(StoreLayout.attemptOf(o.key())))));
       }
