@@ -38,7 +38,10 @@ import java.util.Set;
  *       named ones), usable or not: a published snapshot no root can use is garbage once older
  *       than the grace period, and the files it named become unnamed only once it is gone, so
  *       they go in a later round than the object naming them (a load that listed it finds its
- *       files, or falls back to its manifest's own chain).
+ *       files, or falls back to its manifest's own chain). A published snapshot that cannot be
+ *       decoded is usable by no load and names nothing that can be read: the caller leaves it
+ *       out of both, whatever its key says, so it is garbage once older than the grace period
+ *       and never keeps a round from deciding.
  *   <li>Keys the caller protects (its own pending base snapshot, its in-flight spills) are
  *       retained.
  *   <li>Anything else is garbage once it is at least the grace period old by its last-modified

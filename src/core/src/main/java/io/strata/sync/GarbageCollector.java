@@ -45,6 +45,8 @@ final class GarbageCollector {
   private final LongSupplier ownEpoch;
   private volatile long supersededBy = -1;
   private final PublishedSnapshots published;
+  /** Unreadable published snapshots already logged (rounds of one store never overlap). */
+  private final Set<String> reported = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   /**
    * @param objects the store's object store (for the listing and the deletes)
@@ -128,7 +130,7 @@ final class GarbageCollector {
             round, epoch, newestClaim);
       }
       return new GcDecision(round, knownNewestVersion, listing, null, null, Set.of(),
-          Set.of(), 0, listRequests, newestClaim, start, nowMillis);
+          Set.of(), 0, listRequests, newestClaim, start, nowMillis, List.of());
     }
     Reachability.Plan plan = Reachability.plan(listing, knownNewestVersion,
         settings.versionsToRetain());
@@ -142,13 +144,13 @@ final class GarbageCollector {
     int reads = 0;
     Set<String> named = new HashSet<>();
     Set<String> usable = Set.of();
+    List<String> unreadable = new ArrayList<>();
     if (!upperBound.garbage().isEmpty()) {
       List<PublishedSnapshot.TipIndex> tips = new ArrayList<>();
       reads = readNamedKeys(plan, named, tips);
       // A published snapshot a root can use stays; every file a listed one names stays (those
       // of one no root can use go in a later round, once it is gone).
-      usable = Reachability.usablePublishedSnapshots(listing, tips);
-      named.addAll(usable);
+      usable = new HashSet<>(Reachability.usablePublishedSnapshots(listing, tips));
       for (Reachability.Listed l : listing) {
         if (Reachability.kindOf(l.key()) != Reachability.Kind.PUBLISHED_SNAPSHOT) {
           continue;
@@ -156,6 +158,15 @@ final class GarbageCollector {
         try {
           named.addAll(Reachability.namedKeys(published.read(l.key())));
         } catch (StateLoadException e) {
+          if (e.reason() == StateLoadException.Reason.CORRUPT) {
+            // Undecodable: no load can use it (loads skip it) and it names nothing we can
+            // read, so it keeps nothing, itself included: it goes once older than the grace
+            // period, like any object nothing names, and never stops the round.
+            unreadable.add(l.key());
+            usable.remove(l.key());
+            reportUnreadable(l.key(), e);
+            continue;
+          }
           if (e.reason() != StateLoadException.Reason.MISSING_FILE || usable.contains(l.key())) {
             throw new IOException("Cannot collect garbage of " + identity + ": a published "
                 + "snapshot cannot be read, so nothing is deleted this round: "
@@ -164,10 +175,34 @@ final class GarbageCollector {
           // deleted by a concurrent round since the listing: it names nothing any more
         }
       }
+      named.addAll(usable);
       verdict = Reachability.garbage(listing, plan, named, protectedKeys, nowMillis, grace);
+    } else {
+      // Nothing could be garbage, the unreadable published snapshots included: still count them
+      // (from the cache of those already found; no GET).
+      for (Reachability.Listed l : listing) {
+        if (published.knownUnreadable(l.key())) {
+          unreadable.add(l.key());
+        }
+      }
     }
+    reported.retainAll(unreadable);
+    unreadable.sort(null);
     return new GcDecision(round, knownNewestVersion, listing, plan, verdict, named, usable,
-        reads, listRequests, -1, start, nowMillis);
+        reads, listRequests, -1, start, nowMillis, unreadable);
+  }
+
+  /**
+   * Logs at WARN, once per key for as long as it stays listed, a published snapshot that cannot
+   * be decoded.
+   */
+  private void reportUnreadable(String key, StateLoadException e) {
+    if (reported.add(key)) {
+      LOG.warn("{} garbage collection: published snapshot {} cannot be read, so no load can use "
+          + "it (loads restore from an older one or the manifest's own chain); it keeps no file "
+          + "and is deleted once older than the grace period ({} ms): {}", identity,
+          objects.describe(key), settings.gracePeriodMillis(), e.getMessage());
+    }
   }
 
   /**
@@ -213,7 +248,8 @@ final class GarbageCollector {
     long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - d.startNanos());
     GcStats stats = new GcStats(round, plan.newestVersion(), plan.oldestRetainedVersion(),
         d.listing().size(), keys.size(), verdict.garbageBytes(), listRequests, reads,
-        deleteRequests, aborted, ms, verdict.publishedSnapshots());
+        deleteRequests, aborted, ms, verdict.publishedSnapshots(),
+        d.unreadablePublishedSnapshots().size());
     if (!keys.isEmpty() || aborted > 0) {
       LOG.info("{} garbage collection round {} at version {}: deleted {} objects ({} bytes), "
           + "aborted {} uploads; kept {} retained version objects (versions >= {}), {} named "
