@@ -27,9 +27,9 @@ package io.strata.metrics;
  *     version could use (the files they named go in a later round)
  * @param unreadablePublishedSnapshots published snapshots ({@code b/...bsm}) in the listing that
  *     cannot be decoded (damaged, another store's, or of a newer format): no load can use them,
- *     they name nothing the round keeps, and they are deleted once older than the grace period
- *     (docs/format.md, "Retention and garbage collection"); each is also logged at WARN with its
- *     key
+ *     they are deleted once older than the grace period, and while one is listed base-snapshot
+ *     files wait (docs/format.md, "Retention and garbage collection"); each is also logged at
+ *     WARN with its key
  */
 public record GcStats(long round, long newestVersion, long oldestRetainedVersion,
     long objectsListed, long objectsDeleted, long bytesDeleted, long listRequests,

@@ -160,8 +160,8 @@ final class GarbageCollector {
         } catch (StateLoadException e) {
           if (e.reason() == StateLoadException.Reason.CORRUPT) {
             // Undecodable: no load can use it (loads skip it) and it names nothing we can
-            // read, so it keeps nothing, itself included: it goes once older than the grace
-            // period, like any object nothing names, and never stops the round.
+            // read: it goes once older than the grace period, like any object nothing names,
+            // and never stops the round.
             unreadable.add(l.key());
             usable.remove(l.key());
             reportUnreadable(l.key(), e);
@@ -176,7 +176,16 @@ final class GarbageCollector {
         }
       }
       named.addAll(usable);
-      verdict = Reachability.garbage(listing, plan, named, protectedKeys, nowMillis, grace);
+      Set<String> keep = protectedKeys;
+      if (!unreadable.isEmpty()) {
+        // Which files an unreadable one names is unknown: while one is listed, every base
+        // snapshot file stays (a load may have restored from it before it was damaged, and its
+        // commit adopt its files). They go by the usual rules in a later round, once it is gone,
+        // as the files of a readable published snapshot do.
+        keep = new HashSet<>(protectedKeys);
+        keep.addAll(Reachability.baseSnapshotFiles(listing));
+      }
+      verdict = Reachability.garbage(listing, plan, named, keep, nowMillis, grace);
     } else {
       // Nothing could be garbage, the unreadable published snapshots included: still count them
       // (from the cache of those already found; no GET).
@@ -199,9 +208,10 @@ final class GarbageCollector {
   private void reportUnreadable(String key, StateLoadException e) {
     if (reported.add(key)) {
       LOG.warn("{} garbage collection: published snapshot {} cannot be read, so no load can use "
-          + "it (loads restore from an older one or the manifest's own chain); it keeps no file "
-          + "and is deleted once older than the grace period ({} ms): {}", identity,
-          objects.describe(key), settings.gracePeriodMillis(), e.getMessage());
+          + "it (loads restore from an older one or the manifest's own chain); it is deleted "
+          + "once older than the grace period ({} ms), and base snapshot files no readable "
+          + "object names wait until it is gone: {}", identity, objects.describe(key),
+          settings.gracePeriodMillis(), e.getMessage());
     }
   }
 

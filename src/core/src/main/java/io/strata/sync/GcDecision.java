@@ -27,8 +27,9 @@ import java.util.Set;
  * @param startNanos {@link System#nanoTime()} when the round started
  * @param nowMillis the wall-clock time the ages were judged at, epoch ms
  * @param unreadablePublishedSnapshots the listed published snapshots that cannot be decoded
- *     (damaged, another store's, or of a newer format), in key order: they name nothing this
- *     round keeps and are garbage once older than the grace period, usable by their key or not
+ *     (damaged, another store's, or of a newer format), in key order: usable by no load,
+ *     whatever their key says, and garbage once older than the grace period; while one is
+ *     listed, the round keeps every base-snapshot file
  */
 public record GcDecision(long round, long knownNewestVersion, List<Reachability.Listed> listing,
     Reachability.Plan plan, Reachability.Verdict verdict, Set<String> named,

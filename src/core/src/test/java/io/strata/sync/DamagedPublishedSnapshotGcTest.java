@@ -34,8 +34,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A published snapshot that cannot be decoded (bytes that are not one, or one naming a file
  * twice) never stops garbage collection: every round keeps deleting what expired, counts and
- * logs the damaged objects, deletes them once they are older than the grace period, and every
- * retained version still loads (from the manifest's own chain). Local-filesystem object store;
+ * logs the damaged objects, deletes them once they are older than the grace period (base
+ * snapshot files, any of which they might name, in a later round), and every retained version
+ * still loads (from the manifest's own chain). Local-filesystem object store;
  * time passing is modelled by moving last-modified times back.
  */
 class DamagedPublishedSnapshotGcTest {
@@ -149,17 +150,24 @@ class DamagedPublishedSnapshotGcTest {
         }
       }
 
-      // Older than the grace period: the damaged objects go like anything nothing names.
+      // Older than the grace period: the damaged objects go like anything nothing names; the
+      // base snapshot files (any of which they might name) stay while they are listed.
       ageAllBut(List.of());
+      List<String> baseFiles = objects.list("").stream().map(ObjectInfo::key)
+          .filter(k -> k.startsWith("sst/") || k.startsWith("snap/")).toList();
       GcStats last = a.collectGarbage();
       assertEquals(2, last.unreadablePublishedSnapshots(), last.toString());
       assertTrue(last.publishedSnapshotsDeleted() >= 2, last.toString());
       for (String k : damaged) {
         assertFalse(objects.head(k).isPresent(), k + " is deleted");
       }
+      for (String k : baseFiles) {
+        assertTrue(objects.head(k).isPresent(), k + " stays in the round that deleted them");
+      }
       ageAllBut(List.of());
       GcStats after = a.collectGarbage();
       assertEquals(0, after.unreadablePublishedSnapshots(), after.toString());
+      assertTrue(after.objectsDeleted() > 0, "the files only they named go now: " + after);
       try (SyncedStore reader = open("reader")) {
         GcWorkload.assertOnlyRetainedAndNamedRemain(reader, objects, v, RETAIN,
             java.util.Set.of());

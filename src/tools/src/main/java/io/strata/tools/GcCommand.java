@@ -285,8 +285,9 @@ final class GcCommand implements Callable<Integer> {
       }
       for (String k : g.decision().unreadablePublishedSnapshots()) {
         ctx.out.println("Unreadable published snapshot " + g.store().relativeLocation() + "/" + k
-            + " of store " + g.store().id() + ": no load can use it; it keeps no file and is "
-            + "deleted once older than the grace period (run strata verify for the reason)");
+            + " of store " + g.store().id() + ": no load can use it; it is deleted once older "
+            + "than the grace period, and base snapshot files no readable object names wait "
+            + "until it is gone (run strata verify for the reason)");
       }
     }
     int young = stores.stream().filter(g -> g.decision() != null)
