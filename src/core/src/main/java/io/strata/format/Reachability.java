@@ -38,7 +38,12 @@ import java.util.Set;
  *       named ones), usable or not: a published snapshot no root can use is garbage once older
  *       than the grace period, and the files it named become unnamed only once it is gone, so
  *       they go in a later round than the object naming them (a load that listed it finds its
- *       files, or falls back to its manifest's own chain).
+ *       files, or falls back to its manifest's own chain). A published snapshot that cannot be
+ *       decoded is usable by no load and names nothing that can be read: the caller leaves it
+ *       out of both, whatever its key says, so it is garbage once older than the grace period
+ *       and never keeps a round from deciding; while one is listed, the caller keeps every
+ *       base-snapshot file ({@link #baseSnapshotFiles}: it might name any), so those it named
+ *       go in a later round, once it is gone, like those of a readable one.
  *   <li>Keys the caller protects (its own pending base snapshot, its in-flight spills) are
  *       retained.
  *   <li>Anything else is garbage once it is at least the grace period old by its last-modified
@@ -422,6 +427,22 @@ public final class Reachability {
       }
     }
     return out;
+  }
+
+  /**
+   * The base-snapshot files ({@link Kind#SNAPSHOT_SST}, {@link Kind#SNAPSHOT_PACK}) in {@code
+   * listing}: what a published snapshot that cannot be decoded might name. The caller keeps them
+   * while such an object is listed.
+   */
+  public static Set<String> baseSnapshotFiles(List<Listed> listing) {
+    Set<String> keys = new HashSet<>();
+    for (Listed l : listing) {
+      Kind k = kindOf(l.key());
+      if (k == Kind.SNAPSHOT_SST || k == Kind.SNAPSHOT_PACK) {
+        keys.add(l.key());
+      }
+    }
+    return keys;
   }
 
   /** Every object key published snapshot {@code p} names: its files. */

@@ -25,19 +25,35 @@ package io.strata.metrics;
  * @param durationMs wall time of the round, ms
  * @param publishedSnapshotsDeleted of {@code objectsDeleted}, published snapshots no retained
  *     version could use (the files they named go in a later round)
+ * @param unreadablePublishedSnapshots published snapshots ({@code b/...bsm}) in the listing that
+ *     cannot be decoded (damaged, another store's, or of a newer format): no load can use them,
+ *     they are deleted once older than the grace period, and while one is listed base-snapshot
+ *     files wait (docs/format.md, "Retention and garbage collection"); each is also logged at
+ *     WARN with its key
  */
 public record GcStats(long round, long newestVersion, long oldestRetainedVersion,
     long objectsListed, long objectsDeleted, long bytesDeleted, long listRequests,
     long manifestReads, long deleteRequests, long uploadsAborted, long durationMs,
-    long publishedSnapshotsDeleted) {
+    long publishedSnapshotsDeleted, long unreadablePublishedSnapshots) {
   /** No round yet. */
-  public static final GcStats NONE = new GcStats(0, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  public static final GcStats NONE = new GcStats(0, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+
+  /** A round that found no unreadable published snapshot. */
+  public GcStats(long round, long newestVersion, long oldestRetainedVersion,
+      long objectsListed, long objectsDeleted, long bytesDeleted, long listRequests,
+      long manifestReads, long deleteRequests, long uploadsAborted, long durationMs,
+      long publishedSnapshotsDeleted) {
+    this(round, newestVersion, oldestRetainedVersion, objectsListed, objectsDeleted,
+        bytesDeleted, listRequests, manifestReads, deleteRequests, uploadsAborted, durationMs,
+        publishedSnapshotsDeleted, 0);
+  }
 
   /** A round that deleted no published snapshot. */
   public GcStats(long round, long newestVersion, long oldestRetainedVersion,
       long objectsListed, long objectsDeleted, long bytesDeleted, long listRequests,
       long manifestReads, long deleteRequests, long uploadsAborted, long durationMs) {
     this(round, newestVersion, oldestRetainedVersion, objectsListed, objectsDeleted,
-        bytesDeleted, listRequests, manifestReads, deleteRequests, uploadsAborted, durationMs, 0);
+        bytesDeleted, listRequests, manifestReads, deleteRequests, uploadsAborted, durationMs, 0,
+        0);
   }
 }

@@ -50,6 +50,9 @@ public final class ChangeFeed {
    */
   public record Change(long version, SstReader.Op op, byte[] key, byte[] value) { }
 
+  /** A manifest and the version object it was read from. */
+  private record Read(String key, Manifest manifest) { }
+
   private final StoreIdentity identity;
   private final ObjectStore objects;
   private final Manifest end;
@@ -81,8 +84,10 @@ public final class ChangeFeed {
    *     known; else the version object a load of it would read
    * @throws IllegalArgumentException if the range is empty or starts below 1
    * @throws StateLoadException if a manifest on the way is missing or corrupt
-   * @throws IOException if the object store fails, or the lineage cannot be followed (message
-   *     names the store, the version and what was expected)
+   * @throws IOException if the object store fails, or the lineage cannot be followed: a base
+   *     snapshot's version object is gone, or a manifest names a base snapshot that is not older
+   *     than itself (each step of the walk must go to a strictly older version, so it always
+   *     ends); the message names the store, the version, the object and what was expected
    */
   public static ChangeFeed open(StoreIdentity identity, ObjectStore objects, boolean attemptKeys,
       long startVersion, long endVersion, Optional<String> endAttempt) throws IOException {
@@ -98,6 +103,7 @@ public final class ChangeFeed {
     }
     Manifest m = reader.read(endVersion, endAttempt);
     Manifest end = m;
+    String mKey = null; // the object m was read from, when known without a request
     long covered = endVersion + 1; // versions >= covered are collected
     while (true) {
       for (Delta d : m.deltas()) {
@@ -111,16 +117,30 @@ public final class ChangeFeed {
       if (base.isEmpty() || baseVersion < startVersion) {
         break;
       }
+      if (baseVersion >= m.version()) {
+        // Each step must go to a strictly older version, or the walk never ends (one GET, and
+        // one LIST without an attempt, per step, forever): a committed manifest's base is always
+        // an older version (a commit builds on a snapshot of a version it descends from).
+        throw new IOException("Change feed of " + identity + ": cannot follow the lineage of "
+            + "version " + endVersion + ": the manifest of version " + m.version() + " (attempt "
+            + m.attempt() + ") in " + describe(reader, objects, m, mKey) + " names a base "
+            + "snapshot of version " + baseVersion + ", expected a version older than "
+            + m.version() + " (the version object was changed by hand or damaged)");
+      }
       String attempt = base.get().attempt();
       Manifest at = reader.read(baseVersion, attemptKeys ? Optional.of(attempt) : Optional.empty());
+      mKey = null;
       if (!at.attempt().equals(attempt)) {
         // The base is another query run's object of that version (a published snapshot of an
         // earlier run's commit that a later run re-committed with the same state): find it.
-        at = byAttempt(reader, objects, baseVersion, attempt).orElseThrow(() -> new IOException(
-            "Change feed of " + identity + ": version " + endVersion + " descends from attempt "
-                + attempt + " of version " + baseVersion + ", but no version object under "
+        Read other = byAttempt(reader, objects, baseVersion, attempt)
+            .orElseThrow(() -> new IOException("Change feed of " + identity + ": version "
+                + endVersion + " descends from attempt " + attempt + " of version "
+                + baseVersion + ", but no version object under "
                 + objects.describe(StoreLayout.versionPrefix(baseVersion)) + " holds it (it was "
                 + "deleted, or the checkpoint was changed by hand)"));
+        at = other.manifest();
+        mKey = other.key();
       }
       m = at;
     }
@@ -128,10 +148,29 @@ public final class ChangeFeed {
   }
 
   /**
+   * The version object {@code m} was read from, for an error message: {@code key} if known, else
+   * its format-2 key, else the one a load of its version reads (one LIST; on the error path only).
+   */
+  private static String describe(VersionObjectReader reader, ObjectStore objects, Manifest m,
+      String key) {
+    if (key == null) {
+      key = reader.key(m.version(), m.attempt());
+      if (StoreLayout.attemptOf(key) == null) {
+        try {
+          key = reader.locate(m.version()).key();
+        } catch (IOException e) {
+          key = StoreLayout.versionPrefix(m.version());
+        }
+      }
+    }
+    return objects.describe(key);
+  }
+
+  /**
    * The version object of {@code version} written by {@code attempt} among the generations under
    * its prefix (one LIST, one tail GET per object until found).
    */
-  private static Optional<Manifest> byAttempt(VersionObjectReader reader, ObjectStore objects,
+  private static Optional<Read> byAttempt(VersionObjectReader reader, ObjectStore objects,
       long version, String attempt) throws IOException {
     for (io.strata.objectstore.ObjectInfo o : objects.list(StoreLayout.versionPrefix(version))) {
       if (!o.key().endsWith(".svo")) {
@@ -139,7 +178,7 @@ public final class ChangeFeed {
       }
       Manifest m = reader.readAt(version, o.key(), null);
       if (m.attempt().equals(attempt)) {
-        return Optional.of(m);
+        return Optional.of(new Read(o.key(), m));
       }
     }
     return Optional.empty();

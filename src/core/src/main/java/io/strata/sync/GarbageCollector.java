@@ -53,6 +53,8 @@ final class GarbageCollector {
    * deleted ({@link Reachability#garbage}'s retired keys); replaced whole by each round.
    */
   private volatile Set<String> retired = Set.of();
+  /** Unreadable published snapshots already logged (rounds of one store never overlap). */
+  private final Set<String> reported = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   /**
    * @param objects the store's object store (for the listing and the deletes)
@@ -137,7 +139,7 @@ final class GarbageCollector {
             round, epoch, newestClaim);
       }
       return new GcDecision(round, knownNewestVersion, listing, null, null, Set.of(),
-          Set.of(), 0, listRequests, newestClaim, start, nowMillis);
+          Set.of(), 0, listRequests, newestClaim, start, nowMillis, List.of());
     }
     Reachability.Plan plan = Reachability.plan(listing, knownNewestVersion,
         settings.versionsToRetain());
@@ -152,13 +154,13 @@ final class GarbageCollector {
     int reads = 0;
     Set<String> named = new HashSet<>();
     Set<String> usable = Set.of();
+    List<String> unreadable = new ArrayList<>();
     if (!upperBound.garbage().isEmpty()) {
       List<PublishedSnapshot.TipIndex> tips = new ArrayList<>();
       reads = readNamedKeys(plan, named, tips);
       // A published snapshot a root can use stays; every file a listed one that stays names
       // stays too; the files only those this round deletes name go with them, after them.
-      usable = Reachability.usablePublishedSnapshots(listing, tips);
-      named.addAll(usable);
+      usable = new HashSet<>(Reachability.usablePublishedSnapshots(listing, tips));
       java.util.Map<String, Set<String>> publishedFiles = new java.util.HashMap<>();
       for (Reachability.Listed l : listing) {
         if (Reachability.kindOf(l.key()) != Reachability.Kind.PUBLISHED_SNAPSHOT) {
@@ -167,6 +169,15 @@ final class GarbageCollector {
         try {
           publishedFiles.put(l.key(), Reachability.namedKeys(published.read(l.key())));
         } catch (StateLoadException e) {
+          if (e.reason() == StateLoadException.Reason.CORRUPT) {
+            // Undecodable: no load can use it (loads skip it) and it names nothing we can
+            // read: it goes once older than the grace period, like any object nothing names,
+            // and never stops the round.
+            unreadable.add(l.key());
+            usable.remove(l.key());
+            reportUnreadable(l.key(), e);
+            continue;
+          }
           if (e.reason() != StateLoadException.Reason.MISSING_FILE || usable.contains(l.key())) {
             throw new IOException("Cannot collect garbage of " + identity + ": a published "
                 + "snapshot cannot be read, so nothing is deleted this round: "
@@ -175,28 +186,60 @@ final class GarbageCollector {
           // deleted by a concurrent round since the listing: it names nothing any more
         }
       }
+      named.addAll(usable);
       Set<String> byRoots = Set.copyOf(named);
       publishedFiles.values().forEach(named::addAll);
-      verdict = Reachability.garbage(listing, plan, named, protectedKeys, retiredNow, nowMillis,
-          grace);
+      Set<String> keep = new HashSet<>(protectedKeys);
+      if (!unreadable.isEmpty()) {
+        // Which files an unreadable one names is unknown: while one is listed, every base
+        // snapshot file stays (a load may have restored from it before it was damaged, and its
+        // commit adopt its files). They go by the usual rules in a later round, once it is gone,
+        // as the files of a readable published snapshot do.
+        keep.addAll(Reachability.baseSnapshotFiles(listing));
+      }
+      verdict = Reachability.garbage(listing, plan, named, keep, retiredNow, nowMillis, grace);
       // What only the version objects and published snapshots this round deletes name goes
       // with them, after them (issue 43): whole files that nothing in flight can name.
       Set<String> going = new HashSet<>();
       verdict.garbage().forEach(l -> going.add(l.key()));
       Set<String> retiring = new HashSet<>(retiredNow);
-      Set<String> keep = new HashSet<>(protectedKeys);
+      int protectedBefore = keep.size();
       reads += namesOfGoingVersionObjects(verdict.garbage(), retiring, keep);
       Set<String> kept = new HashSet<>(byRoots);
       for (java.util.Map.Entry<String, Set<String>> e : publishedFiles.entrySet()) {
         (going.contains(e.getKey()) ? retiring : kept).addAll(e.getValue());
       }
-      if (retiring.size() > retiredNow.size() || keep.size() > protectedKeys.size()) {
+      if (retiring.size() > retiredNow.size() || keep.size() > protectedBefore) {
         named = kept;
         verdict = Reachability.garbage(listing, plan, named, keep, retiring, nowMillis, grace);
       }
+    } else {
+      // Nothing could be garbage, the unreadable published snapshots included: still count them
+      // (from the cache of those already found; no GET).
+      for (Reachability.Listed l : listing) {
+        if (published.knownUnreadable(l.key())) {
+          unreadable.add(l.key());
+        }
+      }
     }
+    reported.retainAll(unreadable);
+    unreadable.sort(null);
     return new GcDecision(round, knownNewestVersion, listing, plan, verdict, named, usable,
-        reads, listRequests, -1, start, nowMillis);
+        reads, listRequests, -1, start, nowMillis, unreadable);
+  }
+
+  /**
+   * Logs at WARN, once per key for as long as it stays listed, a published snapshot that cannot
+   * be decoded.
+   */
+  private void reportUnreadable(String key, StateLoadException e) {
+    if (reported.add(key)) {
+      LOG.warn("{} garbage collection: published snapshot {} cannot be read, so no load can use "
+          + "it (loads restore from an older one or the manifest's own chain); it is deleted "
+          + "once older than the grace period ({} ms), and base snapshot files no readable "
+          + "object names wait until it is gone: {}", identity, objects.describe(key),
+          settings.gracePeriodMillis(), e.getMessage());
+    }
   }
 
   /**
@@ -247,7 +290,8 @@ final class GarbageCollector {
     long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - d.startNanos());
     GcStats stats = new GcStats(round, plan.newestVersion(), plan.oldestRetainedVersion(),
         d.listing().size(), keys.size(), verdict.garbageBytes(), listRequests, reads,
-        deleteRequests, aborted, ms, verdict.publishedSnapshots());
+        deleteRequests, aborted, ms, verdict.publishedSnapshots(),
+        d.unreadablePublishedSnapshots().size());
     if (!keys.isEmpty() || aborted > 0) {
       LOG.info("{} garbage collection round {} at version {}: deleted {} objects ({} bytes), "
           + "aborted {} uploads; kept {} retained version objects (versions >= {}), {} named "

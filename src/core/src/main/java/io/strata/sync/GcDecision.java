@@ -26,16 +26,22 @@ import java.util.Set;
  *     belongs to an earlier run (nothing is decided then), else -1
  * @param startNanos {@link System#nanoTime()} when the round started
  * @param nowMillis the wall-clock time the ages were judged at, epoch ms
+ * @param unreadablePublishedSnapshots the listed published snapshots that cannot be decoded
+ *     (damaged, another store's, or of a newer format), in key order: usable by no load,
+ *     whatever their key says, and garbage once older than the grace period; while one is
+ *     listed, the round keeps every base-snapshot file
  */
 public record GcDecision(long round, long knownNewestVersion, List<Reachability.Listed> listing,
     Reachability.Plan plan, Reachability.Verdict verdict, Set<String> named,
     Set<String> usablePublishedSnapshots, int manifestReads, long listRequests,
-    long skippedForEpoch, long startNanos, long nowMillis) {
+    long skippedForEpoch, long startNanos, long nowMillis,
+    List<String> unreadablePublishedSnapshots) {
 
   /** Copies the collections. */
   public GcDecision {
     listing = List.copyOf(listing);
     named = Set.copyOf(named);
     usablePublishedSnapshots = Set.copyOf(usablePublishedSnapshots);
+    unreadablePublishedSnapshots = List.copyOf(unreadablePublishedSnapshots);
   }
 }

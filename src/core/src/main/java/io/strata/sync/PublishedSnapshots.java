@@ -52,6 +52,14 @@ final class PublishedSnapshots {
     }
   };
 
+  /** Keys found undecodable, with the error (as bounded as the cache; guarded by it). */
+  private final Map<String, String> unreadable = new LinkedHashMap<>(16, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+      return size() > CACHE;
+    }
+  };
+
   PublishedSnapshots(StoreIdentity identity, ObjectStore objects) {
     this.identity = identity;
     this.objects = objects;
@@ -129,14 +137,20 @@ final class PublishedSnapshots {
   /**
    * Reads (one GET, unless cached) and decodes the published snapshot {@code key}.
    *
-   * @throws StateLoadException if it does not exist, is invalid (the message names the key) or
-   *     belongs to another store, or storage fails
+   * @throws StateLoadException if it does not exist ({@code MISSING_FILE}), or is invalid or
+   *     belongs to another store ({@code CORRUPT}: the message names the key; remembered, so a
+   *     later call throws again without a GET)
+   * @throws IOException if storage fails
    */
   PublishedSnapshot read(String key) throws IOException {
     synchronized (cache) {
       PublishedSnapshot p = cache.get(key);
       if (p != null) {
         return p;
+      }
+      String why = unreadable.get(key);
+      if (why != null) {
+        throw new StateLoadException(StateLoadException.Reason.CORRUPT, why, null);
       }
     }
     byte[] bytes;
@@ -150,14 +164,13 @@ final class PublishedSnapshots {
     PublishedSnapshot p;
     try {
       p = PublishedSnapshotCodec.decode(bytes, key);
-    } catch (ManifestFormatException e) {
-      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot read "
-          + objects.describe(key) + " of " + identity + ": " + e.getMessage(), e);
+    } catch (ManifestFormatException | RuntimeException e) {
+      throw unreadable(key, "Cannot read " + objects.describe(key) + " of " + identity + ": "
+          + e.getMessage(), e);
     }
     if (!p.storeId().equals(identity.id())) {
-      throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot read "
-          + objects.describe(key) + ": it describes store " + p.storeId() + ", expected "
-          + identity.id(), null);
+      throw unreadable(key, "Cannot read " + objects.describe(key) + ": it describes store "
+          + p.storeId() + ", expected " + identity.id(), null);
     }
     synchronized (cache) {
       cache.put(key, p);
@@ -176,10 +189,29 @@ final class PublishedSnapshots {
     }
   }
 
+  /**
+   * True if {@link #read} already found {@code key} undecodable (no request: objects are
+   * written once, so it stays so).
+   */
+  boolean knownUnreadable(String key) {
+    synchronized (cache) {
+      return unreadable.containsKey(key);
+    }
+  }
+
+  /** Remembers that {@code key} cannot be decoded, and the error saying so. */
+  private StateLoadException unreadable(String key, String message, Throwable cause) {
+    synchronized (cache) {
+      unreadable.put(key, message);
+    }
+    return new StateLoadException(StateLoadException.Reason.CORRUPT, message, cause);
+  }
+
   /** Forgets deleted keys. */
   void removeAll(List<String> keys) {
     synchronized (cache) {
       keys.forEach(cache::remove);
+      keys.forEach(unreadable::remove);
     }
   }
 }

@@ -364,4 +364,12 @@ class ReachabilityTest {
   private static List<String> keys(List<Reachability.Listed> ls) {
     return ls.stream().map(Reachability.Listed::key).toList();
   }
+
+  @Test
+  void whatAnUnreadablePublishedSnapshotMightNameIsEveryBaseSnapshotFile() {
+    List<Reachability.Listed> listing = List.of(old(SST_X), young(SST_Y), old(PACK),
+        old(StoreLayout.versionObject(4)), old(StoreLayout.spill(4, A1, 1)),
+        old("_metadata/schema"));
+    assertEquals(Set.of(SST_X, SST_Y, PACK), Reachability.baseSnapshotFiles(listing));
+  }
 }

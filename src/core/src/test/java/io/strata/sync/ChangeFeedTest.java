@@ -4,10 +4,14 @@ package io.strata.sync;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.engine.SharedMemory;
+import io.strata.format.BaseSnapshot;
 import io.strata.format.Manifest;
+import io.strata.format.ManifestCodec;
+import io.strata.format.VersionObjectCodec;
 import io.strata.format.sst.SstReader;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
@@ -16,6 +20,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -30,7 +35,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The change feed read from the deltas equals, version by version, the writes each version made
  * (its last write per key: a put with its value, or a delete), across base snapshots, a batch that
  * spilled into several deltas, and both checkpoint formats; and a damaged delta is an error, not
- * a shorter feed.
+ * a shorter feed, as is a manifest whose base snapshot is not older than itself (not a walk that
+ * never ends).
  */
 class ChangeFeedTest {
   @TempDir Path tmp;
@@ -195,5 +201,45 @@ class ChangeFeedTest {
       }
     });
     assertTrue(e2.getMessage().contains("version 2"), e2.getMessage());
+  }
+
+  @ParameterizedTest(name = "checkpoint format 2: {0}")
+  @ValueSource(booleans = {false, true})
+  void aBaseNotOlderThanItsManifestIsAnErrorNotAnEndlessWalk(boolean attemptKeys)
+      throws Exception {
+    List<String> attempts = new ArrayList<>();
+    try (SyncedStore s = open(attemptKeys)) {
+      commit(s, 5, attempts);
+    }
+    ObjectStore objects = objects();
+    // Swap version 5's object for one whose manifest names a base snapshot of version 5 itself
+    // (its own attempt): following the lineage from it would read the same object forever.
+    VersionObjectReader reader = new VersionObjectReader(identity(), objects, attemptKeys,
+        new ManifestCache(4));
+    String key = reader.locate(5).key();
+    Manifest m5 = reader.read(5, Optional.empty());
+    BaseSnapshot own = new BaseSnapshot(5, m5.attempt(), m5.base().orElseThrow().files());
+    Path object = tmp.resolve("remote").resolve(key);
+    byte[] old = Files.readAllBytes(object);
+    VersionObjectCodec.Footer footer = VersionObjectCodec.footer(old, old.length);
+    byte[] manifest = ManifestCodec.encode(m5.rebasedOn(own));
+    byte[] tail = VersionObjectCodec.manifestAndFooter(manifest, footer.manifestOffset());
+    byte[] swapped = java.util.Arrays.copyOf(old, (int) footer.manifestOffset() + tail.length);
+    System.arraycopy(tail, 0, swapped, (int) footer.manifestOffset(), tail.length);
+    Files.write(object, swapped);
+
+    for (Optional<String> end : List.of(Optional.<String>empty(),
+        Optional.of(attempts.get(4)))) {
+      IOException e = assertTimeoutPreemptively(Duration.ofSeconds(20), () -> assertThrows(
+          IOException.class, () -> ChangeFeed.open(identity(), objects, attemptKeys, 1, 5, end)),
+          "the walk ends");
+      String msg = e.getMessage();
+      assertTrue(msg.contains(identity().toString()) && msg.contains("version 5")
+          && msg.contains(objects.describe(key)) && msg.contains("base snapshot of version 5"),
+          msg);
+    }
+    // The versions before it are unaffected.
+    assertEquals(4, ChangeFeed.open(identity(), objects, attemptKeys, 1, 4, Optional.empty())
+        .plan().size());
   }
 }

@@ -169,12 +169,15 @@ class RetentionBoundTest {
     for (long v = 1; v <= 50; v++) {
       String run = UUID.randomUUID().toString();
       runIds.add(run);
+      Thread.sleep(150); // S3 times are whole seconds: retention spans a second or more
       try (SyncedStore s = open(root, run, retain, clock)) {
         s.load(v - 1, Optional.empty());
         writeVersion(s, v);
         s.commit();
         s.awaitLocalIngestion(); // the ingestion and the first GC round: what an exit waits for
         assertTrue(s.awaitSnapshotUpload(30_000), "snapshot upload");
+        assertEquals(0, s.gcFailedRounds(), "run " + v + ": the first round failed");
+        assertTrue(s.lastGc().round() >= 1, "run " + v + ": the first round ran");
       }
       assertWithinBound(root, v, retain, "after run " + v);
     }
@@ -212,7 +215,7 @@ class RetentionBoundTest {
           s.awaitLocalIngestion(); // as a trigger of hours would: nothing overlaps the next batch
           clock.advance(between);
           if (between.isZero()) {
-            Thread.sleep(120); // S3 times are whole seconds: retention spans a second or more
+            Thread.sleep(150); // S3 times are whole seconds: retention spans a second or more
           }
           s.maintenance(); // Spark's maintenance thread: a snapshot and a round when due
           assertTrue(s.awaitSnapshotUpload(30_000), "snapshot upload");

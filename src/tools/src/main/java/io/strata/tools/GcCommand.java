@@ -178,10 +178,15 @@ final class GcCommand implements Callable<Integer> {
     }
   }
 
-  /** Why {@code l} is garbage, in words. */
-  static String why(Reachability.Listed l, Reachability.Plan plan, long now) {
+  /** Why {@code l} is garbage in the round {@code d} decided, in words. */
+  static String why(Reachability.Listed l, GcDecision d, long now) {
     String age = l.ageKnown() ? ", " + Table.age(now - l.lastModifiedMillis()) + " old" : "";
     String key = l.key();
+    Reachability.Plan plan = d.plan();
+    if (d.unreadablePublishedSnapshots().contains(key)) {
+      return "a published snapshot of version " + StoreLayout.publishedSnapshotVersionOf(key)
+          + " that cannot be read (damaged): no load can use it" + age;
+    }
     return switch (Reachability.kindOf(key)) {
       case VERSION_OBJECT -> "version " + StoreLayout.versionOf(key) + " is below the retention "
           + "(versions >= " + plan.oldestRetainedVersion() + " stay) and no retained manifest "
@@ -229,11 +234,15 @@ final class GcCommand implements Callable<Integer> {
             o.put("key", g.store().relativeLocation() + "/" + l.key());
             o.put("kind", Reachability.kindOf(l.key()).name());
             o.put("bytes", l.size());
-            o.put("why", why(l, plan, now));
+            o.put("why", why(l, g.decision(), now));
             garbage.add(o);
           }
           s.put("garbage", garbage);
           s.put("keptYoung", g.decision().verdict().young());
+          List<String> unreadable = new ArrayList<>();
+          g.decision().unreadablePublishedSnapshots().forEach(k -> unreadable.add(
+              g.store().relativeLocation() + "/" + k));
+          s.put("unreadablePublishedSnapshots", unreadable);
         }
         s.put("error", g.error());
         list.add(s);
@@ -262,13 +271,24 @@ final class GcCommand implements Callable<Integer> {
       }
       for (Reachability.Listed l : g.decision().verdict().garbage()) {
         t.row(g.store().id(), g.store().relativeLocation() + "/" + l.key(),
-            Table.bytes(l.size()), why(l, g.decision().plan(), now));
+            Table.bytes(l.size()), why(l, g.decision(), now));
       }
     }
     if (t.isEmpty()) {
       ctx.out.println("Nothing to delete.");
     } else {
       t.print(ctx.out);
+    }
+    for (StoreGc g : stores) {
+      if (g.decision() == null) {
+        continue;
+      }
+      for (String k : g.decision().unreadablePublishedSnapshots()) {
+        ctx.out.println("Unreadable published snapshot " + g.store().relativeLocation() + "/" + k
+            + " of store " + g.store().id() + ": no load can use it; it is deleted once older "
+            + "than the grace period, and base snapshot files no readable object names wait "
+            + "until it is gone (run strata verify for the reason)");
+      }
     }
     int young = stores.stream().filter(g -> g.decision() != null)
         .mapToInt(g -> g.decision().verdict().young()).sum();

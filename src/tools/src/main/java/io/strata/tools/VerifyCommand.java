@@ -225,7 +225,7 @@ final class VerifyCommand implements Callable<Integer> {
     List<Check> checks = new ArrayList<>();
     Map<Long, Manifest> read = new HashMap<>();
     // Every published snapshot: a load skips an unreadable one (it restores from an older one
-    // or the chain), but garbage collection reads them all and deletes nothing while one fails.
+    // or the chain), and garbage collection deletes it once older than the grace period.
     for (ObjectInfo o : s.objects()) {
       long p = StoreLayout.publishedSnapshotVersionOf(o.key());
       if (p < 0) {
@@ -235,8 +235,8 @@ final class VerifyCommand implements Callable<Integer> {
         inspector.publishedSnapshot(o.key());
       } catch (Exception e) {
         problems.add(new Problem(s.id(), p, s.relativeLocation() + "/" + o.key(),
-            "unreadable published snapshot: " + e.getMessage() + " (loads skip it, but "
-            + "garbage collection deletes nothing in this store while it cannot be read)"));
+            "unreadable published snapshot: " + e.getMessage() + " (loads skip it; garbage "
+            + "collection deletes it once older than the grace period)"));
       }
     }
     if (targets.isEmpty() && version != null) {

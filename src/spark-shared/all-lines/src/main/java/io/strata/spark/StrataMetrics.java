@@ -63,6 +63,11 @@ final class StrataMetrics {
   static final StateStoreCustomSumMetric GC_FAILED_ROUNDS = new StateStoreCustomSumMetric(
       "strataGcFailedRounds", "Strata: garbage-collection rounds that failed since the stores' "
           + "previous commits (after repeated failures a WARN names the cause)");
+  static final StateStoreCustomSumMetric GC_UNREADABLE_PUBLISHED_SNAPSHOTS =
+      new StateStoreCustomSumMetric("strataGcUnreadablePublishedSnapshots", "Strata: published "
+          + "snapshots the garbage-collection rounds finished since the stores' previous commits "
+          + "found unreadable (damaged; loads skip them, a WARN names each, and they are deleted "
+          + "once older than the grace period)");
   static final StateStoreCustomTimingMetric RESTORE_MS = new StateStoreCustomTimingMetric(
       "strataRestoreMs", "Strata: time to restore state from S3");
   static final StateStoreCustomSizeMetric RESTORE_BYTES = new StateStoreCustomSizeMetric(
@@ -82,8 +87,8 @@ final class StrataMetrics {
   static final List<StateStoreCustomMetric> ALL = List.of(DELTA_BUILD_MS, MANIFEST_MS, UPLOAD_MS,
       INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_HEADS, S3_DELETES,
       S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, GC_DELETED_OBJECTS, GC_DELETED_BYTES,
-      GC_FAILED_ROUNDS, RESTORE_MS, RESTORE_BYTES, RESTORE_DOWNLOAD_MS, BLOCK_CACHE_BYTES,
-      FORCED_SNAPSHOTS);
+      GC_FAILED_ROUNDS, GC_UNREADABLE_PUBLISHED_SNAPSHOTS, RESTORE_MS, RESTORE_BYTES,
+      RESTORE_DOWNLOAD_MS, BLOCK_CACHE_BYTES, FORCED_SNAPSHOTS);
 
   /**
    * What one store reports for a batch.
@@ -133,6 +138,7 @@ final class StrataMetrics {
     m.put(GC_DELETED_OBJECTS, b.gc().objectsDeleted());
     m.put(GC_DELETED_BYTES, b.gc().bytesDeleted());
     m.put(GC_FAILED_ROUNDS, b.gcFailedRounds());
+    m.put(GC_UNREADABLE_PUBLISHED_SNAPSHOTS, b.gc().unreadablePublishedSnapshots());
     m.put(RESTORE_MS, b.restore().restoreMs());
     m.put(RESTORE_BYTES, b.restore().bytesDownloaded());
     m.put(RESTORE_DOWNLOAD_MS, b.restore().downloadMs());
