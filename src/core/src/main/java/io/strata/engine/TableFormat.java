@@ -104,9 +104,15 @@ public final class TableFormat {
     return describe(LINES.stream().filter(l -> l.newestReadable() >= formatVersion).toList());
   }
 
-  /** The supported lines that bundle RocksDB {@code rocksdb}, as {@link #linesReading}. */
-  static String linesBundling(String rocksdb) {
-    return describe(LINES.stream().filter(l -> l.rocksdb().equals(rocksdb)).toList());
+  /**
+   * The RocksDB of this JVM for messages: for example {@code "8.3.2, bundled by Spark 3.5"}, or
+   * {@code "10.2.1, bundled by no supported Spark line"}.
+   */
+  static String describeHere() {
+    String here = rocksdbHere();
+    List<SparkLine> lines = LINES.stream().filter(l -> l.rocksdb().equals(here)).toList();
+    return here + ", bundled by " + (lines.isEmpty() ? "no supported Spark line"
+        : "Spark " + String.join(", ", lines.stream().map(SparkLine::spark).toList()));
   }
 
   private static String describe(List<SparkLine> lines) {
@@ -150,12 +156,10 @@ public final class TableFormat {
         continue;
       }
       if (fv > newest) {
-        String here = rocksdbHere();
         return Optional.of(new UnreadableTableFormatException(f, dir, fv, "SST " + f.getFileName()
-            + " is RocksDB table format " + fv + ", which the RocksDB of this JVM (" + here
-            + ", bundled by " + linesBundling(here) + ") does not read: it reads table formats"
-            + " up to " + newest + ". Table format " + fv + " is read by " + linesReading(fv)
-            + ".", cause));
+            + " is RocksDB table format " + fv + ", which the RocksDB of this JVM ("
+            + describeHere() + ") does not read: it reads table formats up to " + newest
+            + ". Table format " + fv + " is read by " + linesReading(fv) + ".", cause));
       }
     }
     return Optional.empty();
