@@ -129,6 +129,9 @@ public final class LocalStore implements AutoCloseable {
    *     from; 0 for an empty one)
    * @param limits native memory limits (the first store of the JVM to open fixes the shared
    *     cache's; see {@link SharedMemory})
+   * @throws UnreadableTableFormatException if an SST in {@code dir} is in a table format this
+   *     JVM's RocksDB does not read (written on a newer Spark line); everything made so far is
+   *     closed again
    * @throws IOException if RocksDB cannot open it (message names the directory); everything
    *     made so far is closed again
    */
@@ -150,7 +153,10 @@ public final class LocalStore implements AutoCloseable {
       BlockBasedTableConfig table = new BlockBasedTableConfig()
           .setBlockCache(lease.cache())
           .setFilterPolicy(bloom)
-          .setBlockSize(16 * 1024);
+          .setBlockSize(16 * 1024)
+          // Set, not RocksDB's default (6 from RocksDB 9 on), so that a base snapshot taken on
+          // any Spark line restores on every other (TableFormat).
+          .setFormatVersion(TableFormat.WRITTEN);
       if (lease.shared()) {
         // Index and filter blocks count against the cap too; high priority keeps them cached
         // ahead of data blocks, unpinned so the cap holds (Spark also pins L0's; we do not).
@@ -186,6 +192,11 @@ public final class LocalStore implements AutoCloseable {
       lease.close();
       if (e instanceof RuntimeException re) {
         throw re;
+      }
+      Optional<UnreadableTableFormatException> format =
+          TableFormat.unreadable(TableFormat.sstsIn(dir), dir, e);
+      if (format.isPresent()) {
+        throw format.get();
       }
       throw new IOException("Cannot open local RocksDB at " + dir + ": " + e.getMessage(), e);
     }
@@ -470,6 +481,7 @@ public final class LocalStore implements AutoCloseable {
   /**
    * Ingests an SST file as the newest data (used for restore and commit).
    *
+   * @throws UnreadableTableFormatException as {@link #ingestAll}
    * @throws IOException if RocksDB rejects the file (message names the file and directory)
    */
   public synchronized void ingest(Path sst) throws IOException {
@@ -483,6 +495,8 @@ public final class LocalStore implements AutoCloseable {
    * restore to apply a version's delta chain.
    *
    * @param ssts SST files, oldest first; each is moved into the database
+   * @throws UnreadableTableFormatException if a file is in a table format this JVM's RocksDB
+   *     does not read (written on a newer Spark line)
    * @throws IOException if RocksDB rejects a file (message names the first file, the count
    *     and the directory)
    */
@@ -499,6 +513,10 @@ public final class LocalStore implements AutoCloseable {
       o.setWriteGlobalSeqno(false);
       db.ingestExternalFile(ssts.stream().map(Path::toString).toList(), o);
     } catch (RocksDBException e) {
+      Optional<UnreadableTableFormatException> format = TableFormat.unreadable(ssts, dir, e);
+      if (format.isPresent()) {
+        throw format.get();
+      }
       String what = ssts.size() == 1 ? "SST " + ssts.get(0)
           : ssts.size() + " SSTs starting with " + ssts.get(0);
       throw new IOException("Cannot ingest " + what + " into local RocksDB at " + dir + ": "

@@ -5,6 +5,9 @@
  * write-buffer manager shared by all stores of the JVM ({@link io.strata.engine.SharedMemory}),
  * and which JVM owns which local directory ({@link io.strata.engine.LocalDirs}). The only
  * package that imports RocksDB. A read RocksDB fails (a corrupt block, a disk error) throws
- * {@link io.strata.engine.LocalReadException}; a scan never ends early without one.
+ * {@link io.strata.engine.LocalReadException}; a scan never ends early without one. The local
+ * databases write the table format every supported Spark line's RocksDB reads ({@link
+ * io.strata.engine.TableFormat}); a file in a format this JVM's RocksDB does not read fails to
+ * open or ingest with {@link io.strata.engine.UnreadableTableFormatException}.
  */
 package io.strata.engine;

@@ -3,6 +3,8 @@ package io.strata.sync;
 
 import io.strata.engine.LocalStore;
 import io.strata.engine.SharedMemory;
+import io.strata.engine.TableFormat;
+import io.strata.engine.UnreadableTableFormatException;
 import io.strata.format.BaseSnapshot;
 import io.strata.format.Checksums;
 import io.strata.format.Delta;
@@ -140,6 +142,9 @@ final class Restorer {
    * @throws StateLoadException if a file the manifest names is missing or corrupt, or storage
    *     fails, or writing the downloaded files to the local disk fails ({@code LOCAL}); the
    *     message names the store, version and object key (and the local file)
+   * @throws StateLoadException {@code UNREADABLE_FORMAT} if RocksDB cannot read a restored file
+   *     because it is in a table format of a newer Spark line's RocksDB; the message names the
+   *     object, the format and the lines that read it
    * @throws IOException if RocksDB fails to open or ingest the restored files, or the restore is
    *     interrupted
    */
@@ -210,8 +215,12 @@ final class Restorer {
         throw new StateLoadException(StateLoadException.Reason.CORRUPT, "Cannot load " + identity
             + " version " + m.version() + ": its base snapshot lists no CURRENT file", null);
       }
-      fresh = LocalStore.open(dbDir, m.numKeys(), memory);
-      fresh.ingestAll(deltaFiles); // one ingestion for the whole chain, later deltas win
+      try {
+        fresh = LocalStore.open(dbDir, m.numKeys(), memory);
+        fresh.ingestAll(deltaFiles); // one ingestion for the whole chain, later deltas win
+      } catch (UnreadableTableFormatException e) {
+        throw unreadable(m, refs, targets, e);
+      }
       fresh.setCommittedKeys(m.numKeys());
       RestoreStats stats = new RestoreStats(
           TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos), bytes, refs.size(),
@@ -236,6 +245,23 @@ final class Restorer {
         LocalIntegrity.deleteQuietly(identity, m.version(), p);
       }
     }
+  }
+
+  /**
+   * The error of a restore whose files RocksDB cannot read in this JVM: intact files in a table
+   * format of a newer Spark line's RocksDB ({@code TableFormat}), named with the object that
+   * holds the file, the format and the lines that read it.
+   */
+  private StateLoadException unreadable(Manifest m, List<FileRef> refs, List<Path> targets,
+      UnreadableTableFormatException e) {
+    int i = targets.indexOf(e.file());
+    String where = i < 0 ? "" : objects.describe(refs.get(i).key()) + " (offset "
+        + refs.get(i).offset() + "): ";
+    return new StateLoadException(StateLoadException.Reason.UNREADABLE_FORMAT, "Cannot load "
+        + identity + " version " + m.version() + ": " + where + e.reason() + " A Strata build "
+        + "that predates writing table format " + TableFormat.WRITTEN + " on every line wrote "
+        + "it on a newer Spark line; load this checkpoint on one of the lines that read it "
+        + "(docs/format.md, \"Table formats across Spark lines\").", e);
   }
 
   /** One request of a download, as {@link #fetching} runs it. */

@@ -27,6 +27,12 @@ public class StateLoadException extends IOException {
      */
     LOCAL,
     /**
+     * The files are intact, but RocksDB in this JVM cannot read them: an SST is in a table format
+     * only a newer Spark line's RocksDB reads (docs/format.md, "Table formats across Spark
+     * lines"); the message names the format and the lines that read it.
+     */
+    UNREADABLE_FORMAT,
+    /**
      * This instance belongs to a query run a later run has superseded in the store (checkpoint
      * format 1: a zombie of a stopped or restarted query); it must not load or commit.
      */

@@ -297,6 +297,33 @@ class RestorerRunsTest {
   }
 
   @Test
+  void aDeltaInATableFormatThisRocksDbDoesNotReadIsUnreadableFormatNotCorrupt()
+      throws IOException {
+    // An intact delta (its checksum matches) whose footer declares a table format one newer than
+    // this JVM's RocksDB reads: what a Spark 4.x file of format 6 is on Spark 3.5.
+    int newer = io.strata.engine.TableFormat.newestReadableHere() + 1;
+    byte[] s0 = sst("s0", 30, 10);
+    byte[] s1 = sst("s1", 30, 10);
+    java.nio.ByteBuffer.wrap(s1).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+        .putInt(s1.length - 12, newer);
+    MemStore store = new MemStore();
+    store.objects.put("d0", s0);
+    store.objects.put("d1", s1);
+    Manifest m = manifest(List.of(ref("d0", 0, s0), ref("d1", 0, s1)), List.of(1L, 2L));
+    StateLoadException e = assertThrows(StateLoadException.class,
+        () -> restore(store, m, 2, "newer"));
+    assertEquals(StateLoadException.Reason.UNREADABLE_FORMAT, e.reason(), e.getMessage());
+    String msg = e.getMessage();
+    assertTrue(msg.startsWith("Cannot load " + ID + " version 2: mem://test/d1 (offset 0): "),
+        msg);
+    assertTrue(msg.contains("is RocksDB table format " + newer), msg);
+    assertTrue(msg.contains("Table format " + newer + " is read by no supported Spark line"),
+        msg);
+    assertFalse(msg.toLowerCase(java.util.Locale.ROOT).contains("corrupt"), msg);
+    assertFalse(Files.exists(tmp.resolve("db-newer")), "the failed restore's directory");
+  }
+
+  @Test
   void objectCutShortMidFileIsCorrupt() throws IOException {
     for (int threads : new int[] {1, 3}) {
       MemStore store = new MemStore();

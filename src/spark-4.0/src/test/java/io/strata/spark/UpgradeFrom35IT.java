@@ -2,17 +2,23 @@
 package io.strata.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.format.sst.SstReader;
 import io.strata.testkit.ChildJvm;
 import io.strata.testkit.RepoRoot;
 import java.io.File;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
@@ -23,13 +29,22 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A checkpoint moves from Spark 3.5 to Spark 4.0 when the user upgrades Spark (issue 20). A
- * driver JVM on Spark 3.5 (the class path of {@code src/spark-3.5}'s tests, which its build
- * writes to {@code target/upgrade/test.classpath}) runs {@link CheckpointDriver}'s query, with
- * Strata's state store and Strata's checkpoint file manager on S3, over the first three input
- * files; then this JVM (Spark 4.0, new local directories) resumes the same checkpoint over three
- * more. Every batch's output, the 3.5 batches and the 4.0 ones, must equal that of Spark's
- * HDFS-backed provider running the same query over all six files on Spark 4.0.
+ * A checkpoint moves between Spark 3.5 and Spark 4.0 in both directions: when the user upgrades
+ * Spark (issue 20), and when a platform rolls that upgrade back (issue 43).
+ *
+ * <p>Upgrade: a driver JVM on Spark 3.5 (the class path of {@code src/spark-3.5}'s tests, which
+ * its build writes to {@code target/upgrade/test.classpath}) runs {@link CheckpointDriver}'s
+ * query, with Strata's state store and Strata's checkpoint file manager on S3, over the first
+ * three input files; then this JVM (Spark 4.0, new local directories) resumes the same
+ * checkpoint over three more. Every batch's output, the 3.5 batches and the 4.0 ones, must equal
+ * that of Spark's HDFS-backed provider running the same query over all six files on Spark 4.0.
+ *
+ * <p>Rollback: this JVM (Spark 4.0, RocksDB 9.8) runs the query over six files with a base
+ * snapshot every two versions, until each store has published one that holds a compaction
+ * output (an SST RocksDB wrote, not Strata's delta writer); then a Spark 3.5 driver JVM (RocksDB
+ * 8.3, new local directories) resumes over three more, restoring from those snapshots. Every
+ * batch equals Spark's HDFS-backed provider's. Before the local databases wrote table format 5
+ * on every line, RocksDB 9.8 wrote format 6, which RocksDB 8.3 cannot read.
  */
 class UpgradeFrom35IT {
   private static SparkS3Harness h;
@@ -56,12 +71,7 @@ class UpgradeFrom35IT {
     Path out = work.resolve("out");
 
     // Batches 0 to 2 on Spark 3.5, in a driver JVM of their own.
-    Path spark35 = RepoRoot.resolve("src/spark-3.5", "target");
-    Path cpFile = spark35.resolve("upgrade/test.classpath");
-    assertTrue(Files.exists(cpFile), cpFile + " (written by the build of src/spark-3.5)");
-    String cp = String.join(File.pathSeparator, spark35.resolve("test-classes").toString(),
-        spark35.resolve("classes").toString(), Files.readString(cpFile).trim());
-    assertTrue(cp.contains("spark-sql_2.12-3.5."), "Spark 3.5 on the driver's class path");
+    String cp = spark35ClassPath();
     Path log = work.resolve("driver-35.log");
     int code;
     // A base snapshot every 2 versions (Spark reads spark.* system properties), so that 4.0 also
@@ -112,6 +122,127 @@ class UpgradeFrom35IT {
     }
     assertEquals(List.of("v35 0", "v35 1", "v35 2", "v40 3", "v40 4", "v40 5"),
         Files.readAllLines(out.resolve("runs.log")), "each batch ran once, 3.5 then 4.0");
+  }
+
+  @Test
+  @Timeout(600)
+  void aCheckpointWithBaseSnapshotsWrittenOnSpark40ResumesOnSpark35() throws Exception {
+    Path work = Files.createDirectories(h.work.resolve("rollback"));
+    Path in = Files.createDirectories(work.resolve("in"));
+    for (int f = 0; f < 6; f++) {
+      writeInput(in, f);
+    }
+    String name = "rollback-40-35";
+    String checkpoint = "s3://" + SparkS3Harness.BUCKET + "/" + name;
+    Path out = work.resolve("out");
+
+    // Batches 0 to 5 on Spark 4.0, in this JVM, a base snapshot every 2 versions.
+    SparkSession s40 = h.spark.newSession();
+    for (Map.Entry<String, String> e : CheckpointDriver.sparkConf(h.s3.endpoint().toString(),
+        work.resolve("driver-40")).entrySet()) {
+      if (e.getKey().startsWith("spark.sql.")) {
+        s40.conf().set(e.getKey(), e.getValue());
+      }
+    }
+    s40.conf().set("spark.sql.streaming.stateStore.strata.snapshotInterval", "2");
+    await(CheckpointDriver.start(s40, checkpoint, in, out, Trigger.AvailableNow(), "v40", -1));
+    Path state = h.s3.dataDir().resolve(SparkS3Harness.BUCKET).resolve(name).resolve("state")
+        .resolve("0");
+    List<Path> compacted = awaitSnapshotsWithCompactionOutput(state, 2);
+    for (Path sst : compacted) {
+      assertEquals(5, SstReader.footerFormatVersion(ByteBuffer.wrap(Files.readAllBytes(sst))),
+          "table format of " + state.relativize(sst) + ", an SST RocksDB 9.8 wrote");
+    }
+
+    // Batches 6 to 8 on Spark 3.5, in a driver JVM of its own, on new local directories.
+    for (int f = 6; f < 9; f++) {
+      writeInput(in, f);
+    }
+    Path log = work.resolve("driver-35.log");
+    int code;
+    try (ChildJvm child = ChildJvm.start(spark35ClassPath(), List.of(),
+        CheckpointDriver.class.getName(), log, h.s3.endpoint().toString(), checkpoint,
+        in.toString(), out.toString(), work.resolve("driver-35").toString(), "availableNow",
+        "v35", "-1")) {
+      code = child.await(300);
+    }
+    assertEquals(0, code, "the Spark 3.5 driver ran; log " + log);
+    assertTrue(Files.notExists(out.resolve("error-v35.txt")), () -> read(out.resolve(
+        "error-v35.txt")));
+    assertFalse(read(log).contains("cannot restore from published snapshot"),
+        "Spark 3.5 restored from the snapshots Spark 4.0 published; log " + log);
+
+    // Spark's HDFS-backed provider over all nine files, on a local checkpoint.
+    Path expected = work.resolve("expected");
+    SparkSession oracle = h.spark.newSession();
+    await(CheckpointDriver.start(oracle, h.fileCheckpoint("rollback-oracle"), in, expected,
+        Trigger.AvailableNow(), "oracle", -1, SparkS3Harness.HDFS_PROVIDER));
+    for (long b = 0; b < 9; b++) {
+      assertEquals(read(expected.resolve("batch-" + b + ".txt")),
+          read(out.resolve("batch-" + b + ".txt")),
+          "batch " + b + (b < 6 ? " (Spark 4.0)" : " (Spark 3.5, resumed)"));
+    }
+    List<String> runs = new ArrayList<>();
+    for (long b = 0; b < 9; b++) {
+      runs.add((b < 6 ? "v40 " : "v35 ") + b);
+    }
+    assertEquals(runs, Files.readAllLines(out.resolve("runs.log")),
+        "each batch ran once, 4.0 then 3.5");
+  }
+
+  /**
+   * Waits up to 60 s until each of the operator's {@code partitions} stores (under {@code
+   * state}) has published a base snapshot ({@code b/}) that names an SST uploaded under {@code
+   * sst/} (a compaction output: ingested deltas are named in their version objects); returns
+   * those SSTs.
+   */
+  private static List<Path> awaitSnapshotsWithCompactionOutput(Path state, int partitions)
+      throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (true) {
+      List<Path> found = new ArrayList<>();
+      int stores = 0;
+      for (int p = 0; p < partitions; p++) {
+        Path store = state.resolve(Integer.toString(p));
+        Path b = store.resolve("b");
+        List<Path> named = new ArrayList<>();
+        if (Files.isDirectory(b)) {
+          try (Stream<Path> snapshots = Files.list(b)) {
+            for (Path bsm : snapshots.filter(f -> f.toString().endsWith(".bsm")).toList()) {
+              Matcher m = Pattern.compile("\"(sst/[0-9a-f]+\\.sst)\"").matcher(read(bsm));
+              while (m.find()) {
+                named.add(store.resolve(m.group(1)));
+              }
+            }
+          }
+        }
+        if (!named.isEmpty()) {
+          stores++;
+          found.addAll(named);
+        }
+      }
+      if (stores == partitions) {
+        return found;
+      }
+      if (System.nanoTime() > deadline) {
+        try (Stream<Path> all = Files.walk(state)) {
+          throw new AssertionError("no published snapshot with a compaction output in every "
+              + "store after 60 s: " + all.map(state::relativize).toList());
+        }
+      }
+      Thread.sleep(200);
+    }
+  }
+
+  /** The class path of a Spark 3.5 driver: {@code src/spark-3.5}'s test class path. */
+  private static String spark35ClassPath() throws Exception {
+    Path spark35 = RepoRoot.resolve("src/spark-3.5", "target");
+    Path cpFile = spark35.resolve("upgrade/test.classpath");
+    assertTrue(Files.exists(cpFile), cpFile + " (written by the build of src/spark-3.5)");
+    String cp = String.join(File.pathSeparator, spark35.resolve("test-classes").toString(),
+        spark35.resolve("classes").toString(), Files.readString(cpFile).trim());
+    assertTrue(cp.contains("spark-sql_2.12-3.5."), "Spark 3.5 on the driver's class path");
+    return cp;
   }
 
   /** Input file {@code f}: keys that recur across files, so the state carries across batches. */

@@ -216,6 +216,37 @@ public final class SstReader {
     return formatVersion;
   }
 
+  /** Bytes at the end of an SST that {@link #footerFormatVersion} reads: 12. */
+  public static final int FOOTER_TAIL_BYTES = 12;
+
+  /**
+   * The table format version an SST's footer declares, from its last {@value
+   * #FOOTER_TAIL_BYTES} bytes alone (the version, int32, then the magic number, int64, both
+   * little-endian): what decides whether a RocksDB build can open the file at all, read without
+   * reading the rest of it. The version is not checked against what this reader reads.
+   *
+   * @param tail the file's last {@value #FOOTER_TAIL_BYTES} bytes or more, from position 0 to
+   *     its limit (not changed); only the last {@value #FOOTER_TAIL_BYTES} are read
+   * @return the format version, 0 for the legacy footer
+   * @throws SstFormatException if {@code tail} is shorter than {@value #FOOTER_TAIL_BYTES}
+   *     bytes or the magic number is not a block-based table's
+   */
+  public static int footerFormatVersion(ByteBuffer tail) throws SstFormatException {
+    ByteBuffer b = tail.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    int end = b.limit();
+    if (end < FOOTER_TAIL_BYTES) {
+      throw new SstFormatException("file of " + end + " bytes is too short to be an SST");
+    }
+    long magic = b.getLong(end - 8);
+    if (magic == LEGACY_MAGIC) {
+      return 0;
+    }
+    if (magic != MAGIC) {
+      throw new SstFormatException(String.format("bad table magic number %016x", magic));
+    }
+    return b.getInt(end - FOOTER_TAIL_BYTES);
+  }
+
   /** Number of data blocks, from the index. */
   public int dataBlockCount() {
     return dataBlocks.size();
