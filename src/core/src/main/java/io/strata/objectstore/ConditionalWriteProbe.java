@@ -22,17 +22,18 @@ import java.util.concurrent.ExecutionException;
  * races, {@code RACES / ROUNDS} at once in each of {@value #ROUNDS} rounds: in a race {@value
  * #RACERS} threads PUT one fresh key {@code <probe key>-race<n>} create-only at once; exactly one
  * must get 200 and the others 412, and a HEAD must then show the winner's object. Last, one
- * DeleteObjects removes every probe object (best effort). On a server that honours the header that
- * is {@value #REQUESTS} requests in {@value #ROUNDS} + 4 round trips: PUT 200, PUT 412, HEAD 200,
- * per race {@value #RACERS} PUTs (one 200, the rest 412) and a HEAD 200, then DELETE 200 (a store
- * whose reads lag behind its writes may take a few more HEADs). Writes after a verified probe
- * cost nothing more.
+ * DeleteObjects removes every probe object (best effort). On a server that honours the header
+ * that is {@value #REQUESTS} requests in 4 + 2 x {@value #ROUNDS} round trips: PUT 200, PUT 412,
+ * HEAD 200, per race {@value #RACERS} PUTs (one 200, the rest 412) and a HEAD 200, then DELETE 200
+ * (a store whose reads lag behind its writes may take a few more HEADs). Writes after a verified
+ * probe cost nothing more.
  *
  * <p>A race cannot prove atomicity, only catch its absence: one race caught S3Mock 4.11 in about
  * {@value #MEASURED_CATCH_PERCENT}% of tries (43 to 63% in runs of 30, with 8 or 16 writers and
  * bodies of 50 B to 64 KiB alike, on a loaded 2-core machine), so {@value #RACES} races let a
- * server like it pass in about 1 probe in 10,000 to 100,000 ({@code ConditionalWriteProbeRaceIT}
- * probes it {@code PROBES} times). The cost is paid once per JVM and bucket.
+ * server like it pass in roughly 1 probe in 8,000 (at 43%) to 65,000 (at 50%); {@code
+ * ConditionalWriteProbeRaceIT} refuses it in every one of its fresh probes. The cost is paid once
+ * per JVM and bucket.
  *
  * <p>This class keeps the verdicts: a JVM-wide map from (endpoint, bucket) to a future, so that
  * concurrent first writers wait on one probe instead of each sending their own. A verdict
