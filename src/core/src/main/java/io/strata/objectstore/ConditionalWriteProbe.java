@@ -20,13 +20,13 @@ import java.util.concurrent.ExecutionException;
  * {@link #PREFIX}{@code <uuid>} (see docs/format.md, "Reserved keys"), PUTs it create-only a
  * second time and checks with a HEAD that the object is unchanged. Then it runs {@value #RACES}
  * races, {@code RACES / ROUNDS} at once in each of {@value #ROUNDS} rounds: in a race {@value
- * #RACERS} threads PUT one fresh key {@code <probe key>-race<n>} create-only at once; exactly one
- * must get 200 and the others 412, and a HEAD must then show the winner's object. Last, one
- * DeleteObjects removes every probe object (best effort). On a server that honours the header
- * that is {@value #REQUESTS} requests in 4 + 2 x {@value #ROUNDS} round trips: PUT 200, PUT 412,
- * HEAD 200, per race {@value #RACERS} PUTs (one 200, the rest 412) and a HEAD 200, then DELETE 200
- * (a store whose reads lag behind its writes may take a few more HEADs). Writes after a verified
- * probe cost nothing more.
+ * #RACERS} threads PUT one fresh key {@code <probe key>-race<n>} create-only at once; at most one
+ * may get 200 and the others 412. Then one HEAD per raced key, all at once, must show its race's
+ * winner's object. Last, one DeleteObjects removes every probe object (best effort). On a server
+ * that honours the header that is {@value #REQUESTS} requests in 5 + {@value #ROUNDS} round
+ * trips: PUT 200, PUT 412, HEAD 200, per race {@value #RACERS} PUTs (one 200, the rest 412), a HEAD
+ * 200 per race, then DELETE 200 (a store whose reads lag behind its writes may take a few more
+ * HEADs, and waits out its lag twice). Writes after a verified probe cost nothing more.
  *
  * <p>A race cannot prove atomicity, only catch its absence: one race caught S3Mock 4.11 in about
  * {@value #MEASURED_CATCH_PERCENT}% of tries (43 to 63% in runs of 30, with 8 or 16 writers and

@@ -168,14 +168,16 @@ final class ProbeRequests {
             return t;
           });
       try {
+        List<Raced> raced = new ArrayList<>();
         for (int round = 0; round < ConditionalWriteProbe.ROUNDS; round++) {
           List<String> raceKeys = new ArrayList<>();
           for (int k = 1; k <= perRound; k++) {
             raceKeys.add(probeFullKey + "-race" + (round * perRound + k));
           }
           written.addAll(raceKeys);
-          race(target, raceKeys, round * perRound + 1, pool);
+          raced.addAll(race(target, raceKeys, round * perRound + 1, pool));
         }
+        checkWinners(target, raced, pool);
       } finally {
         pool.shutdownNow();
       }
@@ -195,20 +197,24 @@ final class ProbeRequests {
   private enum Answer { WON, REFUSED }
 
   /**
+   * One race's outcome, its object not yet looked at: the raced key, the race's number, every
+   * writer's put id and the index of the writer answered 200 (-1 if none was).
+   */
+  private record Raced(String key, int race, List<String> ids, int winner) { }
+
+  /**
    * One round of races: {@value ConditionalWriteProbe#RACERS} create-only PUTs of each of the
    * fresh keys {@code raceKeys}, each with its own put id, all sent at once from as many threads
-   * of {@code pool}. Per key exactly one may succeed and the rest must be answered 412; a HEAD
-   * (repeated while it misses, for a store whose reads lag) must then show the winner's put id. A
-   * 412 whose writer's put id the HEAD shows is that writer's own SDK retry of an applied
-   * attempt, and counts as its win.
+   * of {@code pool}. Per key at most one may succeed and the rest must be answered 412 ({@link
+   * #checkWinners} then looks at the objects).
    *
    * @param firstRace the number of the first key's race (1-based), for messages
-   * @throws ConditionalWritesUnsupportedException if more than one writer of a key won, or the
-   *     object is a refused writer's
-   * @throws ObjectStoreException if a PUT failed otherwise, or the result is neither
+   * @return each key's race, in order
+   * @throws ConditionalWritesUnsupportedException if more than one writer of a key won
+   * @throws ObjectStoreException if a PUT failed otherwise
    */
-  private void race(ConditionalWriteProbe.Target target, List<String> raceKeys, int firstRace,
-      ExecutorService pool) throws IOException {
+  private List<Raced> race(ConditionalWriteProbe.Target target, List<String> raceKeys,
+      int firstRace, ExecutorService pool) throws IOException {
     int n = ConditionalWriteProbe.RACERS;
     CyclicBarrier start = new CyclicBarrier(n * raceKeys.size());
     List<List<String>> ids = new ArrayList<>();
@@ -227,14 +233,9 @@ final class ProbeRequests {
       ids.add(keyIds);
     }
     List<Answer> answers = await(futures, "s3://" + bucket + "/" + raceKeys.get(0));
-    List<Future<String>> heads = new ArrayList<>();
-    for (String raceKey : raceKeys) {
-      heads.add(pool.submit(() -> visiblePutId(raceKey, "s3://" + bucket + "/" + raceKey)));
-    }
-    List<String> shownIds = await(heads, "s3://" + bucket + "/" + raceKeys.get(0));
+    List<Raced> out = new ArrayList<>();
     for (int k = 0; k < raceKeys.size(); k++) {
       String location = "s3://" + bucket + "/" + raceKeys.get(k);
-      int race = firstRace + k;
       List<Answer> keyAnswers = answers.subList(k * n, (k + 1) * n);
       int won = 0;
       int winner = -1;
@@ -246,19 +247,45 @@ final class ProbeRequests {
       }
       if (won > 1) {
         throw new ConditionalWritesUnsupportedException(
-            ConditionalWriteProbe.notAtomic(target, location, won, race), null);
+            ConditionalWriteProbe.notAtomic(target, location, won, firstRace + k), null);
       }
+      out.add(new Raced(raceKeys.get(k), firstRace + k, ids.get(k), winner));
+    }
+    return out;
+  }
+
+  /**
+   * One HEAD per raced key, all at once on {@code pool} (each repeated while it misses, for a
+   * store whose reads lag, so a lag is waited out once, not per round): each object must carry
+   * its race's winner's put id. A 412 whose writer's put id the HEAD shows is that writer's own
+   * SDK retry of an applied attempt, and counts as its win.
+   *
+   * @throws ConditionalWritesUnsupportedException if an object is a refused writer's while
+   *     another writer was answered 200
+   * @throws ObjectStoreException if an object is missing or carries none of its race's put ids
+   */
+  private void checkWinners(ConditionalWriteProbe.Target target, List<Raced> raced,
+      ExecutorService pool) throws IOException {
+    List<Future<String>> heads = new ArrayList<>();
+    for (Raced r : raced) {
+      heads.add(pool.submit(() -> visiblePutId(r.key(), "s3://" + bucket + "/" + r.key())));
+    }
+    List<String> shownIds = await(heads, "s3://" + bucket + "/" + raced.get(0).key());
+    for (int k = 0; k < raced.size(); k++) {
+      Raced r = raced.get(k);
+      String location = "s3://" + bucket + "/" + r.key();
       String now = shownIds.get(k);
-      int shown = now == null ? -1 : ids.get(k).indexOf(now);
-      if (won == 1 && shown >= 0 && shown != winner) {
+      int shown = now == null ? -1 : r.ids().indexOf(now);
+      if (r.winner() >= 0 && shown >= 0 && shown != r.winner()) {
         throw new ConditionalWritesUnsupportedException(
-            ConditionalWriteProbe.notAtomic(target, location, 2, race), null);
+            ConditionalWriteProbe.notAtomic(target, location, 2, r.race()), null);
       }
       if (shown < 0) {
         throw new ObjectStoreException("Cannot check conditional writes at " + endpoint
-            + " with " + location + ": " + won + " of " + n + " racing create-only PUTs"
-            + " succeeded but the object " + (now == null ? "is not there" : "carries put id '"
-            + now + "', none of theirs"), false, null);
+            + " with " + location + ": " + (r.winner() >= 0 ? 1 : 0) + " of "
+            + ConditionalWriteProbe.RACERS + " racing create-only PUTs succeeded but the object "
+            + (now == null ? "is not there" : "carries put id '" + now + "', none of theirs"),
+            false, null);
       }
     }
   }

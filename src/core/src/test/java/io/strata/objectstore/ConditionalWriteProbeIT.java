@@ -154,13 +154,11 @@ class ConditionalWriteProbeIT {
   static List<String> honoured(String... after) {
     List<String> l = new ArrayList<>(List.of("PUT 200", "PUT 412", "HEAD 200"));
     int perRound = ConditionalWriteProbe.RACES / ConditionalWriteProbe.ROUNDS;
-    for (int i = 0; i < ConditionalWriteProbe.ROUNDS; i++) {
-      for (int k = 0; k < perRound; k++) {
-        l.add("RACE 1 won " + (ConditionalWriteProbe.RACERS - 1) + " refused");
-      }
-      for (int k = 0; k < perRound; k++) {
-        l.add("HEAD 200");
-      }
+    for (int i = 0; i < ConditionalWriteProbe.ROUNDS * perRound; i++) {
+      l.add("RACE 1 won " + (ConditionalWriteProbe.RACERS - 1) + " refused");
+    }
+    for (int i = 0; i < ConditionalWriteProbe.RACES; i++) {
+      l.add("HEAD 200");
     }
     l.add("DELETE 200");
     l.addAll(List.of(after));

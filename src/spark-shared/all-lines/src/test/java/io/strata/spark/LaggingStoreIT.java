@@ -23,8 +23,11 @@ import software.amazon.awssdk.services.s3.S3Client;
  * LIST, GET and HEAD for {@value #LAG_MS} ms after its PUT. A stateful query runs its batches, stops,
  * restarts on wiped local directories (restoring from S3 through the relay) and runs more; every
  * batch must equal that of Spark's HDFS-backed provider on a local checkpoint ({@link
- * StreamingComparison}). Before Strata looked again after a 412 that a lookup then missed, batch 0
- * failed writing Spark's state schema file with "... has since been deleted".
+ * StreamingComparison}). Before, batch 0 failed writing Spark's state schema file: Spark checks
+ * for it again from another checkpoint file manager in the same batch, that manager's LIST missed
+ * it, Spark wrote it again, the create-only PUT got a 412 and its one HEAD missed as well ("...
+ * has since been deleted"). Now a file this JVM wrote exists without a LIST, a GET that misses it
+ * looks again, and a 412 whose HEAD misses looks again (bounded, about 4.5 s).
  */
 class LaggingStoreIT {
   /** How long the relay hides a new object, ms. */
