@@ -4,7 +4,9 @@ package io.strata.objectstore;
 /**
  * The S3 endpoint does not honour create-only writes ({@code If-None-Match: *}): the {@linkplain
  * ConditionalWriteProbe probe} found that a second create-only PUT of one key succeeded (or was
- * answered 412 Precondition Failed but replaced the object anyway). Strata refuses to write to
+ * answered 412 Precondition Failed but replaced the object anyway), or that more than one of
+ * several racing create-only PUTs of one fresh key won (the check and the write are not atomic).
+ * Strata refuses to write to
  * such a bucket, since every guarantee it gives against zombies, task retries and two drivers on
  * one checkpoint rests on create-only writes.
  *

@@ -40,7 +40,8 @@ public interface ObjectStore extends AutoCloseable {
    * @param key object key relative to the store root
    * @param body the bytes to write; may be opened more than once for retries
    * <p>On S3 the first create-only write of a JVM to a bucket is preceded by {@link
-   * ConditionalWriteProbe}'s one-time check that the server refuses a second create-only PUT.
+   * ConditionalWriteProbe}'s one-time check that the server refuses a second create-only PUT and
+   * lets exactly one of several racing create-only PUTs win.
    *
    * @throws ObjectAlreadyExistsException if another writer created {@code key} first
    * @throws ConditionalWritesUnsupportedException if the S3 server ignores {@code If-None-Match}

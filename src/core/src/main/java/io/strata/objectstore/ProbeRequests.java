@@ -7,9 +7,17 @@ import static io.strata.objectstore.S3ObjectStore.PUT_ID;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.core.exception.SdkException;
@@ -44,7 +52,8 @@ final class ProbeRequests {
 
   /**
    * Before the first create-only write of this store: has {@link ConditionalWriteProbe} prove
-   * (once per JVM, endpoint and bucket) that the server refuses a second create-only PUT.
+   * (once per JVM, endpoint and bucket) that the server refuses a second create-only PUT and lets
+   * exactly one of several racing create-only PUTs win.
    *
    * @param key the key about to be created (relative to the root), for messages and to place the
    *     probe object next to it in a bucket-rooted store
@@ -61,7 +70,7 @@ final class ProbeRequests {
     } catch (ObjectStoreException e) {
       String m = "Cannot create " + store.describe(key) + " at " + endpoint
           + ": could not first check"
-          + " that the server refuses a second create-only PUT (If-None-Match: *): "
+          + " that the server's create-only PUT (If-None-Match: *) is honoured and atomic: "
           + e.getMessage();
       throw new ObjectStoreException(m, e.retryable(), e);
     }
@@ -105,10 +114,12 @@ final class ProbeRequests {
 
   /**
    * The probe: creates {@code probeFullKey}, creates it again (expects 412), checks with a HEAD
-   * that the object is the first write's, then deletes it (best effort: a failed delete is a
-   * WARN). Requests go to this store's listener.
+   * that the object is the first write's; then {@value ConditionalWriteProbe#RACES} races of
+   * {@value ConditionalWriteProbe#RACERS} writers for a fresh key each, in {@value
+   * ConditionalWriteProbe#ROUNDS} rounds of races run at once ({@link #race}); then deletes every
+   * probe object with one DeleteObjects (best effort: a failed delete is a WARN). Requests go to this store's listener.
    *
-   * @throws ConditionalWritesUnsupportedException on the verdict "ignored"
+   * @throws ConditionalWritesUnsupportedException on the verdict "ignored" or "not atomic"
    * @throws ObjectStoreException if the probe could not decide
    */
   private void probe(ConditionalWriteProbe.Target target, String probeFullKey)
@@ -116,6 +127,7 @@ final class ProbeRequests {
     String location = "s3://" + bucket + "/" + probeFullKey;
     String first = UUID.randomUUID().toString();
     String second = UUID.randomUUID().toString();
+    List<String> written = new ArrayList<>();
     boolean created = false;
     boolean mayExist = false;
     try {
@@ -134,7 +146,7 @@ final class ProbeRequests {
         throw new ConditionalWritesUnsupportedException(
             ConditionalWriteProbe.unsupported(target, location, false), null);
       }
-      String now = headPutId(probeFullKey, location);
+      String now = visiblePutId(probeFullKey, location);
       if (NO_PUT_ID.equals(now)) {
         throw new ConditionalWritesUnsupportedException(
             ConditionalWriteProbe.metadataDropped(target, location), null);
@@ -148,13 +160,207 @@ final class ProbeRequests {
             + " with " + location + ": after two create-only PUTs the object carries put id "
             + now + ", neither of the probe's", false, null);
       }
+      int perRound = ConditionalWriteProbe.RACES / ConditionalWriteProbe.ROUNDS;
+      ExecutorService pool = Executors.newFixedThreadPool(ConditionalWriteProbe.RACERS * perRound,
+          r -> {
+            Thread t = new Thread(r, "strata-probe-racer");
+            t.setDaemon(true);
+            return t;
+          });
+      try {
+        List<Raced> raced = new ArrayList<>();
+        for (int round = 0; round < ConditionalWriteProbe.ROUNDS; round++) {
+          List<String> raceKeys = new ArrayList<>();
+          for (int k = 1; k <= perRound; k++) {
+            raceKeys.add(probeFullKey + "-race" + (round * perRound + k));
+          }
+          written.addAll(raceKeys);
+          raced.addAll(race(target, raceKeys, round * perRound + 1, pool));
+        }
+        checkWinners(target, raced, pool);
+      } finally {
+        pool.shutdownNow();
+      }
       LOG.info("S3 endpoint {} bucket {} refuses a second create-only PUT (If-None-Match: *)"
-          + " as Strata needs (checked once per JVM with {})", endpoint, bucket, location);
+          + " and lets exactly one of {} racing create-only PUTs of a new key win ({} races), as"
+          + " Strata needs (checked once per JVM with {})", endpoint, bucket,
+          ConditionalWriteProbe.RACERS, ConditionalWriteProbe.RACES, location);
     } finally {
       if (created || mayExist) {
-        deleteProbe(probeFullKey, location, created);
+        written.add(0, probeFullKey);
+        deleteProbe(written, location, created);
       }
     }
+  }
+
+  /** How one racing writer's create-only PUT was answered. */
+  private enum Answer { WON, REFUSED }
+
+  /**
+   * One race's outcome, its object not yet looked at: the raced key, the race's number, every
+   * writer's put id and the index of the writer answered 200 (-1 if none was).
+   */
+  private record Raced(String key, int race, List<String> ids, int winner) { }
+
+  /**
+   * One round of races: {@value ConditionalWriteProbe#RACERS} create-only PUTs of each of the
+   * fresh keys {@code raceKeys}, each with its own put id, all sent at once from as many threads
+   * of {@code pool}. Per key at most one may succeed and the rest must be answered 412 ({@link
+   * #checkWinners} then looks at the objects).
+   *
+   * @param firstRace the number of the first key's race (1-based), for messages
+   * @return each key's race, in order
+   * @throws ConditionalWritesUnsupportedException if more than one writer of a key won
+   * @throws ObjectStoreException if a PUT failed otherwise
+   */
+  private List<Raced> race(ConditionalWriteProbe.Target target, List<String> raceKeys,
+      int firstRace, ExecutorService pool) throws IOException {
+    int n = ConditionalWriteProbe.RACERS;
+    CyclicBarrier start = new CyclicBarrier(n * raceKeys.size());
+    List<List<String>> ids = new ArrayList<>();
+    List<Future<Answer>> futures = new ArrayList<>();
+    for (String raceKey : raceKeys) {
+      List<String> keyIds = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        String id = UUID.randomUUID().toString();
+        keyIds.add(id);
+        ObjectBody body = probeBody("racing writer " + (i + 1) + " of " + n);
+        futures.add(pool.submit(() -> {
+          start.await(30, TimeUnit.SECONDS);
+          return racingCreate(raceKey, body, id);
+        }));
+      }
+      ids.add(keyIds);
+    }
+    List<Answer> answers = await(futures, "s3://" + bucket + "/" + raceKeys.get(0));
+    List<Raced> out = new ArrayList<>();
+    for (int k = 0; k < raceKeys.size(); k++) {
+      String location = "s3://" + bucket + "/" + raceKeys.get(k);
+      List<Answer> keyAnswers = answers.subList(k * n, (k + 1) * n);
+      int won = 0;
+      int winner = -1;
+      for (int i = 0; i < n; i++) {
+        if (keyAnswers.get(i) == Answer.WON) {
+          won++;
+          winner = i;
+        }
+      }
+      if (won > 1) {
+        throw new ConditionalWritesUnsupportedException(
+            ConditionalWriteProbe.notAtomic(target, location, won, firstRace + k), null);
+      }
+      out.add(new Raced(raceKeys.get(k), firstRace + k, ids.get(k), winner));
+    }
+    return out;
+  }
+
+  /**
+   * One HEAD per raced key, all at once on {@code pool} (each repeated while it misses, for a
+   * store whose reads lag, so a lag is waited out once, not per round): each object must carry
+   * its race's winner's put id. A 412 whose writer's put id the HEAD shows is that writer's own
+   * SDK retry of an applied attempt, and counts as its win.
+   *
+   * @throws ConditionalWritesUnsupportedException if an object is a refused writer's while
+   *     another writer was answered 200
+   * @throws ObjectStoreException if an object is missing or carries none of its race's put ids
+   */
+  private void checkWinners(ConditionalWriteProbe.Target target, List<Raced> raced,
+      ExecutorService pool) throws IOException {
+    List<Future<String>> heads = new ArrayList<>();
+    for (Raced r : raced) {
+      heads.add(pool.submit(() -> visiblePutId(r.key(), "s3://" + bucket + "/" + r.key())));
+    }
+    List<String> shownIds = await(heads, "s3://" + bucket + "/" + raced.get(0).key());
+    for (int k = 0; k < raced.size(); k++) {
+      Raced r = raced.get(k);
+      String location = "s3://" + bucket + "/" + r.key();
+      String now = shownIds.get(k);
+      int shown = now == null ? -1 : r.ids().indexOf(now);
+      if (r.winner() >= 0 && shown >= 0 && shown != r.winner()) {
+        throw new ConditionalWritesUnsupportedException(
+            ConditionalWriteProbe.notAtomic(target, location, 2, r.race()), null);
+      }
+      if (shown < 0) {
+        throw new ObjectStoreException("Cannot check conditional writes at " + endpoint
+            + " with " + location + ": " + (r.winner() >= 0 ? 1 : 0) + " of "
+            + ConditionalWriteProbe.RACERS + " racing create-only PUTs succeeded but the object "
+            + (now == null ? "is not there" : "carries put id '" + now + "', none of theirs"),
+            false, null);
+      }
+    }
+  }
+
+  /**
+   * The results of {@code futures}, in order, once all are done.
+   *
+   * @throws IOException the first failure among them (an unexpected one wrapped)
+   * @throws ObjectStoreInterruptedException if this thread is interrupted
+   */
+  private <T> List<T> await(List<Future<T>> futures, String location) throws IOException {
+    List<T> out = new ArrayList<>();
+    IOException failed = null;
+    for (Future<T> f : futures) {
+      try {
+        out.add(f.get());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new ObjectStoreInterruptedException("Cannot check conditional writes at "
+            + endpoint + " with " + location + ": interrupted", e);
+      } catch (ExecutionException e) {
+        Throwable c = e.getCause();
+        if (failed == null) {
+          failed = c instanceof IOException io ? io : new ObjectStoreException("Cannot check "
+              + "conditional writes at " + endpoint + " with " + location + ": " + c, false, c);
+        }
+        out.add(null);
+      }
+    }
+    if (failed != null) {
+      throw failed;
+    }
+    return out;
+  }
+
+  /**
+   * One racing writer's create-only PUT: {@link Answer#WON} on 200, {@link Answer#REFUSED} on
+   * 412; a 409 ConditionalRequestConflict (another conditional write in flight) is retried.
+   */
+  private Answer racingCreate(String raceKey, ObjectBody body, String putId) throws IOException {
+    String location = "s3://" + bucket + "/" + raceKey;
+    for (int attempt = 1; ; attempt++) {
+      try {
+        store.upload(raceKey, body, b -> b.ifNoneMatch("*").metadata(Map.of(PUT_ID, putId)));
+        return Answer.WON;
+      } catch (SdkServiceException e) {
+        if (e.statusCode() == 412) {
+          return Answer.REFUSED;
+        }
+        if (e.statusCode() == 409 && attempt < CONFLICT_ATTEMPTS) {
+          store.sleep(ThreadLocalRandom.current().nextLong(CONFLICT_BACKOFF_MS << attempt),
+              location);
+          continue;
+        }
+        throw S3Errors.classify("create (racing, to check conditional writes)", location,
+            endpoint, e);
+      } catch (SdkException e) {
+        throw S3Errors.classify("create (racing, to check conditional writes)", location,
+            endpoint, e);
+      }
+    }
+  }
+
+  /**
+   * {@link #headPutId}, repeated with backoff while it misses (at most {@link
+   * S3ObjectStore#LOOKUP_ATTEMPTS} HEADs, about 4.5 s): the probe only looks up objects it just
+   * wrote, which a store whose reads lag behind its writes shows late.
+   */
+  private String visiblePutId(String probeFullKey, String location) throws IOException {
+    String id = headPutId(probeFullKey, location);
+    for (int a = 2; id == null && a <= S3ObjectStore.LOOKUP_ATTEMPTS; a++) {
+      store.sleep(S3ObjectStore.lookupDelay(a), location);
+      id = headPutId(probeFullKey, location);
+    }
+    return id;
   }
 
   /** True if {@code e} says no request reached a server (connection refused, unknown host). */
@@ -250,32 +456,30 @@ final class ProbeRequests {
   }
 
   /**
-   * Deletes the probe object. A failure (for example no s3:DeleteObject) is a WARN if the probe
-   * object was created, else a DEBUG (it probably does not exist).
+   * Deletes the probe objects with one DeleteObjects. A failure (for example no
+   * s3:DeleteObject) is a WARN if the first probe object was created, else a DEBUG (they
+   * probably do not exist).
    */
-  private void deleteProbe(String probeFullKey, String location, boolean created) {
-    if (!created) {
-      try {
-        s3.deleteObjects(b -> b.bucket(bucket)
-            .delete(Delete.builder().objects(ObjectIdentifier.builder().key(probeFullKey).build())
-                .quiet(true).build())
-            .overrideConfiguration(store::withListener));
-      } catch (SdkException e) {
-        LOG.debug("Cannot delete {} after a failed probe", location, e);
-      }
-      return;
-    }
+  private void deleteProbe(List<String> keys, String location, boolean created) {
+    List<ObjectIdentifier> ids = keys.stream()
+        .map(k -> ObjectIdentifier.builder().key(k).build()).toList();
+    String what = keys.size() == 1 ? location
+        : location + " (and its " + (keys.size() - 1) + " racing siblings " + location
+            + "-race<n>)";
     try {
       DeleteObjectsResponse r = s3.deleteObjects(b -> b.bucket(bucket)
-          .delete(Delete.builder().objects(ObjectIdentifier.builder().key(probeFullKey).build())
-              .quiet(true).build())
+          .delete(Delete.builder().objects(ids).quiet(true).build())
           .overrideConfiguration(store::withListener));
-      if (r.hasErrors() && !r.errors().isEmpty()) {
+      if (created && r.hasErrors() && !r.errors().isEmpty()) {
         S3Error err = r.errors().get(0);
-        warnProbeLeft(location, err.code() + " " + err.message());
+        warnProbeLeft(what, err.code() + " " + err.message());
       }
     } catch (SdkException e) {
-      warnProbeLeft(location, S3Errors.classify("delete", location, endpoint, e).getMessage());
+      if (created) {
+        warnProbeLeft(what, S3Errors.classify("delete", location, endpoint, e).getMessage());
+      } else {
+        LOG.debug("Cannot delete {} after a failed probe", location, e);
+      }
     }
   }
 

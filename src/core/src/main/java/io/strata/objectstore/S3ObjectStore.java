@@ -52,7 +52,8 @@ import software.amazon.awssdk.services.s3.model.StorageClass;
  *
  * <p>Before its first create-only write a store has {@link ConditionalWriteProbe} prove, once per
  * JVM, endpoint and bucket, that the server refuses a second create-only PUT of one key (a server
- * that ignores {@code If-None-Match} answers 200 and overwrites); if it does not, every
+ * that ignores {@code If-None-Match} answers 200 and overwrites) and lets exactly one of several
+ * racing create-only PUTs of a fresh key win; if it does not, every
  * create-only write fails with {@link ConditionalWritesUnsupportedException}. The probe object is
  * {@code _strata/probe/<uuid>} under the store's root, or, in a store rooted at the bucket, in
  * the directory of the key about to be created; plain {@link #put}s are not probed.
@@ -69,6 +70,15 @@ final class S3ObjectStore implements ObjectStore {
   static final int CONFLICT_ATTEMPTS = 4;
   /** First backoff after a 409, milliseconds; doubles per attempt, with full jitter. */
   static final long CONFLICT_BACKOFF_MS = 50;
+  /**
+   * HEADs of an object that a 412 or a create says exists but a HEAD does not find: a store
+   * whose reads lag behind its writes (AWS S3 never does). About 4.5 s in all.
+   */
+  static final int LOOKUP_ATTEMPTS = 8;
+  /** Delay before the second lookup, ms; doubles per lookup, at most {@value #LOOKUP_MAX_MS}. */
+  static final long LOOKUP_BACKOFF_MS = 100;
+  /** Longest delay between two lookups, ms. */
+  static final long LOOKUP_MAX_MS = 1_000;
   /** S3's maximum keys per DeleteObjects request. */
   static final int DELETE_BATCH = 1000;
 
@@ -143,7 +153,7 @@ final class S3ObjectStore implements ObjectStore {
     String fullKey = fullKey(key);
     checkOpen();
     if (!conditionalWritesVerified) {
-      new ProbeRequests(this).ensure(key); // throws unless the server refuses a second create
+      new ProbeRequests(this).ensure(key); // throws unless create-only PUTs hold
       conditionalWritesVerified = true;
     }
     createOnly(key, fullKey, body, putId);
@@ -181,11 +191,18 @@ final class S3ObjectStore implements ObjectStore {
 
   /**
    * A 412 to {@code If-None-Match: *}: the key exists. It is ours if it carries our put id (an
-   * earlier attempt of this very write was applied); otherwise another writer won.
+   * earlier attempt of this very write was applied); otherwise another writer won. A HEAD that
+   * misses is repeated with backoff ({@value #LOOKUP_ATTEMPTS} lookups, about 4.5 s) before the
+   * miss is an error: on a store whose reads lag its writes the object shows up late.
    */
   private void resolvePreconditionFailed(String key, String putId, SdkServiceException e)
       throws IOException {
     Optional<ObjectInfo> existing = head(key);
+    // A miss after a 412: the object was deleted since, or this store's reads lag its writes.
+    for (int attempt = 2; existing.isEmpty() && attempt <= LOOKUP_ATTEMPTS; attempt++) {
+      sleep(lookupDelay(attempt), describe(key));
+      existing = head(key);
+    }
     String theirs = existing.map(i -> i.metadata().get(PUT_ID)).orElse(null);
     if (putId.equals(theirs)) {
       LOG.info("Create of {} got 412 but the object carries this write's put id {}: an earlier"
@@ -194,7 +211,9 @@ final class S3ObjectStore implements ObjectStore {
     }
     String what = existing.isPresent()
         ? "the object already exists (written by another writer, put id " + theirs + ")"
-        : "the object already existed (412 Precondition Failed) and has since been deleted";
+        : "the object already existed (412 Precondition Failed) but " + LOOKUP_ATTEMPTS
+            + " lookups over " + lookupBudgetMillis() + " ms did not find it: it has since been"
+            + " deleted, or the store's reads lag behind its writes by more than that";
     throw new ObjectAlreadyExistsException(
         "Cannot create " + describe(key) + " at " + endpoint + ": " + what, e);
   }
@@ -514,6 +533,20 @@ final class S3ObjectStore implements ObjectStore {
       metadata.forEach((k, v) -> out.put(k.toLowerCase(Locale.ROOT), v));
     }
     return out;
+  }
+
+  /** The delay before lookup number {@code attempt} (2 to {@value #LOOKUP_ATTEMPTS}), ms. */
+  static long lookupDelay(int attempt) {
+    return Math.min(LOOKUP_MAX_MS, LOOKUP_BACKOFF_MS << (attempt - 2));
+  }
+
+  /** All delays of {@value #LOOKUP_ATTEMPTS} lookups, ms. */
+  static long lookupBudgetMillis() {
+    long sum = 0;
+    for (int a = 2; a <= LOOKUP_ATTEMPTS; a++) {
+      sum += lookupDelay(a);
+    }
+    return sum;
   }
 
   void sleep(long ms, String location) throws ObjectStoreException {

@@ -203,4 +203,53 @@ class S3FaultsIT {
     assertEquals("late", read(store.get("v/4.svo")));
     assertEquals(1, proxy.injected(Fault.DELAY));
   }
+
+  /**
+   * Issue 43, part 8: behind a store that hides a new object from GET, HEAD and LIST for 1.5 s
+   * after its PUT ({@link FaultProxy#lag}), a create-only PUT answered 412
+   * whose HEAD misses looks again until the object shows (another writer's: the clear
+   * already-exists error, not "has since been deleted"; this write's own, by its put id: done),
+   * and a 412 for an object hidden longer than the lookups last fails after them.
+   */
+  @Test
+  void a412ThatALaggingStoreStillHidesIsResolvedByLookingAgain() throws IOException {
+    store.putIfAbsent("v/0.svo", body("zero")); // the bucket's probe, before the lag
+    proxy.lag(1_500);
+    store.putIfAbsent("v/1.svo", body("first"));
+    assertFalse(store.list("v/").stream().anyMatch(o -> o.key().endsWith("v/1.svo")),
+        "a listing right after the PUT misses it");
+    attempts.clear();
+    long t0 = System.nanoTime();
+    ObjectAlreadyExistsException e = assertThrows(ObjectAlreadyExistsException.class,
+        () -> store.putIfAbsent("v/1.svo", body("second")));
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    assertTrue(e.getMessage().contains("the object already exists (written by another writer"),
+        e.getMessage());
+    List<String> kinds = attempts.stream().map(r -> r.kind() + " " + r.statusCode()).toList();
+    assertEquals("PUT 412", kinds.get(0), summary());
+    assertEquals("HEAD 404", kinds.get(1), "the lag hid it at first: " + summary());
+    assertEquals("HEAD 200", kinds.get(kinds.size() - 1), summary());
+    assertTrue(kinds.size() <= 1 + S3ObjectStore.LOOKUP_ATTEMPTS, summary());
+    assertTrue(ms < S3ObjectStore.lookupBudgetMillis() + 5_000, "bounded: " + ms + " ms");
+    assertTrue(proxy.lagged() > 0);
+
+    // The same write's own retry (its first attempt applied): recognised by its put id.
+    store.putIfAbsent("v/2.svo", body("two"), "put-2");
+    store.putIfAbsent("v/2.svo", body("two"), "put-2");
+    assertEquals("two", read(store.get("v/2.svo")));
+
+    // Hidden for longer than the lookups last (as good as gone): answered 412 (the server has
+    // it), then every lookup misses; the error says what was tried.
+    proxy.lag(60_000);
+    store.put("v/4.svo", body("hidden for a minute"));
+    long t1 = System.nanoTime();
+    ObjectAlreadyExistsException gone = assertThrows(ObjectAlreadyExistsException.class,
+        () -> store.putIfAbsent("v/4.svo", body("again")));
+    long goneMs = (System.nanoTime() - t1) / 1_000_000;
+    assertTrue(gone.getMessage().contains("the object already existed (412 Precondition Failed)"
+        + " but " + S3ObjectStore.LOOKUP_ATTEMPTS + " lookups over "
+        + S3ObjectStore.lookupBudgetMillis() + " ms did not find it: it has since been deleted,"
+        + " or the store's reads lag behind its writes by more than that"), gone.getMessage());
+    assertTrue(goneMs >= S3ObjectStore.lookupBudgetMillis(), goneMs + " ms");
+  }
 }

@@ -19,10 +19,13 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A fault-injecting HTTP relay on loopback in front of a real S3-compatible server (S3Proxy): it
@@ -35,6 +38,10 @@ import java.util.function.Function;
  * reaches it (the server never sees it); an ambiguous failure and a lost write let the server
  * apply the request first. Every connection that saw a fault is closed ({@code Connection:
  * close}), so the client opens a new one for its retry.
+ *
+ * <p>Besides per-request faults it has a {@linkplain #lag(long) lag mode}: a store whose reads
+ * and listings lag behind its writes (a new object is hidden from GET, HEAD and LIST for a while
+ * after its PUT), as some S3-compatible stores are.
  */
 public final class FaultProxy implements AutoCloseable {
   /** What happens to one request. */
@@ -115,6 +122,11 @@ public final class FaultProxy implements AutoCloseable {
   public volatile long holdMillis = 0;
   /** See {@link Fault#DELAY}, ms. */
   public volatile long delayMillis = 2_000;
+  /** See {@link #lag(long)}, ms; 0 for none. */
+  private volatile long lagMillis = 0;
+  /** Objects hidden by the lag mode: "bucket/key" to the {@code System.nanoTime()} it shows. */
+  private final Map<String, Long> hiddenUntil = new ConcurrentHashMap<>();
+  private final AtomicInteger lagged = new AtomicInteger();
   private volatile boolean closed;
 
   /**
@@ -144,6 +156,39 @@ public final class FaultProxy implements AutoCloseable {
   /** Sets the rule that picks each request's fault (thread-safe; applies to new requests). */
   public void rule(Function<Request, Fault> rule) {
     this.rule = rule;
+  }
+
+  /**
+   * Lag mode: for {@code millis} ms after a successful PUT of an object through this relay, a GET
+   * or HEAD of it is answered 404 NoSuchKey (without reaching the server) and listings ({@code
+   * GET /bucket?...}) leave it out of their {@code <Contents>}; the server has it all along, so a
+   * create-only PUT of it meets it (412). A DELETE through the relay ends the hiding of its key.
+   * Common prefixes of a delimited listing are left as the server lists them. Applies to requests
+   * whose rule gives {@link Fault#NONE}; {@code 0} turns it off (objects already hidden stay
+   * hidden until their time is up). Thread-safe.
+   *
+   * @param millis how long a new object stays hidden, ms
+   */
+  public void lag(long millis) {
+    this.lagMillis = millis;
+  }
+
+  /** How many answers the lag mode changed: GETs and HEADs answered 404, listings filtered. */
+  public int lagged() {
+    return lagged.get();
+  }
+
+  /** True if the lag mode hides (bucket, key) now. */
+  private boolean hidden(String bucket, String key) {
+    Long until = hiddenUntil.get(bucket + "/" + key);
+    if (until == null) {
+      return false;
+    }
+    if (System.nanoTime() - until >= 0) {
+      hiddenUntil.remove(bucket + "/" + key, until);
+      return false;
+    }
+    return true;
   }
 
   /** Forward everything again. */
@@ -225,6 +270,17 @@ public final class FaultProxy implements AutoCloseable {
         seen.add(new Seen(req, fault));
         injected.get(fault).incrementAndGet();
         boolean expectContinue = header(head, "expect").equalsIgnoreCase("100-continue");
+        boolean lagging = fault == Fault.NONE && (lagMillis > 0 || !hiddenUntil.isEmpty());
+        if (lagging && (req.method().equals("GET") || req.method().equals("HEAD"))
+            && !req.key().isEmpty() && hidden(req.bucket(), req.key())) {
+          lagged.incrementAndGet();
+          notFound(cout, req.method().equals("HEAD"));
+          closeGently(client);
+          return;
+        }
+        boolean filterListing = lagging && req.method().equals("GET") && req.key().isEmpty()
+            && !req.bucket().isEmpty() && !req.query().contains("location")
+            && !req.query().contains("uploads") && !req.query().contains("versioning");
         switch (fault) {
           case RESET -> {
             client.setSoLinger(true, 0);
@@ -267,7 +323,7 @@ public final class FaultProxy implements AutoCloseable {
         boolean isHead = req.method().equals("HEAD");
         ByteArrayOutputStream held = new ByteArrayOutputStream();
         OutputStream toClient = fault == Fault.APPLY_THEN_DROP || fault == Fault.LOSE_WRITE
-            ? held : cout;
+            || filterListing ? held : cout;
         if (expectContinue) {
           // Interim 100 Continue (always passed on, so the client sends its body) or a final answer.
           Response interim = response(uin, cout, isHead, true, false);
@@ -278,6 +334,17 @@ public final class FaultProxy implements AutoCloseable {
         copyBody(head, cin, uout);
         uout.flush();
         Response r = response(uin, toClient, isHead, false, fault == Fault.DROP_METADATA);
+        if (filterListing) {
+          cout.write(withoutHidden(req.bucket(), held.toByteArray()));
+        }
+        if (fault == Fault.NONE && r.status() / 100 == 2) {
+          if (req.isPut() && lagMillis > 0) {
+            hiddenUntil.put(req.bucket() + "/" + req.key(),
+                System.nanoTime() + lagMillis * 1_000_000L);
+          } else if (req.method().equals("DELETE") && !req.key().isEmpty()) {
+            hiddenUntil.remove(req.bucket() + "/" + req.key());
+          }
+        }
         if (fault == Fault.APPLY_THEN_DROP) {
           sleep(holdMillis);
           return; // the server applied it; the client never hears
@@ -346,6 +413,90 @@ public final class FaultProxy implements AutoCloseable {
       out.flush();
       return new Response(status, close);
     }
+  }
+
+  /** A 404 NoSuchKey answer (headers only for a HEAD), with {@code Connection: close}. */
+  private static void notFound(OutputStream out, boolean head) throws IOException {
+    if (!head) {
+      errorResponse(out, 404, "Not Found", "NoSuchKey", "The specified key does not exist.");
+      return;
+    }
+    out.write(("HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\n"
+        + "x-amz-request-id: fault-proxy\r\nConnection: close\r\n\r\n")
+        .getBytes(StandardCharsets.ISO_8859_1));
+    out.flush();
+  }
+
+  private static final Pattern CONTENTS = Pattern.compile("<Contents>.*?</Contents>",
+      Pattern.DOTALL);
+  private static final Pattern KEY = Pattern.compile("<Key>(.*?)</Key>", Pattern.DOTALL);
+
+  /**
+   * One listing answer (status line, headers, body as the server sent it, Content-Length or
+   * chunked) with every {@code <Contents>} entry the lag mode hides removed, re-framed with a
+   * Content-Length. Keys may be URL-encoded ({@code encoding-type=url}, as the AWS SDK asks).
+   */
+  private byte[] withoutHidden(String bucket, byte[] answer) throws IOException {
+    String all = new String(answer, StandardCharsets.ISO_8859_1);
+    int end = all.indexOf("\r\n\r\n");
+    if (end < 0) {
+      return answer;
+    }
+    List<String> head = new ArrayList<>(List.of(all.substring(0, end).split("\r\n")));
+    InputStream rest = new java.io.ByteArrayInputStream(answer, end + 4, answer.length - end - 4);
+    ByteArrayOutputStream body = new ByteArrayOutputStream();
+    if (header(head, "transfer-encoding").toLowerCase(Locale.ROOT).contains("chunked")) {
+      while (true) {
+        String size = line(rest);
+        long n = size == null ? 0 : Long.parseLong(size.split(";")[0].trim(), 16);
+        if (n == 0) {
+          break;
+        }
+        copyBytes(rest, body, n);
+        line(rest);
+      }
+    } else {
+      rest.transferTo(body);
+    }
+    if (!head.get(0).contains(" 200 ")) {
+      return answer;
+    }
+    String xml = body.toString(StandardCharsets.UTF_8);
+    StringBuilder out = new StringBuilder();
+    Matcher m = CONTENTS.matcher(xml);
+    int removed = 0;
+    while (m.find()) {
+      Matcher k = KEY.matcher(m.group());
+      String key = k.find() ? unescape(k.group(1)) : "";
+      boolean hide = hidden(bucket, key)
+          || hidden(bucket, URLDecoder.decode(key.replace("+", "%2B"), StandardCharsets.UTF_8));
+      if (hide) {
+        removed++;
+      }
+      m.appendReplacement(out, hide ? "" : Matcher.quoteReplacement(m.group()));
+    }
+    m.appendTail(out);
+    if (removed > 0) {
+      lagged.incrementAndGet();
+    }
+    byte[] newBody = out.toString().getBytes(StandardCharsets.UTF_8);
+    StringBuilder h = new StringBuilder(head.get(0)).append("\r\n");
+    for (int i = 1; i < head.size(); i++) {
+      String name = head.get(i).split(":", 2)[0].trim();
+      if (!name.equalsIgnoreCase("transfer-encoding") && !name.equalsIgnoreCase("content-length")) {
+        h.append(head.get(i)).append("\r\n");
+      }
+    }
+    h.append("Content-Length: ").append(newBody.length).append("\r\n\r\n");
+    ByteArrayOutputStream framed = new ByteArrayOutputStream();
+    framed.write(h.toString().getBytes(StandardCharsets.ISO_8859_1));
+    framed.write(newBody);
+    return framed.toByteArray();
+  }
+
+  private static String unescape(String xml) {
+    return xml.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"")
+        .replace("&apos;", "'").replace("&amp;", "&");
   }
 
   private static void errorResponse(OutputStream out, int status, String reason, String code,

@@ -233,12 +233,15 @@ class StrataCheckpointFileManagerIT {
         new StrataCheckpointFileManager(new org.apache.hadoop.fs.Path(root), conf(server));
     try {
       requests.clear();
-      assertTrue(fresh.exists(p("metadata")), "an object");
+      // Written by this JVM, and no listing of its directory since: no request (issue 43: a
+      // store whose listings lag behind its writes would answer a LIST "no").
+      assertTrue(fresh.exists(p("metadata")), "an object this JVM wrote");
+      assertEquals(List.of(), summary());
       assertTrue(fresh.exists(p("state")), "a directory (keys under it)");
       assertTrue(fresh.exists(p("state/0/_metadata")));
       assertFalse(fresh.exists(p("state/1")));
       assertFalse(fresh.exists(p("meta")), "a prefix of a key is not a path");
-      assertEquals(5, requests.size(), summary().toString());
+      assertEquals(4, requests.size(), summary().toString());
       assertTrue(requests.stream().allMatch(r -> r.kind().equals("LIST")), summary().toString());
       FileStatus[] top = fresh.list(new org.apache.hadoop.fs.Path(root));
       assertEquals(Map.of("metadata", false, "state", true), Arrays.stream(top)

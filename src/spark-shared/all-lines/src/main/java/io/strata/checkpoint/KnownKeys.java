@@ -55,8 +55,15 @@ final class KnownKeys {
     };
   }
 
-  /** One child of a listed directory: present or deleted, file or directory, when learnt. */
-  private record Child(boolean present, boolean directory, long stamp) { }
+  /**
+   * One child of a listed directory: present or deleted, file or directory, when learnt, and
+   * whether this JVM created it (rather than a listing showing it).
+   */
+  private record Child(boolean present, boolean directory, long stamp, boolean own) {
+    Child(boolean present, boolean directory, long stamp) {
+      this(present, directory, stamp, false);
+    }
+  }
 
   /** The children of one listed directory, by name. */
   private static final class Dir {
@@ -106,11 +113,31 @@ final class KnownKeys {
     dirs.put(id(scope, dirKey), fresh);
   }
 
-  /** Records that this JVM created the object {@code key} (and so its ancestor directories). */
+  /**
+   * Records that this JVM created the object {@code key}, or that its create-only PUT found it
+   * there (and so its ancestor directories).
+   */
   synchronized void created(String scope, String key) {
     long stamp = ++clock;
-    put(scope, key, new Child(true, false, stamp));
+    put(scope, key, new Child(true, false, stamp, true));
     markAncestors(scope, parentOf(key), stamp);
+  }
+
+  /**
+   * True if this JVM created the object {@code key} (or its create-only PUT found it there) and
+   * nothing learnt since says otherwise: no
+   * listing of its parent started after the create, and this JVM did not delete it. Lets a
+   * manager that never listed the parent answer {@code exists} for a file this JVM just wrote
+   * without a LIST, which a store whose listings lag behind its writes would answer "no".
+   */
+  synchronized boolean createdHere(String scope, String key) {
+    String parentId = id(scope, parentOf(key));
+    Dir d = dirs.get(parentId);
+    if (d == null) {
+      d = unlisted.get(parentId);
+    }
+    Child c = d == null ? null : d.children.get(nameOf(key));
+    return c != null && c.present && c.own && !c.directory;
   }
 
   /** Records that this JVM made directory {@code key} visible to its parent's listing. */

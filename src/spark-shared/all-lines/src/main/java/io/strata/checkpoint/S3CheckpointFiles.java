@@ -52,12 +52,13 @@ import org.slf4j.LoggerFactory;
  *       the first time a seek needs the length); none for one of the last {@value
  *       #READ_BACK_FILES} files of up to {@value #READ_BACK_MAX_BYTES} bytes this manager wrote
  *       create-only (such an object never changes); {@code FileNotFoundException} if
- *       missing</td></tr>
+ *       missing, after up to {@value #LOOKUP_ATTEMPTS} GETs over about 4.5 s for a file this
+ *       JVM wrote (a store whose reads lag behind its writes)</td></tr>
  *   <tr><td>{@code list(dir)}</td><td>one LIST with delimiter '/' per 1000 entries; objects
  *       are files, common prefixes directories; a missing directory lists empty</td></tr>
- *   <tr><td>{@code exists(p)}</td><td>none if this manager listed {@code p}'s parent (the
- *       answer comes from that listing plus this JVM's own writes since, see {@link KnownKeys});
- *       else one LIST of prefix {@code p} with delimiter '/' (an object {@code p} or anything
+ *   <tr><td>{@code exists(p)}</td><td>none if this JVM wrote {@code p} and listed its parent
+ *       at no later time, or if this manager listed {@code p}'s parent (the answer comes from
+ *       that listing plus this JVM's own writes since, see {@link KnownKeys}); else one LIST of prefix {@code p} with delimiter '/' (an object {@code p} or anything
  *       under {@code p/})</td></tr>
  *   <tr><td>{@code delete(p)}</td><td>one DeleteObjects if the listing shows {@code p} as an
  *       object; else one LIST of {@code p/} and DeleteObjects of {@code p} and all below</td></tr>
@@ -212,10 +213,34 @@ final class S3CheckpointFiles {
     if (written != null) {
       return new FSDataInputStream(new BytesReadStream(written, path.toString()));
     }
+    ObjectStore store = stores.get(cp.bucket());
+    boolean ours = KnownKeys.JVM.createdHere(scope(cp.bucket()), cp.key());
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return new FSDataInputStream(new ObjectReadStream(store, cp.key()));
+      } catch (java.io.FileNotFoundException e) {
+        if (!ours || attempt >= LOOKUP_ATTEMPTS) {
+          throw Errors.sneaky(e);
+        }
+        // This JVM wrote it: a store whose reads lag behind its writes shows it late.
+        sleepBeforeLookup(attempt, store.describe(cp.key()));
+      } catch (IOException e) {
+        throw Errors.sneaky(e);
+      }
+    }
+  }
+
+  /** GETs of a file this JVM wrote that a GET does not find (about 4.5 s in all). */
+  static final int LOOKUP_ATTEMPTS = 8;
+
+  /** Waits before lookup {@code attempt + 1}: 100 ms, doubling, at most 1 s. */
+  private static void sleepBeforeLookup(int attempt, String what) {
     try {
-      return new FSDataInputStream(new ObjectReadStream(stores.get(cp.bucket()), cp.key()));
-    } catch (IOException e) {
-      throw Errors.sneaky(e);
+      Thread.sleep(Math.min(1_000L, 100L << (attempt - 1)));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw Errors.sneaky(new java.io.InterruptedIOException("Cannot read " + what
+          + ": interrupted while waiting for it to show"));
     }
   }
 
@@ -279,6 +304,9 @@ final class S3CheckpointFiles {
       return true;
     }
     String scope = scope(cp.bucket());
+    if (KnownKeys.JVM.createdHere(scope, cp.key())) {
+      return true; // written by this JVM, and no listing since: a lagging LIST could miss it
+    }
     Boolean known = KnownKeys.JVM.exists(scope, cp.key(),
         listedHere.contains(id(cp.bucket(), cp.key())),
         listedHere.contains(id(cp.bucket(), cp.parentKey())));

@@ -81,4 +81,29 @@ class KnownKeysTest {
     assertFalse(k.knows(S, "b"));
     assertNull(k.exists(S, "b/x", false, true), "a forgotten directory costs a request again");
   }
+
+  /**
+   * Issue 43: a file this JVM wrote exists for any manager until a listing of its directory that
+   * started later says otherwise (a lagging store's LIST of it alone would say "no"); a rewind
+   * (a later listing without it) and a delete here still win.
+   */
+  @Test
+  void aFileThisJvmWroteExistsUntilALaterListingOrDeleteSaysOtherwise() {
+    KnownKeys k = new KnownKeys(8);
+    assertFalse(k.createdHere(S, "ckpt/state/0/0/_metadata/schema"));
+    k.created(S, "ckpt/state/0/0/_metadata/schema");
+    assertTrue(k.createdHere(S, "ckpt/state/0/0/_metadata/schema"), "never listed: unlisted");
+    assertFalse(k.createdHere(S, "ckpt/state/0/0/_metadata"), "a directory is not a file");
+    long during = k.startListing();
+    k.created(S, "ckpt/offsets/3");
+    k.listed(S, "ckpt/offsets", List.of("1", "2"), List.of(), during);
+    assertTrue(k.createdHere(S, "ckpt/offsets/3"), "written while the listing was in flight");
+    k.listed(S, "ckpt/offsets", List.of("1", "2"), List.of(), k.startListing());
+    assertFalse(k.createdHere(S, "ckpt/offsets/3"), "a later listing without it wins (rewind)");
+    k.listed(S, "ckpt/offsets", List.of("1", "2", "3"), List.of(), k.startListing());
+    assertFalse(k.createdHere(S, "ckpt/offsets/3"), "listed, not written here since");
+    k.created(S, "ckpt/offsets/4");
+    k.deleted(S, "ckpt/offsets/4");
+    assertFalse(k.createdHere(S, "ckpt/offsets/4"), "deleted here");
+  }
 }
