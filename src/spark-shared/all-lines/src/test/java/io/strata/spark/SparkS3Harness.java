@@ -69,6 +69,7 @@ final class SparkS3Harness implements AutoCloseable {
    * (two threads, a failed task tried up to four times; plain {@code local[2]} never retries).
    */
   SparkS3Harness(int shufflePartitions, String master) throws IOException {
+    ContextStopCause.install();
     work = Files.createTempDirectory("strata-it-");
     localDir = work.resolve("strata-local");
     s3 = sharedServer();

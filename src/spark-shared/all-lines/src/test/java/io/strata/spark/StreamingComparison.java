@@ -174,6 +174,37 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
    * Strata wrote version objects.
    */
   Result check(QueryDef q, String baselineProvider) throws Exception {
+    if (h.spark.sparkContext().isStopped()) {
+      restart(q.name(), "found stopped before it");
+    }
+    try {
+      return checkOnce(q, baselineProvider);
+    } catch (Exception | AssertionError e) {
+      if (!ContextStopCause.isStoppedContext(e)) {
+        throw e;
+      }
+      // Spark stopped the shared SparkContext on its own (a fatal error in its listener bus or
+      // context cleaner, or its DAG scheduler's event loop): a fault of the test JVM, not of
+      // the query. Say why, loudly, and run the query once more on a new session; a second
+      // stop fails the test.
+      restart(q.name(), "stopped by Spark while it ran");
+      return checkOnce(q, baselineProvider);
+    }
+  }
+
+  /** Replaces the session after Spark stopped its context, printing Spark's last ERRORs. */
+  private void restart(String query, String when) throws IOException {
+    System.err.println("[StreamingComparison] the shared SparkContext was " + when + " ("
+        + query + "); Spark's last ERRORs in this JVM:\n" + ContextStopCause.lastErrors()
+        + "\n[StreamingComparison] starting a new session");
+    try {
+      h.close();
+    } finally {
+      h = new SparkS3Harness(shufflePartitions);
+    }
+  }
+
+  private Result checkOnce(QueryDef q, String baselineProvider) throws Exception {
     Path in = Files.createDirectories(h.work.resolve("in-" + q.name()));
     Path right = Files.createDirectories(h.work.resolve("right-" + q.name()));
     String baselineCkpt = h.fileCheckpoint(q.name());
