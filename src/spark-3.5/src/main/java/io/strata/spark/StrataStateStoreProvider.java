@@ -80,6 +80,16 @@ public final class StrataStateStoreProvider extends StrataProviderBase {
     return false;
   }
 
+  /**
+   * Never: Spark 3.5 closes providers (unload, maintenance) while it holds its executor-wide
+   * provider lock ({@code StateStore.loadedProviders}), which every stateful task's load needs;
+   * a running snapshot upload finishes or is cancelled in the background instead.
+   */
+  @Override
+  protected boolean closeWaitsForUploads() {
+    return false;
+  }
+
   /** Never: Spark 3.5 has no state store checkpoint ids (checkpoint format 1 only). */
   @Override
   protected boolean checkpointIdsEnabled() {

@@ -389,7 +389,10 @@ public abstract class StrataProviderBase implements StateStoreProvider {
 
   /**
    * Closes the local database and the store's S3 client lease and deletes local files. Waits up
-   * to the lock timeout for a task that still holds the store. Idempotent.
+   * to the lock timeout for a task that still holds the store. A running base-snapshot upload is
+   * waited for only if {@link #closeWaitsForUploads()}; otherwise it finishes (or is cancelled)
+   * in the background and the rest of the close follows it there ({@link SyncedStore#close(
+   * boolean)}). Idempotent.
    */
   @Override
   public void close() {
@@ -398,10 +401,20 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     }
     synchronized (this) {
       if (core != null) {
-        core.close();
+        core.close(closeWaitsForUploads());
         core = null;
       }
     }
+  }
+
+  /**
+   * Whether {@link #close()} waits for a running base-snapshot upload (up to 30 + 30 s). True,
+   * but on Spark 3.5, which closes providers under its executor-wide provider lock ({@code
+   * StateStore.loadedProviders}), so that a wait there would stall every stateful task of the
+   * executor.
+   */
+  protected boolean closeWaitsForUploads() {
+    return true;
   }
 
   /** Strata's custom metrics (the driver reads them from an uninitialised instance). */
