@@ -54,7 +54,10 @@ import scala.Option;
  * store handle, which gives it back at commit, abort or release, or at task completion); {@link
  * #upgradeHandle} turns the task's read store into its write store without a
  * second load (Spark 4.1+); commits are reported to the coordinator when commit validation is
- * on (Spark 4.1+); {@link #close()} waits for a running task before closing.
+ * on (Spark 4.1+); {@link #close()} waits for a running task before closing. A second
+ * computation of the partition by the task that holds the store open in a computation (Spark's
+ * {@code rdd.zip} of a batch with itself) gets a side store with a local database of its own
+ * ({@link #sideHandle}), never the first computation's uncommitted writes.
  *
  * <p>What it delegates: the task lock to {@link TaskLock}, what was reported already (GC in
  * commit metrics, snapshots to Spark's coordinator) to {@link StoreReports}, the native memory
@@ -100,8 +103,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
   private SyncedStore core;
   /** The query run id {@link #core} was made with (side stores use it too), or null. */
   private volatile String coreRun;
-  /** Side stores in use ({@link #sideHandle}) and their local databases. */
-  private final Map<StrataStoreBase, SyncedStore> sideStores = new java.util.IdentityHashMap<>();
+  /** Side stores in use ({@link #sideHandle}), oldest first, and their local databases. */
+  private final Map<StrataStoreBase, SyncedStore> sideStores = new java.util.LinkedHashMap<>();
   /** What this provider reported about its store (GC in commit metrics, snapshots to Spark). */
   private final StoreReports reports = new StoreReports(this, this::reportSnapshotUploaded);
 
