@@ -108,15 +108,20 @@ class StreamingQueriesIT {
   }
 
   /**
-   * As {@link #aggregationComputedTwiceAtOnceInOneTask()} for an operator that loads its write
-   * store directly (no read store first): the second computation's write load is a second
-   * {@code getStore} of the version the task holds open, and gets a side store.
+   * As {@link #aggregationComputedTwiceAtOnceInOneTask()} with Strata on checkpoint format 2
+   * (each computation's commit an attempt of its own; Spark records one checkpoint id), against
+   * the HDFS provider on format 1: Spark's RocksDB provider, the format-2 baseline elsewhere,
+   * cannot run this query (its second load in the task waits for its own lock and fails).
    */
   @Test
-  void deduplicationComputedTwiceAtOnceInOneTask() throws Exception {
-    check(new QueryDef("dedup-zip", OutputMode.Append(), (in, r) ->
-        in.withWatermark("ts", "15 seconds").dropDuplicates("key", "ts"),
-        Map.of(StreamingComparison.SINK_ZIP, "true")));
+  @OnlyOnSparkLines(value = {"4.1"}, reason = "Spark 3.5 has no checkpoint format 2; the side "
+      + "store's commit under its own attempt is strata-core's, the same on every 4.x line")
+  void aggregationComputedTwiceAtOnceInOneTaskWithCheckpointFormatV2() throws Exception {
+    check(new QueryDef("agg-zip-v2", OutputMode.Update(), (in, r) ->
+        in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
+        Map.of(StreamingComparison.STRATA_ONLY
+            + "spark.sql.streaming.stateStore.checkpointFormatVersion", "2",
+            StreamingComparison.SINK_ZIP, "true")));
   }
 
   @Test
