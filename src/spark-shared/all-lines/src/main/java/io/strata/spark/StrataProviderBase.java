@@ -517,9 +517,9 @@ public abstract class StrataProviderBase implements StateStoreProvider {
 
   /**
    * Whether {@link #close()} waits for a running base-snapshot upload (up to 30 + 30 s). True,
-   * but on Spark 3.5, which closes providers under its executor-wide provider lock ({@code
-   * StateStore.loadedProviders}), so that a wait there would stall every stateful task of the
-   * executor.
+   * but on Spark 3.5 and 4.0, which close providers under their executor-wide provider lock
+   * ({@code StateStore.loadedProviders}), so that a wait there would stall every stateful task
+   * of the executor.
    */
   protected boolean closeWaitsForUploads() {
     return true;

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * Issue 43 part 6: Spark 3.5 closes a provider (unload, maintenance) while it holds its
+ * Issue 43 part 6: Spark 3.5 (and 4.0) closes a provider (unload, maintenance) while it holds its
  * executor-wide provider lock ({@code StateStore.loadedProviders}), which every stateful task's
  * load takes too. A close that waited for a slow base-snapshot upload (up to 30 + 30 s) stalled
  * every stateful task of the executor meanwhile. Here a {@link FaultProxy} in front of S3Proxy
@@ -36,8 +36,8 @@ import software.amazon.awssdk.services.s3.S3Client;
  * first as Spark's does, is not held up; the upload still finishes in the background and
  * publishes its snapshot whole, and only then are the closed store's local files deleted.
  */
-@OnlyOnSparkLines(value = {"3.5"}, reason = "only Spark 3.5 closes providers under a lock its "
-    + "tasks need; 4.x closes them on its maintenance threads, where close still waits")
+@OnlyOnSparkLines(value = {"3.5", "4.0"}, reason = "only Spark 3.5 and 4.0 close providers "
+    + "under a lock their tasks need; 4.1+ closes them outside it, where close still waits")
 class CloseDuringSnapshotUploadIT {
   private static final long DELAY_MS = 4_000;
   @TempDir Path tmp;
