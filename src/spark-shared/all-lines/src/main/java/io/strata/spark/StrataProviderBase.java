@@ -192,6 +192,10 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       s.forceSnapshotOnCommit(forceSnapshotOnCommit);
       return s;
     }
+    StrataStoreBase side = sideReadStoreOfCaller(version);
+    if (side != null) { // a second computation that began with a side read store
+      return upgradeHandle(side, version, stateStoreCkptId, forceSnapshotOnCommit);
+    }
     StrataStoreBase store = load(version, stateStoreCkptId, false);
     store.forceSnapshotOnCommit(forceSnapshotOnCommit);
     return store;
@@ -379,6 +383,12 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // The run id before any lock of ours: on Spark 3.5 finding it takes Spark's own lock, which
     // Spark holds while it closes providers (and close() waits for our locks).
     String run = coreMissing() ? queryRunId() : null;
+    StrataStoreBase past = taskLock.holder();
+    if (past != null && past.owner() == TaskLock.currentOwner() && past.readingAfterCommit()) {
+      // This task still reads its committed store (Spark 3.5's Complete mode): a second
+      // computation of the partition at once, which gets a store of its own.
+      return sideHandle(version, ckptId, readOnly);
+    }
     if (!taskLock.takeOverHeldPastCommit()) {
       taskLock.acquire(version);
     }

@@ -534,6 +534,22 @@ abstract class StrataStoreBase implements TaskLock.Holder {
     return true;
   }
 
+  /**
+   * Whether this committed store holds the task lock for reads after its commit (Spark 3.5's
+   * Complete mode) and a scan it opened after the commit is not finished: its computation may
+   * still read it, so a new load by the same task must not take the lock over ({@link
+   * #handOverLockPastCommit()}) but gets a side store (the same partition computed twice at
+   * once, such as {@code rdd.zip} of a Complete-mode batch with itself).
+   */
+  boolean readingAfterCommit() {
+    if (mode != Mode.COMMITTED || !lockHeldPastCommit) {
+      return false;
+    }
+    synchronized (scansAfterCommit) {
+      return scansAfterCommit.stream().anyMatch(ScanIterator::unfinished);
+    }
+  }
+
   /** Records that the loading task will call {@link #onTaskCompletion()} when it ends. */
   @Override
   public final void releasedByTask() {
