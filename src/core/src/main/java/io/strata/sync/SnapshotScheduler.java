@@ -359,17 +359,45 @@ final class SnapshotScheduler {
    * upload finish and publish for up to {@value #FINISH_WAIT_MS} ms (a JVM that exits without
    * closing its stores waits for it in {@link UploadsAtExit}), then runs {@code cancel} (which
    * shuts the store's pools down, cancelling the upload's transfers) and waits up to {@value
-   * #CLOSE_WAIT_MS} ms more for it to stop. A snapshot a commit queued finds the store closed and
-   * does nothing.
+   * #CLOSE_WAIT_MS} ms more for it to stop; then runs {@code release} (closes the database and
+   * the object store, deletes the local directory). A snapshot a commit queued finds the store
+   * closed and does nothing.
    *
-   * @return true if a wait was interrupted (the caller restores the interrupt flag)
+   * <p>With {@code wait} false and an upload running, none of this happens on the caller's
+   * thread: a daemon thread of this store ({@code strata-close-<store>}) does it all under the
+   * monitor, so the caller returns at once. The upload's outcome is the same: it publishes only
+   * once every file it names is durable, or leaves its files unnamed (orphans for garbage
+   * collection, never deleted by the close); nothing is released before it stopped. The
+   * caller's interrupt flag is set again if a wait on its thread was interrupted.
+   *
    * @throws IllegalStateException if the caller does not hold the monitor
    */
-  boolean stop(Runnable cancel) {
+  void stop(Runnable cancel, boolean wait, Runnable release) {
     guard.assertHeld();
+    if (!wait && snapshots.running() != null) {
+      Thread closer = new Thread(() -> {
+        synchronized (guard) {
+          snapshots.awaitFinished(FINISH_WAIT_MS);
+          cancel.run();
+          snapshots.awaitStopped(CLOSE_WAIT_MS);
+          release.run();
+        }
+        LOG.debug("{}: closed after its snapshot upload stopped", identity);
+      }, "strata-close-" + identity);
+      closer.setDaemon(true);
+      closer.start();
+      return;
+    }
     boolean interrupted = snapshots.awaitFinished(FINISH_WAIT_MS);
     cancel.run();
-    return snapshots.awaitStopped(CLOSE_WAIT_MS) | interrupted;
+    interrupted |= snapshots.awaitStopped(CLOSE_WAIT_MS);
+    try {
+      release.run();
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /**

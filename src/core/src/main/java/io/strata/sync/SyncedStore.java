@@ -638,31 +638,32 @@ public final class SyncedStore implements AutoCloseable {
     return guard.locked(() -> scheduler.awaitIdle(timeoutMs));
   }
 
+  /** Closes the store and waits for a running snapshot upload: {@code close(true)}. */
+  @Override
+  public void close() {
+    close(true);
+  }
+
   /**
    * Closes the store: waits for a running commit, spill or load (the monitor); lets a running
    * snapshot upload finish, then cancels it ({@link SnapshotScheduler#stop}: up to {@value
-   * SnapshotScheduler#FINISH_WAIT_MS} plus {@value SnapshotScheduler#CLOSE_WAIT_MS} ms); shuts
-   * the store's thread pools down; then closes the local database, the object store, and
-   * deletes the local directory. Idempotent.
+   * SnapshotScheduler#FINISH_WAIT_MS} plus {@value SnapshotScheduler#CLOSE_WAIT_MS} ms, on a
+   * thread of its own unless {@code wait}: for callers under a lock others need, Spark 3.5's
+   * provider lock); then shuts its pools down, closes the local database and the object store
+   * and deletes the local directory. Idempotent.
    */
-  @Override
-  public void close() {
+  public void close(boolean wait) {
     synchronized (guard) {
       if (closed) {
         return;
       }
       ingestion.settle();
       closed = true;
-      boolean interrupted = scheduler.stop(pools::close);
-      try {
+      scheduler.stop(pools::close, wait, () -> {
         db.closeDatabase();
         objects.close();
         db.deleteDirectory();
-      } finally {
-        if (interrupted) {
-          Thread.currentThread().interrupt();
-        }
-      }
+      });
     }
   }
 

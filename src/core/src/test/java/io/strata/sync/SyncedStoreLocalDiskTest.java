@@ -17,6 +17,7 @@ import io.strata.objectstore.RequestListener;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -365,5 +366,59 @@ class SyncedStoreLocalDiskTest {
     assertTrue(maintenanceError.get() != null, "the interrupted upload failed maintenance");
     assertFalse(Files.exists(dir), "close deleted the directory after the upload stopped");
     assertEquals(0, objects.callsAfterClose.get(), "no object store call after close");
+  }
+  /**
+   * Issue 43 part 6: Spark 3.5 closes providers under its executor-wide provider lock, so a
+   * close that waited for a slow base-snapshot upload (up to 30 + 30 s) stalled every stateful
+   * task of the executor. {@code close(false)} during an upload whose PUTs are held returns at
+   * once; another store loads and commits meanwhile; once the PUTs go through, the upload
+   * finishes and publishes its snapshot whole (a new instance restores from it), and only then
+   * is the local directory deleted and the object store closed.
+   */
+  @Test
+  void closeWithoutWaitingReturnsAtOnceDuringASlowUploadWhichStillPublishes() throws Exception {
+    Path dir = tmp.resolve("local-a");
+    SyncedStore s = open("a", 1);
+    s.load(0, Optional.empty());
+    commitVersions(s, 1, 2);
+    FaultyObjectStore objects = objectsOf(0);
+    objects.blockPut = k -> k.startsWith("sst/") || k.startsWith("snap/");
+    Thread maintenance = new Thread(() -> {
+      try {
+        s.maintenance();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    });
+    maintenance.start();
+    assertTrue(objects.blocked.await(10, TimeUnit.SECONDS), "the snapshot upload started");
+
+    long t0 = System.nanoTime();
+    s.close(false);
+    long closeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+    assertTrue(closeMs < 1_000, "close returned in " + closeMs + " ms, not after the upload");
+    assertTrue(Files.exists(dir), "the checkpoint the upload reads is still there");
+    try (SyncedStore other = open("b", 100)) { // another store is not held up meanwhile
+      long t1 = System.nanoTime();
+      other.load(0, Optional.empty());
+      commitVersions(other, 1, 1);
+      assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t1) < 5_000);
+    }
+
+    objects.release.countDown(); // the slow PUTs go through
+    maintenance.join(10_000);
+    assertFalse(maintenance.isAlive(), "the upload ended");
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (Files.exists(dir) && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertFalse(Files.exists(dir), "the close finished after the upload: directory deleted");
+    assertEquals(0, objects.callsAfterClose.get(), "no object store call after its close");
+    try (SyncedStore fresh = open("c", 100)) {
+      fresh.load(2, Optional.empty());
+      assertTrue(fresh.lastRestore().fromPublishedSnapshot(),
+          "the snapshot published after close serves the next cold load: " + fresh.lastRestore());
+      assertArrayEquals(b("value-2"), fresh.get(b("key-2-0")));
+    }
   }
 }

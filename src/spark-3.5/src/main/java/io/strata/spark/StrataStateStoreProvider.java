@@ -72,11 +72,12 @@ public final class StrataStateStoreProvider extends StrataProviderBase {
   protected void reportSnapshotUploaded(long version) { }
 
   /**
-   * Never: no Spark 3.5 operator asks for its write store twice in one task, so a second request
-   * is the same partition computed again, and gets its own load.
+   * Never: Spark 3.5 closes providers (unload, maintenance) while it holds its executor-wide
+   * provider lock ({@code StateStore.loadedProviders}), which every stateful task's load needs;
+   * a running snapshot upload finishes or is cancelled in the background instead.
    */
   @Override
-  protected boolean sharesWriteStoreWithinTask() {
+  protected boolean closeWaitsForUploads() {
     return false;
   }
 

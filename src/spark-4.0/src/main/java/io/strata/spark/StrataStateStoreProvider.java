@@ -47,6 +47,17 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider
   protected void reportSnapshotUploaded(long version) { }
 
   /**
+   * Never: Spark 4.0, as 3.5, closes the providers it unloads while it holds its executor-wide
+   * provider lock ({@code StateStore.unload} under {@code loadedProviders}), which every stateful
+   * task's load needs; a running snapshot upload finishes or is cancelled in the background
+   * instead. (Spark 4.1 closes them outside that lock.)
+   */
+  @Override
+  protected boolean closeWaitsForUploads() {
+    return false;
+  }
+
+  /**
    * The store at {@code endVersion} for the state data source's {@code snapshotStartBatchId}
    * (Spark's {@code SupportsFineGrainedReplay}); see {@link AbstractStrataProvider#replay}.
    */

@@ -69,6 +69,14 @@ final class ScanIterator extends AbstractIterator<UnsafeRowPair> implements Auto
     }
   }
 
+  /**
+   * Whether a reader may still be on this scan: it neither reached its end nor was revoked
+   * (Spark 3.5 never closes a scan, so a scan not read to its end counts as in use).
+   */
+  boolean unfinished() {
+    return !exhausted && revoked == null;
+  }
+
   /** Closes the underlying RocksDB iterator; idempotent. */
   @Override
   public void close() {

@@ -54,7 +54,10 @@ import scala.Option;
  * store handle, which gives it back at commit, abort or release, or at task completion); {@link
  * #upgradeHandle} turns the task's read store into its write store without a
  * second load (Spark 4.1+); commits are reported to the coordinator when commit validation is
- * on (Spark 4.1+); {@link #close()} waits for a running task before closing.
+ * on (Spark 4.1+); {@link #close()} waits for a running task before closing. A second
+ * computation of the partition by the task that holds the store open in a computation (Spark's
+ * {@code rdd.zip} of a batch with itself) gets a side store with a local database of its own
+ * ({@link #sideHandle}), never the first computation's uncommitted writes.
  *
  * <p>What it delegates: the task lock to {@link TaskLock}, what was reported already (GC in
  * commit metrics, snapshots to Spark's coordinator) to {@link StoreReports}, the native memory
@@ -98,6 +101,10 @@ public abstract class StrataProviderBase implements StateStoreProvider {
   private final TaskLock<StrataStoreBase> taskLock =
       new TaskLock<>(this, () -> conf == null ? 0 : conf.lockAcquireTimeout().toMillis());
   private SyncedStore core;
+  /** The query run id {@link #core} was made with (side stores use it too), or null. */
+  private volatile String coreRun;
+  /** Side stores in use ({@link #sideHandle}), oldest first, and their local databases. */
+  private final Map<StrataStoreBase, SyncedStore> sideStores = new java.util.LinkedHashMap<>();
   /** What this provider reported about its store (GC in commit metrics, snapshots to Spark). */
   private final StoreReports reports = new StoreReports(this, this::reportSnapshotUploaded);
 
@@ -170,18 +177,24 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       // task end, after the commit): the read store becomes the write store, as an upgrade.
       return upgradeHandle(held, version, stateStoreCkptId, forceSnapshotOnCommit);
     }
-    if (held != null && held.mode() == StrataStoreBase.Mode.UPDATING
-        && !sharesWriteStoreWithinTask()) {
-      // The same task asks for the write store it already has open: the same partition
-      // computed twice in one task (rdd.zip of a batch with itself, or a first computation
-      // left unfinished). Sharing the store would let one computation see the other's
-      // uncommitted writes; the first one's store is aborted instead and fails if used again.
-      held.supersede();
-      held = null;
-    }
     if (held != null) {
-      held.forceSnapshotOnCommit(forceSnapshotOnCommit);
-      return held; // already this caller's write store of that version
+      // The same task asks again for the write store it has open: the same state partition
+      // computed a second time while the first computation is unfinished (rdd.zip of a batch
+      // with itself; no Spark operator asks twice). Sharing the store would let each
+      // computation see the other's uncommitted writes (a count merged twice); like Spark's
+      // HDFS provider, which gives every getStore its own copy of the version, the second one
+      // gets a store of its own: the side read store its computation opened, or a new one.
+      StrataStoreBase side = sideReadStoreOfCaller(version);
+      if (side != null) {
+        return upgradeHandle(side, version, stateStoreCkptId, forceSnapshotOnCommit);
+      }
+      StrataStoreBase s = sideHandle(version, stateStoreCkptId, false);
+      s.forceSnapshotOnCommit(forceSnapshotOnCommit);
+      return s;
+    }
+    StrataStoreBase side = sideReadStoreOfCaller(version);
+    if (side != null) { // a second computation that began with a side read store
+      return upgradeHandle(side, version, stateStoreCkptId, forceSnapshotOnCommit);
     }
     StrataStoreBase store = load(version, stateStoreCkptId, false);
     store.forceSnapshotOnCommit(forceSnapshotOnCommit);
@@ -190,12 +203,99 @@ public abstract class StrataProviderBase implements StateStoreProvider {
   /**
    * A read-only store holding {@code version}; errors as {@link #openHandle}. If the caller (the
    * same task, or outside tasks the same thread) already holds a store of that version, that
-   * store: Spark 4.0's state data source opens a write store to declare a column family and then
-   * a read store of the same provider, and aborts only the read store.
+   * store (Spark 4.0's state data source opens a write store to declare a column family and then
+   * a read store of the same provider, and aborts only the read store), unless the store it
+   * holds is a write store in a computation ({@link StrataStoreBase#inComputation()}): then this
+   * read starts a second computation of the partition in the same task, which gets a side store
+   * of its own ({@link #sideHandle}).
    */
   final StrataStoreBase readHandle(long version, Option<String> uniqueId) {
     StrataStoreBase held = heldByCaller(version);
+    if (held != null && held.mode() == StrataStoreBase.Mode.UPDATING && held.inComputation()) {
+      return sideHandle(version, uniqueId, true);
+    }
     return held != null ? held : load(version, uniqueId, true);
+  }
+
+  /**
+   * A side store holding {@code version}: a store with a local database of its own, loaded from
+   * the object store, for a second computation of the state partition by the task that holds
+   * this provider's store open (see {@link #openHandle}). It does not take the task lock; it
+   * commits like any write store (the version's first commit in the query run wins, the other
+   * adopts it, as two attempts of one task would: both computed it from the same version and
+   * input); its local database is closed when its task ends.
+   *
+   * @throws RuntimeException Spark's load errors, as {@link #openHandle}
+   */
+  private StrataStoreBase sideHandle(long version, Option<String> ckptId, boolean readOnly) {
+    if (taskLock.closed()) {
+      throw SparkErrors.cannotLoad(new IllegalStateException(this + " is closed"));
+    }
+    SyncedStore side = null;
+    try {
+      side = newCore(coreRun);
+      Optional<String> attempt = checkpointIdsEnabled() && ckptId.isDefined()
+          ? Optional.of(ckptId.get()) : Optional.empty();
+      RequestCounter.Counts start = requests.snapshot();
+      side.load(version, attempt, readOnly);
+      StrataStoreBase store = newStore(side, version, readOnly, requests, start);
+      store.ownedBy(TaskLock.currentOwner());
+      store.markSide();
+      synchronized (sideStores) {
+        sideStores.put(store, side);
+      }
+      side = null; // the store's now: closed by endSide
+      LOG.info("{}: version {} loaded again by the task that holds it open ({}): the second "
+          + "computation of the partition gets a local database of its own", this, version,
+          TaskLock.currentOwner());
+      org.apache.spark.TaskContext ctx = org.apache.spark.TaskContext.get();
+      if (ctx != null) {
+        ctx.addTaskCompletionListener(
+            (org.apache.spark.util.TaskCompletionListener) t -> store.onTaskCompletion());
+        store.releasedByTask();
+      }
+      return store;
+    } catch (StateLoadException e) {
+      if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
+        throw SparkErrors.versionNotFound(e.getMessage(), e);
+      }
+      throw SparkErrors.cannotLoad(e);
+    } catch (Exception | Error e) {
+      throw SparkErrors.cannotLoad(e);
+    } finally {
+      if (side != null) {
+        side.close(false);
+      }
+    }
+  }
+
+  /** This caller's newest side store of {@code version} still open read-only, or null. */
+  private StrataStoreBase sideReadStoreOfCaller(long version) {
+    long me = TaskLock.currentOwner();
+    StrataStoreBase found = null;
+    synchronized (sideStores) {
+      for (StrataStoreBase s : sideStores.keySet()) {
+        if (s.owner() == me && s.version() == version
+            && s.mode() == StrataStoreBase.Mode.READ_ONLY) {
+          found = s;
+        }
+      }
+    }
+    return found;
+  }
+
+  /**
+   * The use of side store {@code s} ended (its task ended, or outside tasks its commit, abort or
+   * release): closes its local database, without waiting for a snapshot upload it started.
+   */
+  final void endSide(StrataStoreBase s) {
+    SyncedStore side;
+    synchronized (sideStores) {
+      side = sideStores.remove(s);
+    }
+    if (side != null) {
+      side.close(false);
+    }
   }
 
   /**
@@ -226,6 +326,22 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // Only this provider's own handles are touched: Spark may pass the read store of another
     // operator in the same task (its thread-local lives until the task ends), or one this
     // operator's previous provider instance made; those belong to their providers.
+    if (readStore instanceof StrataStoreBase s && s.provider() == this && s.isSide()
+        && s.owner() == TaskLock.currentOwner() && s.version() == version
+        && (s.mode() == StrataStoreBase.Mode.READ_ONLY
+            || s.mode() == StrataStoreBase.Mode.UPDATING)) {
+      // The side read store of a second computation in this task becomes its write store.
+      if (s.mode() == StrataStoreBase.Mode.READ_ONLY) {
+        try {
+          s.core().prepareWrite();
+        } catch (IOException e) {
+          throw SparkErrors.cannotLoad(e);
+        }
+        s.upgrade();
+      }
+      s.forceSnapshotOnCommit(forceSnapshotOnCommit);
+      return s;
+    }
     if (readStore instanceof StrataStoreBase s && s.provider() == this) {
       if (s == taskLock.holder() && s.version() == version
           && (uniqueId.isEmpty() || !checkpointIdsEnabled()
@@ -267,6 +383,12 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // The run id before any lock of ours: on Spark 3.5 finding it takes Spark's own lock, which
     // Spark holds while it closes providers (and close() waits for our locks).
     String run = coreMissing() ? queryRunId() : null;
+    StrataStoreBase past = taskLock.holder();
+    if (past != null && past.owner() == TaskLock.currentOwner() && past.readingAfterCommit()) {
+      // This task still reads its committed store (Spark 3.5's Complete mode): a second
+      // computation of the partition at once, which gets a store of its own.
+      return sideHandle(version, ckptId, readOnly);
+    }
     if (!taskLock.takeOverHeldPastCommit()) {
       taskLock.acquire(version);
     }
@@ -336,15 +458,6 @@ public abstract class StrataProviderBase implements StateStoreProvider {
    */
   protected abstract void reportSnapshotUploaded(long version);
 
-  /**
-   * Whether a second {@code getStore} of the version whose write store the same task holds open
-   * returns that store (true, the 4.x lines) or aborts it and loads the version again (Spark 3.5,
-   * where no operator asks twice: a second request is the same partition computed again).
-   */
-  protected boolean sharesWriteStoreWithinTask() {
-    return true;
-  }
-
   /** The store's Spark conf, as passed to {@link #init}. */
   protected final StateStoreConf storeConf() {
     return storeConf;
@@ -389,19 +502,37 @@ public abstract class StrataProviderBase implements StateStoreProvider {
 
   /**
    * Closes the local database and the store's S3 client lease and deletes local files. Waits up
-   * to the lock timeout for a task that still holds the store. Idempotent.
+   * to the lock timeout for a task that still holds the store. A running base-snapshot upload is
+   * waited for only if {@link #closeWaitsForUploads()}; otherwise it finishes (or is cancelled)
+   * in the background and the rest of the close follows it there ({@link SyncedStore#close(
+   * boolean)}). Idempotent.
    */
   @Override
   public void close() {
     if (!taskLock.close()) {
       return;
     }
+    java.util.List<StrataStoreBase> sides;
+    synchronized (sideStores) {
+      sides = new java.util.ArrayList<>(sideStores.keySet());
+    }
+    sides.forEach(this::endSide);
     synchronized (this) {
       if (core != null) {
-        core.close();
+        core.close(closeWaitsForUploads());
         core = null;
       }
     }
+  }
+
+  /**
+   * Whether {@link #close()} waits for a running base-snapshot upload (up to 30 + 30 s). True,
+   * but on Spark 3.5 and 4.0, which close providers under their executor-wide provider lock
+   * ({@code StateStore.loadedProviders}), so that a wait there would stall every stateful task
+   * of the executor.
+   */
+  protected boolean closeWaitsForUploads() {
+    return true;
   }
 
   /** Strata's custom metrics (the driver reads them from an uninitialised instance). */
@@ -546,21 +677,31 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       throw new IllegalStateException(this + " is closed");
     }
     if (core == null) {
-      StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
-          stateStoreId.partitionId(), stateStoreId.storeName(), location());
-      ObjectStore objects = ObjectStores.open(location(), conf::s3, requests);
-      StoreSettings settings = new StoreSettings(conf.snapshotInterval(),
-          conf.transferThreads(), conf.spillThresholdBytes(), checkpointIdsEnabled(),
-          memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit())
-          .withDeltasStagedInMemory(conf.stageDeltasInMemory());
-      core = new SyncedStore(identity, objects, localDir(),
-          run == null ? settings : settings.withRun(run), keySchema.json(), valueSchema.json(),
-          JvmPools.SHARED);
+      core = newCore(run);
+      coreRun = run;
       // Spark's coordinator counts a store that never reports as lagging (Spark 4.2 then forces
       // snapshots inside commits): report each snapshot when it is up, whoever started it.
       core.onSnapshotUploaded(this::reportSnapshotIfNew);
     }
     return core;
+  }
+
+  /**
+   * A new store instance (not loaded) in a local directory of its own.
+   *
+   * @param run the query run id, or null for none
+   */
+  private SyncedStore newCore(String run) throws IOException {
+    StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
+        stateStoreId.partitionId(), stateStoreId.storeName(), location());
+    ObjectStore objects = ObjectStores.open(location(), conf::s3, requests);
+    StoreSettings settings = new StoreSettings(conf.snapshotInterval(),
+        conf.transferThreads(), conf.spillThresholdBytes(), checkpointIdsEnabled(),
+        memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit())
+        .withDeltasStagedInMemory(conf.stageDeltasInMemory());
+    return new SyncedStore(identity, objects, localDir(),
+        run == null ? settings : settings.withRun(run), keySchema.json(), valueSchema.json(),
+        JvmPools.SHARED);
   }
 
   /**

@@ -98,8 +98,13 @@ abstract class StrataStoreBase implements TaskLock.Holder {
    * ({@link #handOverLockPastCommit()}): it can no longer be read.
    */
   private volatile boolean handedOver;
-  /** Whether the same task loaded this write store's version again ({@link #supersede()}). */
-  private volatile boolean superseded;
+  /**
+   * Whether this handle serves a second computation of the state partition in the task that
+   * holds the provider's store ({@link #markSide()}): it has a local database of its own.
+   */
+  private volatile boolean side;
+  /** Whether this handle became a write store through {@link #upgrade()} (read, then write). */
+  private volatile boolean upgraded;
   /** Whether the loading task registered {@link #onTaskCompletion()} (false outside tasks). */
   private volatile boolean releasedByTask;
   /** Scans opened after the commit; closed when the task ends. */
@@ -154,7 +159,42 @@ abstract class StrataStoreBase implements TaskLock.Holder {
       throw SparkErrors.outOfOrder("cannot upgrade a store in state " + mode + " to a write store");
     }
     mode = Mode.UPDATING;
+    upgraded = true;
     writePrepared = true; // the provider ran SyncedStore#prepareWrite before upgrading
+  }
+
+  /**
+   * Whether this write store may already hold, or is about to hold, uncommitted changes of a
+   * computation: it changed something, or it is a read store turned write store (the shape of
+   * a stateful operator's computation: read its state, then write it). A write store loaded
+   * directly that changed nothing (Spark's state data source, declaring column families before
+   * its read) is neither.
+   */
+  boolean inComputation() {
+    return upgraded || writePrepared;
+  }
+
+  /**
+   * Makes this handle a side store: one with a local database of its own ({@link #core()}),
+   * loaded for a second computation of the state partition in the task that holds the
+   * provider's store (see {@code StrataProviderBase#openHandle}). It never holds the provider's
+   * task lock; its local database is closed when its task ends (at once when it ends outside
+   * a task).
+   */
+  void markSide() {
+    side = true;
+  }
+
+  /** Whether this is a side store ({@link #markSide()}). */
+  boolean isSide() {
+    return side;
+  }
+
+  /** A side store whose use ended outside a task closes its local database now. */
+  private void endSideOutsideTask() {
+    if (side && !releasedByTask) {
+      provider.endSide(this);
+    }
   }
 
   /**
@@ -409,18 +449,9 @@ abstract class StrataStoreBase implements TaskLock.Holder {
       // Only after the report to Spark's coordinator, so that the ingestion's thread does not
       // compete with it for the cores (see SyncedStore#startLocalIngestion).
       core.startLocalIngestion();
+      endSideOutsideTask();
     }
     return committed.manifest().version();
-  }
-
-  /**
-   * Aborts this open write store because the same task loads its version again for writing
-   * (see {@code StrataProviderBase.sharesWriteStoreWithinTask()}); its later use fails with
-   * Spark's {@code STATE_STORE_OPERATION_OUT_OF_ORDER}, saying so.
-   */
-  void supersede() {
-    superseded = true;
-    abort();
   }
 
   /** Gives the store back without committing (Spark's {@code abort}); see the class comment. */
@@ -430,9 +461,11 @@ abstract class StrataStoreBase implements TaskLock.Holder {
       core.abort();
       mode = Mode.ABORTED;
       lock.release(this);
+      endSideOutsideTask();
     } else if (m == Mode.READ_ONLY) {
       mode = Mode.ABORTED;
       lock.release(this);
+      endSideOutsideTask();
     }
     // COMMITTED, ABORTED, RELEASED: nothing to undo (Spark may abort after commit).
   }
@@ -446,6 +479,7 @@ abstract class StrataStoreBase implements TaskLock.Holder {
     if (m == Mode.READ_ONLY) {
       mode = Mode.RELEASED;
       lock.release(this);
+      endSideOutsideTask();
     } else if (m == Mode.UPDATING) {
       abort();
     }
@@ -458,13 +492,18 @@ abstract class StrataStoreBase implements TaskLock.Holder {
       release();
     } else if (mode == Mode.UPDATING) {
       abort();
-    } else if (mode == Mode.COMMITTED && lockHeldPastCommit) {
+    } else if (mode == Mode.COMMITTED && (lockHeldPastCommit || side)) {
       synchronized (scansAfterCommit) {
         scansAfterCommit.forEach(ScanIterator::close);
         scansAfterCommit.clear();
       }
-      lockHeldPastCommit = false;
-      lock.release(this);
+      if (lockHeldPastCommit) {
+        lockHeldPastCommit = false;
+        lock.release(this);
+      }
+    }
+    if (side) {
+      provider.endSide(this);
     }
   }
 
@@ -493,6 +532,22 @@ abstract class StrataStoreBase implements TaskLock.Holder {
     handedOver = true;
     lockHeldPastCommit = false;
     return true;
+  }
+
+  /**
+   * Whether this committed store holds the task lock for reads after its commit (Spark 3.5's
+   * Complete mode) and a scan it opened after the commit is not finished: its computation may
+   * still read it, so a new load by the same task must not take the lock over ({@link
+   * #handOverLockPastCommit()}) but gets a side store (the same partition computed twice at
+   * once, such as {@code rdd.zip} of a Complete-mode batch with itself).
+   */
+  boolean readingAfterCommit() {
+    if (mode != Mode.COMMITTED || !lockHeldPastCommit) {
+      return false;
+    }
+    synchronized (scansAfterCommit) {
+      return scansAfterCommit.stream().anyMatch(ScanIterator::unfinished);
+    }
   }
 
   /** Records that the loading task will call {@link #onTaskCompletion()} when it ends. */
@@ -571,8 +626,7 @@ abstract class StrataStoreBase implements TaskLock.Holder {
     }
     if (m != Mode.READ_ONLY && m != Mode.UPDATING) {
       throw SparkErrors.outOfOrder(op + " on " + provider + " version " + version
-          + " after the store was " + m.name().toLowerCase(java.util.Locale.ROOT)
-          + supersededWhy());
+          + " after the store was " + m.name().toLowerCase(java.util.Locale.ROOT));
     }
   }
 
@@ -588,7 +642,7 @@ abstract class StrataStoreBase implements TaskLock.Holder {
           + committed.manifest().version() + " after its commit, once the same task loaded the "
           + "store again");
     }
-    if (!lockHeldPastCommit) {
+    if (!lockHeldPastCommit && !side) { // a side store's database is its own: no lock
       lock.retake(this);
       lockHeldPastCommit = true;
     }
@@ -610,21 +664,14 @@ abstract class StrataStoreBase implements TaskLock.Holder {
     Mode m = mode;
     if (m != Mode.UPDATING) {
       throw SparkErrors.outOfOrder(op + " on " + provider + " version " + version
-          + " in state " + m + "; updates are allowed only before commit or abort"
-          + supersededWhy());
+          + " in state " + m + "; updates are allowed only before commit or abort");
     }
-  }
-
-  private String supersededWhy() {
-    return superseded ? " (aborted because the same task loaded this version again for "
-        + "writing: the same state partition computed twice at once in one task, such as "
-        + "rdd.zip of a batch with itself, which Strata cannot serve from one local database)"
-        : "";
   }
 
   @Override
   public String toString() {
-    return "StrataStateStore[" + provider + ", version " + version + ", " + mode + "]";
+    return "StrataStateStore[" + provider + ", version " + version + ", " + mode
+        + (side ? ", side" : "") + "]";
   }
 
   private int partitionId() {

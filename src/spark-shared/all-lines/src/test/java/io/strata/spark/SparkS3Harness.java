@@ -42,7 +42,7 @@ final class SparkS3Harness implements AutoCloseable {
    */
   private static S3ProxyServer shared;
 
-  private static synchronized S3ProxyServer sharedServer() throws IOException {
+  static synchronized S3ProxyServer sharedServer() throws IOException {
     if (shared == null) {
       Path dir = Files.createTempDirectory("strata-it-s3-");
       S3ProxyServer server = S3ProxyServer.start(dir, Map.of());
