@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.spark.StreamingComparison.QueryDef;
 import io.strata.testkit.FaultProxy;
+import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.util.Map;
 import org.apache.spark.sql.streaming.OutputMode;
@@ -29,6 +30,8 @@ import software.amazon.awssdk.services.s3.S3Client;
  * has since been deleted"). Now a file this JVM wrote exists without a LIST, a GET that misses it
  * looks again, and a 412 whose HEAD misses looks again (bounded, about 4.5 s).
  */
+@OncePerSparkLine(reason = "the checkpoint file manager and the object store are the same "
+    + "classes in both Scala builds of a line")
 class LaggingStoreIT {
   /** How long the relay hides a new object, ms. */
   static final long LAG_MS = 2_000;

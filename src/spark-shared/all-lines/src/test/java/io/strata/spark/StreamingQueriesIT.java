@@ -10,6 +10,7 @@ import static org.apache.spark.sql.functions.sum;
 
 import io.strata.config.StrataConf;
 import io.strata.spark.StreamingComparison.QueryDef;
+import io.strata.testkit.OncePerSparkLine;
 import io.strata.testkit.OnlyOnSparkLines;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -101,6 +102,7 @@ class StreamingQueriesIT {
    * side store with a local database of its own, and every batch equals Spark's provider's.
    */
   @Test
+  @OncePerSparkLine(reason = "the side store is the same code in both Scala builds of a line")
   void aggregationComputedTwiceAtOnceInOneTask() throws Exception {
     check(new QueryDef("agg-update-zip", OutputMode.Update(), (in, r) ->
         in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
@@ -132,6 +134,7 @@ class StreamingQueriesIT {
    */
   @Test
   @OnlyOnSparkLines(value = {"3.5"}, reason = "only Spark 3.5 reads a store after its commit")
+  @OncePerSparkLine(reason = "the side store is the same code in both Scala builds of a line")
   void completeModeComputedTwiceAtOnceInOneTask() throws Exception {
     check(new QueryDef("agg-complete-zip", OutputMode.Complete(), (in, r) ->
         in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
