@@ -41,6 +41,10 @@ import org.junit.jupiter.api.Timeout;
  * chain a cold restore of each store's newest version replays is at most {@code snapshotInterval
  * + 2} (12), and that the batch's output equals that of Spark's HDFS-backed provider running the
  * same query on the same input, one batch per run, on a local checkpoint in this JVM's session.
+ * Issue 43: also that the objects per store stay within the bound retention sets, in this rhythm
+ * with Spark's defaults: at most 3 objects under {@code runs/} (the run's claim and marker, and
+ * the list earlier runs' claims were retired into) and no more published snapshots ({@code b/})
+ * than retained versions; each run prints every store's objects per kind.
  * After the last run: every store has published snapshots, the runs outnumber the bound (so
  * without the snapshots the chain would have exceeded it), and nothing a retained manifest names
  * is missing.
@@ -69,6 +73,13 @@ class OneBatchRunsIT {
   /** The longest restore chain allowed: the snapshot interval plus a margin of two. */
   private static final int BOUND = SNAPSHOT_INTERVAL + 2;
   private static final long CHILD_TIMEOUT_S = 300;
+  /** Spark's default {@code minBatchesToRetain}, which the driver runs keep. */
+  private static final int RETAINED_VERSIONS = 100;
+  /**
+   * Objects under a store's {@code runs/} after a run: the run's claim and its marker, and the
+   * one list the earlier runs' claims were retired into.
+   */
+  private static final int MAX_RUN_OBJECTS = 3;
   private static SparkS3Harness h;
   private static Path logs;
 
@@ -143,6 +154,25 @@ class OneBatchRunsIT {
     return out;
   }
 
+  /**
+   * The objects under one store root ({@code storeRoot} relative to the bucket, ending in
+   * {@code /}) in S3Proxy's data directory, counted per kind: the key's first segment under the
+   * root with its slash ({@code v/}, {@code runs/}, {@code b/}, {@code snap/}, {@code sst/},
+   * {@code spill/}), or the file name for an object directly under the root.
+   */
+  private static Map<String, Integer> objectsPerKind(String storeRoot) throws IOException {
+    Map<String, Integer> kinds = new java.util.TreeMap<>();
+    Path root = h.s3.dataDir().resolve(SparkS3Harness.BUCKET).resolve(storeRoot);
+    try (Stream<Path> files = Files.walk(root)) {
+      for (Path f : files.filter(Files::isRegularFile).toList()) {
+        Path rel = root.relativize(f);
+        String kind = rel.getNameCount() > 1 ? rel.getName(0) + "/" : rel.toString();
+        kinds.merge(kind, 1, Integer::sum);
+      }
+    }
+    return kinds;
+  }
+
   /** Generous: on two shared, busy cores a run (driver JVM plus the HDFS run) took up to 70 s. */
   @Test
   @Timeout(value = 60, unit = TimeUnit.MINUTES)
@@ -199,6 +229,21 @@ class OneBatchRunsIT {
       System.out.printf("OneBatchRunsIT run %d: %d ms, longest restore chain %d, published "
           + "by this run (ms before the driver's exit was seen) %s, %s%n", run,
           millisPerRun.get(run), longest, publishedBefore(prefix, startedAt, exitedAt), chains);
+
+      // Issue 43: the objects per store stay within the bound retention sets, run after run.
+      long retained = Math.min(run + 1, RETAINED_VERSIONS);
+      for (String store : chains.keySet()) {
+        Map<String, Integer> kinds = objectsPerKind(store);
+        System.out.printf("OneBatchRunsIT run %d: %s objects per kind %s%n", run, store, kinds);
+        int runObjects = kinds.getOrDefault("runs/", 0);
+        assertTrue(runObjects <= MAX_RUN_OBJECTS, "run " + run + ": " + store + " holds "
+            + runObjects + " objects under runs/, at most " + MAX_RUN_OBJECTS + " allowed (this "
+            + "run's claim and marker, and the list of retired runs): " + kinds);
+        int published = kinds.getOrDefault("b/", 0);
+        assertTrue(published <= retained, "run " + run + ": " + store + " holds " + published
+            + " published snapshots (b/), more than its " + retained + " retained versions: "
+            + kinds);
+      }
     }
     System.out.println("OneBatchRunsIT longest restore chain per run: " + longestPerRun);
     System.out.println("OneBatchRunsIT ms per run: " + millisPerRun);
