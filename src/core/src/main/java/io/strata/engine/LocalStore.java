@@ -65,6 +65,11 @@ import org.rocksdb.RocksDBException;
 public final class LocalStore implements AutoCloseable {
   /** Memtable size, bytes: memtables stay empty (writes arrive as ingested SSTs). */
   static final long WRITE_BUFFER_BYTES = 1L << 20;
+  /**
+   * Largest RocksDB MANIFEST before RocksDB starts a new one, bytes (RocksDB's default is 1
+   * GiB): it travels in every base snapshot's pack.
+   */
+  static final long MAX_MANIFEST_BYTES = 4L << 10;
 
   /** Life cycle of the local database; see the class comment. */
   public enum State { CLEAN, SPILLED, CLOSED }
@@ -172,7 +177,13 @@ public final class LocalStore implements AutoCloseable {
           .setMaxBackgroundJobs(2)
           .setLevelCompactionDynamicLevelBytes(true)
           .setWriteBufferSize(WRITE_BUFFER_BYTES)
-          .setMaxWriteBufferNumber(2);
+          .setMaxWriteBufferNumber(2)
+          // Every base snapshot uploads the database's MANIFEST (in its pack): RocksDB's default
+          // of 1 GiB lets it grow by every ingestion for as long as the database is open (about
+          // 270 B a version), so packs, and the bytes a cold restore reads, would grow without
+          // bound (issue 43). Past this size RocksDB starts a new MANIFEST holding only the
+          // current files.
+          .setMaxManifestFileSize(MAX_MANIFEST_BYTES);
       if (lease.writeBufferManager() != null) {
         options.setWriteBufferManager(lease.writeBufferManager());
       }

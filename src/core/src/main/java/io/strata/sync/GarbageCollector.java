@@ -204,7 +204,7 @@ final class GarbageCollector {
       verdict.garbage().forEach(l -> going.add(l.key()));
       Set<String> retiring = new HashSet<>(retiredNow);
       int protectedBefore = keep.size();
-      reads += namesOfGoingVersionObjects(verdict.garbage(), retiring, keep);
+      reads += namesOfOldVersionObjects(listing, plan, going, retiring, keep);
       Set<String> kept = new HashSet<>(byRoots);
       for (java.util.Map.Entry<String, Set<String>> e : publishedFiles.entrySet()) {
         (going.contains(e.getKey()) ? retiring : kept).addAll(e.getValue());
@@ -311,34 +311,44 @@ final class GarbageCollector {
   }
 
   /**
-   * Adds to {@code retiring} every key the version objects among {@code garbage} name: from the
-   * cache, else read (one tail GET each, in parallel, at most {@link #GOING_READS} a round; a
-   * version object beyond that is added to {@code keep} and goes in a later round, so that what
-   * it names is never forgotten). A manifest that cannot be read names nothing known: its files
-   * wait for the grace period.
+   * Adds to {@code retiring} every key the version objects below the retention name, those
+   * this round deletes and those it keeps because a retained manifest names a delta inside them
+   * alike (no load of a retained version reads their manifests): from the cache, else read (one
+   * tail GET each, in parallel, at most {@link #GOING_READS} a round, then cached). A deleted
+   * one beyond that is added to {@code keep} and goes in a later round, so that what it names is
+   * never forgotten. A manifest that cannot be read names nothing known: its files wait for the
+   * grace period.
    *
+   * @param going the keys this round deletes so far
    * @return the number of manifests read
    * @throws IOException if interrupted
    */
-  private int namesOfGoingVersionObjects(List<Reachability.Listed> garbage, Set<String> retiring,
-      Set<String> keep) throws IOException {
+  private int namesOfOldVersionObjects(List<Reachability.Listed> listing,
+      Reachability.Plan plan, Set<String> going, Set<String> retiring, Set<String> keep)
+      throws IOException {
     List<Future<Manifest>> futures = new ArrayList<>();
-    for (Reachability.Listed l : garbage) {
-      if (Reachability.kindOf(l.key()) != Reachability.Kind.VERSION_OBJECT
+    List<Reachability.Listed> reading = new ArrayList<>();
+    for (Reachability.Listed l : listing) {
+      long version = StoreLayout.versionOf(l.key());
+      if (version < 0 || version >= plan.oldestRetainedVersion()
           || cache.addNamedKeys(l.key(), l.size(), retiring)) {
         continue;
       }
       if (futures.size() >= GOING_READS) {
-        keep.add(l.key());
+        if (going.contains(l.key())) {
+          keep.add(l.key());
+        }
         continue;
       }
-      long version = StoreLayout.versionOf(l.key());
       String attempt = StoreLayout.attemptOf(l.key());
+      reading.add(l);
       futures.add(readers.submit(() -> reader.readAt(version, l.key(), attempt)));
     }
-    for (Future<Manifest> f : futures) {
+    for (int i = 0; i < futures.size(); i++) {
       try {
-        retiring.addAll(Reachability.namedKeys(f.get()));
+        Manifest m = futures.get(i).get();
+        cache.put(reading.get(i).key(), reading.get(i).size(), m);
+        retiring.addAll(Reachability.namedKeys(m));
       } catch (java.util.concurrent.ExecutionException unreadable) {
         LOG.debug("{}: an old version object's manifest cannot be read; its files wait for the "
             + "grace period", identity, unreadable.getCause());

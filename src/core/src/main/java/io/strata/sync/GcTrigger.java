@@ -61,6 +61,8 @@ final class GcTrigger {
   private final Runnable roundIfDue;
   private boolean firstRoundStarted;
   /** Completes when the first round, started after the first commit, has ended. */
+  /** The thread running the first round, while it runs. */
+  private volatile Thread firstRoundThread;
   private final java.util.concurrent.CompletableFuture<Void> firstRound =
       new java.util.concurrent.CompletableFuture<>();
 
@@ -114,9 +116,11 @@ final class GcTrigger {
       UploadsAtExit.started(token);
       try {
         background.execute(() -> {
+          firstRoundThread = Thread.currentThread();
           try {
             roundIfDue.run();
           } finally {
+            firstRoundThread = null;
             UploadsAtExit.finished(token);
             firstRound.complete(null);
           }
@@ -128,8 +132,14 @@ final class GcTrigger {
     }
   }
 
-  /** Waits until the first round started after the first commit, if any, has ended (tests). */
+  /**
+   * Waits until the first round started after the first commit, if any, has ended (an explicit
+   * round follows it; tests). Returns at once on the thread running it.
+   */
   void awaitFirstRound() {
+    if (Thread.currentThread() == firstRoundThread) {
+      return; // the first round itself
+    }
     boolean started;
     synchronized (guard) {
       started = firstRoundStarted;

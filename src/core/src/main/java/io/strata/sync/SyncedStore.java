@@ -597,6 +597,7 @@ public final class SyncedStore implements AutoCloseable {
    * @throws IllegalStateException if the store is closed
    */
   public GcStats collectGarbage() throws IOException {
+    gc.awaitFirstRound(); // the one a first commit started: this round follows it
     GcTrigger.Round round;
     synchronized (guard) {
       ensureOpen();

@@ -370,6 +370,7 @@ abstract class QueryRunsContract {
       // 10, and B's 9 adopted it: what only A's lineage names is A's snapshot of 10.)
       assertFalse(onlySuperseded.isEmpty(), "run A's published snapshot of version 10 is on "
           + "its superseded lineage only");
+      b.awaitLocalIngestion(); // and its first round, which followed its first commit
       clock.advance(GRACE.plusMinutes(1));
       GcStats first = b.collectGarbage(); // the published snapshots no visible version can use
       GcStats second = b.collectGarbage(); // and the files they named (the same round, or later)
