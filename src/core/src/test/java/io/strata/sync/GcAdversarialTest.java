@@ -214,4 +214,56 @@ class GcAdversarialTest {
     }
     assertLoads(root, states, 20, 25, "after the move");
   }
+
+  /**
+   * Held (checkpoint format 2): a speculative attempt of version 10 in another instance commits
+   * after the first, and the driver uses it; the first instance reloads it and goes on with
+   * rounds after every commit, everything older settled; the unused attempt's instance runs a
+   * round too. Every version of the used lineage loads by its attempt.
+   */
+  @Test
+  void formatTwoTheAttemptTheDriverUsesSurvivesSettledRounds() throws Exception {
+    String root = tmp.resolve("remote-f2").toUri().toString();
+    OffsetClock clock = new OffsetClock();
+    StoreSettings f2 = new StoreSettings(3, 2, 0, true, SharedMemory.Limits.DEFAULT,
+        new GcSettings(true, 3, 1, GRACE.toMillis()));
+    java.util.function.Supplier<SyncedStore> open = () -> new SyncedStore(
+        new StoreIdentity(0, 2, "default", root),
+        ObjectStores.open(root, SyncedStoreTest.UNUSED_S3, RequestListener.NONE),
+        tmp.resolve("exec-" + (executors++)), f2, "{}", "{}", clock);
+    Map<Long, TreeMap<String, String>> states = fromEmpty();
+    Map<Long, String> used = new HashMap<>();
+    try (SyncedStore x = open.get(); SyncedStore y = open.get()) {
+      x.load(0, Optional.empty());
+      for (long v = 1; v <= 10; v++) {
+        states.put(v, GcWorkload.write(x, states.get(v - 1), v, "x"));
+        used.put(v, x.commit().manifest().attempt());
+        x.awaitLocalIngestion();
+        x.maintenance();
+        assertTrue(x.awaitSnapshotUpload(30_000));
+      }
+      y.load(9, Optional.of(used.get(9L)));
+      states.put(10L, GcWorkload.write(y, states.get(9L), 10, "y"));
+      used.put(10L, y.commit().manifest().attempt()); // the driver uses this attempt
+      y.awaitLocalIngestion();
+      Thread.sleep(1_200);
+      x.load(10, Optional.of(used.get(10L)));
+      for (long v = 11; v <= 16; v++) {
+        states.put(v, GcWorkload.write(x, states.get(v - 1), v, "x"));
+        used.put(v, x.commit().manifest().attempt());
+        x.awaitLocalIngestion();
+        x.maintenance();
+        assertTrue(x.awaitSnapshotUpload(30_000));
+        x.collectGarbage();
+        y.collectGarbage();
+        Thread.sleep(300);
+      }
+    }
+    for (long v = 13; v <= 16; v++) {
+      try (SyncedStore r = open.get()) {
+        r.load(v, Optional.of(used.get(v)), true);
+        GcWorkload.assertState(r, states.get(v), "format 2, version " + v);
+      }
+    }
+  }
 }
