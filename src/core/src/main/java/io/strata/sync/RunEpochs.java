@@ -2,7 +2,6 @@
 package io.strata.sync;
 
 import io.strata.format.ManifestFormatException;
-import io.strata.format.RetiredRuns;
 import io.strata.format.RunClaim;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectAlreadyExistsException;
@@ -16,7 +15,6 @@ import java.time.Clock;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,8 +28,8 @@ import org.slf4j.LoggerFactory;
  * one epoch are resolved by the create-only PUT: the loser lists again and claims the next one
  * (or finds its own run, when the winner was another executor of the same run). A claim without
  * a marker (its claimer died between the two PUTs, or is between them) is read with one GET.
- * A run about to claim reads the newest list of retired runs first (one GET, when there is
- * one, {@link RunRetirement}): a retired run is fenced, never given a new epoch.
+ * A run about to claim reads the lists of retired runs first (one GET each, usually one, when
+ * there are any, {@link RunRetirement}): a retired run is fenced, never given a new epoch.
  * Not thread-safe; the store's monitor serialises it.
  */
 final class RunEpochs {
@@ -183,14 +181,12 @@ final class RunEpochs {
    * @throws StateLoadException ({@link StateLoadException.Reason#FENCED}) if this run is retired
    */
   private void refuseIfRetired() throws IOException {
-    Optional<RetiredRuns> retired = RunRetirement.newestList(objects, identity, lastListed);
-    if (retired.isPresent() && retired.get().contains(runId)) {
+    if (RunRetirement.isRetired(objects, identity, lastListed, runId)) {
       throw new StateLoadException(StateLoadException.Reason.FENCED, identity + ": query run "
           + runId + " was superseded by a later run of the query (its epoch claim was retired "
-          + "through epoch " + retired.get().throughEpoch() + ", "
-          + objects.describe(StoreLayout.retiredRuns(retired.get().throughEpoch()))
-          + "); this executor belongs to a stopped or restarted query and must not load or "
-          + "commit (checkpoint format 1)", null);
+          + "into " + objects.describe(StoreLayout.RUNS) + "); this executor belongs to a "
+          + "stopped or restarted query and must not load or commit (checkpoint format 1)",
+          null);
     }
   }
 

@@ -17,7 +17,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import org.slf4j.Logger;
@@ -26,10 +25,14 @@ import org.slf4j.LoggerFactory;
 /**
  * Collects the epoch claims of earlier query runs under {@code runs/} (checkpoint format 1),
  * which would otherwise grow by two objects per run forever. Only the run that holds the
- * newest claim retires: it writes (create-only) {@code runs/<e>.retired}, a {@link RetiredRuns}
- * list of every older run's id through epoch {@code e}, and only then deletes those runs' claims
- * and markers and any earlier list. What stays: the newest claim and its marker, and one list.
- * {@link RunEpochs} reads the list before it claims an epoch, so a retired run's executor never
+ * newest claim retires, in two phases: it writes (create-only) {@code runs/<e>.retired}, a
+ * {@link RetiredRuns} list of every older run's id through epoch {@code e} (the union of the
+ * lists it sees and the runs it retires), and a later round, whose listing shows a list naming
+ * a run, deletes that run's claim and marker, and any list the newest listed one covers. So a
+ * reader whose listing lags (a store whose listings trail its writes) always sees a run's marker
+ * or a list naming the run, and no run id is ever dropped from the lists. What stays: the newest
+ * run's claim and marker, the previous run's until the next round, and one or two lists.
+ * {@link RunEpochs} reads the lists before it claims an epoch, so a retired run's executor never
  * claims a new one. Part of a garbage-collection round, never of a commit. Not thread-safe: a
  * store runs one round at a time.
  */
@@ -39,6 +42,7 @@ final class RunRetirement {
   private final StoreIdentity identity;
   private final ObjectStore objects;
   private final Clock clock;
+  private final Set<String> warned = new HashSet<>();
 
   RunRetirement(StoreIdentity identity, ObjectStore objects, Clock clock) {
     this.identity = identity;
@@ -48,13 +52,19 @@ final class RunRetirement {
 
   /**
    * Retires every run older than {@code ownEpoch} if {@code ownEpoch} holds the newest claim
-   * in {@code listing}: at most one GET of the current list, one GET per older claim without a
-   * marker, one create-only PUT of the new list and one DeleteObjects.
+   * in {@code listing}, in two phases so that a reader whose listing lags never misses both a
+   * run's marker and the list naming it: a run not yet in a listed list is recorded in a new
+   * list (create-only PUT, the union of every listed list and those runs), and only a later
+   * round, whose listing shows a list naming it, deletes its claim and marker. A listed list is
+   * deleted only when the newest listed one holds every run it holds. Costs at most one GET per
+   * listed list (usually one), one per older claim without a marker, one PUT and one
+   * DeleteObjects. While a listed list cannot be read, nothing is retired (a WARN names it).
    *
    * @param listing the round's listing of the store's root
    * @param ownEpoch the collecting instance's epoch, or -1 (then nothing is done)
    * @return the number of objects deleted
-   * @throws IOException if storage fails (nothing is deleted before the new list is written)
+   * @throws IOException if storage fails (nothing is deleted before the list naming it is
+   *     listed)
    */
   int retire(List<Reachability.Listed> listing, long ownEpoch) throws IOException {
     if (ownEpoch <= 0) {
@@ -69,12 +79,12 @@ final class RunRetirement {
       long c = StoreLayout.claimEpochOf(key);
       long m = StoreLayout.markerEpochOf(key);
       long r = StoreLayout.retiredRunsEpochOf(key);
-      newest = Math.max(newest, Math.max(c, m));
       if (r > 0) {
         lists.put(r, key);
       }
       long e = Math.max(c, m);
       if (e > 0) {
+        newest = Math.max(newest, e);
         keysOf.computeIfAbsent(e, x -> new ArrayList<>()).add(key);
         if (m > 0) {
           older.put(e, StoreLayout.markerRunOf(key));
@@ -91,70 +101,101 @@ final class RunRetirement {
     if (older.isEmpty() && lists.size() <= 1) {
       return 0;
     }
-    RetiredRuns current = lists.isEmpty() ? null : read(lists.lastEntry().getValue());
-    Set<String> ids = new HashSet<>(current == null ? List.of() : current.runIds());
-    long through = current == null ? 0 : current.throughEpoch();
-    for (Map.Entry<Long, String> e : older.entrySet()) {
-      String run = e.getValue() != null ? e.getValue() : claimedBy(e.getKey());
-      if (run == null) {
-        keysOf.remove(e.getKey()); // unreadable claim: left alone (the tool shows it)
-        continue;
-      }
-      ids.add(run);
-      through = Math.max(through, e.getKey());
-    }
-    String listKey = current == null ? null : lists.lastEntry().getValue();
-    if (current == null || !current.runIds().containsAll(ids)
-        || current.throughEpoch() < through) {
-      RetiredRuns next = new RetiredRuns(identity.id(), through, new ArrayList<>(ids),
-          clock.millis());
-      listKey = StoreLayout.retiredRuns(through);
+    Map<String, RetiredRuns> read = new java.util.LinkedHashMap<>();
+    Set<String> listed = new HashSet<>();
+    long through = 0;
+    for (String key : lists.values()) {
+      RetiredRuns r;
       try {
-        objects.putIfAbsent(listKey, ObjectBody.of(next.encode()));
-      } catch (ObjectAlreadyExistsException raced) {
-        // another instance of this run wrote it: delete only what it lists
-        RetiredRuns theirs = read(listKey);
-        if (theirs == null || !theirs.runIds().containsAll(ids)) {
-          return 0;
-        }
+        r = read(key);
+      } catch (IOException unreadable) {
+        warnOnce(key, unreadable);
+        return 0;
+      }
+      if (r != null) {
+        read.put(key, r);
+        listed.addAll(r.runIds());
+        through = Math.max(through, r.throughEpoch());
       }
     }
     List<String> delete = new ArrayList<>();
-    keysOf.values().forEach(delete::addAll);
-    for (Map.Entry<Long, String> l : lists.entrySet()) {
-      if (!l.getValue().equals(listKey)) {
-        delete.add(l.getValue());
+    Set<String> toRecord = new HashSet<>();
+    long recordThrough = through;
+    for (Map.Entry<Long, String> e : older.entrySet()) {
+      String run = e.getValue() != null ? e.getValue() : claimedBy(e.getKey());
+      if (run == null) {
+        continue; // unreadable claim: left alone (the tool shows it)
+      }
+      if (listed.contains(run)) {
+        delete.addAll(keysOf.get(e.getKey())); // a listed list names it: phase two
+      } else {
+        toRecord.add(run);
+        recordThrough = Math.max(recordThrough, e.getKey());
+      }
+    }
+    if (!toRecord.isEmpty()) {
+      toRecord.addAll(listed);
+      String key = StoreLayout.retiredRuns(recordThrough);
+      try {
+        objects.putIfAbsent(key, ObjectBody.of(new RetiredRuns(identity.id(), recordThrough,
+            new ArrayList<>(toRecord), clock.millis()).encode()));
+      } catch (ObjectAlreadyExistsException raced) {
+        // another instance of this run wrote it: a later round reads it
+      }
+    }
+    if (!lists.isEmpty()) {
+      RetiredRuns newestListed = read.get(lists.lastEntry().getValue());
+      for (Map.Entry<String, RetiredRuns> e : read.entrySet()) {
+        if (newestListed != null && e.getValue() != newestListed
+            && newestListed.runIds().containsAll(e.getValue().runIds())) {
+          delete.add(e.getKey());
+        }
       }
     }
     if (!delete.isEmpty()) {
       objects.delete(delete);
-      LOG.info("{}: retired {} earlier query runs' epoch claims ({} objects deleted); their "
-          + "run ids are in {}", identity, keysOf.size(), delete.size(),
-          objects.describe(listKey));
+      LOG.info("{}: retired earlier query runs' epoch claims ({} objects deleted); their run "
+          + "ids are in {}", identity, delete.size(),
+          objects.describe(lists.isEmpty() ? StoreLayout.RUNS : lists.lastEntry().getValue()));
     }
     return delete.size();
   }
 
   /**
-   * The retired runs listed in {@code listing}'s newest list, read with one GET, or empty if
-   * there is none.
+   * True if {@code runId} is in a retired-runs list among {@code listedKeys} (one GET per list,
+   * usually one). A list that cannot be read is skipped with a WARN: it never stops a load.
    *
-   * @throws IOException if storage fails or the list cannot be read
+   * @throws IOException if storage fails
    */
-  static Optional<RetiredRuns> newestList(ObjectStore objects, StoreIdentity identity,
-      List<String> listedKeys) throws IOException {
-    String newest = null;
-    long epoch = -1;
+  static boolean isRetired(ObjectStore objects, StoreIdentity identity, List<String> listedKeys,
+      String runId) throws IOException {
+    RunRetirement reader = new RunRetirement(identity, objects, Clock.systemUTC());
     for (String key : listedKeys) {
-      long e = StoreLayout.retiredRunsEpochOf(key);
-      if (e > epoch) {
-        epoch = e;
-        newest = key;
+      if (StoreLayout.retiredRunsEpochOf(key) < 0) {
+        continue;
+      }
+      try {
+        RetiredRuns r = reader.read(key);
+        if (r != null && r.contains(runId)) {
+          return true;
+        }
+      } catch (IOException unreadable) {
+        if (unreadable instanceof java.io.InterruptedIOException) {
+          throw unreadable;
+        }
+        LOG.warn("{}: {}; the list is ignored (a run it names is not fenced by it)", identity,
+            unreadable.getMessage());
       }
     }
-    return newest == null ? Optional.empty()
-        : Optional.ofNullable(new RunRetirement(identity, objects, Clock.systemUTC())
-            .read(newest));
+    return false;
+  }
+
+  /** Logs once per key and instance that a retired-runs list cannot be read. */
+  private void warnOnce(String key, IOException e) {
+    if (warned.add(key)) {
+      LOG.warn("{}: {}; earlier runs' epoch claims are not retired while it is listed (delete "
+          + "it, or see docs/operations.md)", identity, e.getMessage());
+    }
   }
 
   /** The list at {@code key}, or null if it vanished. */

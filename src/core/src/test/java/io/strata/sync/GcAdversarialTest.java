@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.UUID;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -131,8 +130,6 @@ class GcAdversarialTest {
    * The same damage to a published snapshot is tolerated (issue 43, part 4).
    */
   @Test
-  @Disabled("HOLE: a damaged runs/<e>.retired fails every new run's load (RunEpochs"
-      + ".refuseIfRetired -> RunRetirement.read throws IOException); see the review report")
   void aDamagedRetiredRunsListDoesNotStopTheNextRun() throws Exception {
     String root = tmp.resolve("remote-damaged").toUri().toString();
     OffsetClock clock = new OffsetClock();
