@@ -80,6 +80,15 @@ final class StandaloneCluster implements AutoCloseable {
    */
   static StandaloneCluster start(SparkHome home, Path logDir, Path scratch, int workers,
       Duration timeout) throws IOException, InterruptedException {
+    return start(home, logDir, scratch, workers, WORKER_CORES, timeout);
+  }
+
+  /**
+   * As {@link #start(SparkHome, Path, Path, int, Duration)}, with {@code cores} cores per worker
+   * (room for that many one-core executors, of one application or several).
+   */
+  static StandaloneCluster start(SparkHome home, Path logDir, Path scratch, int workers,
+      int cores, Duration timeout) throws IOException, InterruptedException {
     Files.createDirectories(logDir);
     Files.createDirectories(scratch);
     StandaloneCluster cluster = new StandaloneCluster(logDir);
@@ -95,7 +104,7 @@ final class StandaloneCluster implements AutoCloseable {
         cluster.launch(home, "worker-" + i,
             Map.of("SPARK_LOCAL_DIRS", local.toString()), WORKER_CLASS,
             "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
-            "--cores", Integer.toString(WORKER_CORES), "--memory", WORKER_MEMORY,
+            "--cores", Integer.toString(cores), "--memory", WORKER_MEMORY,
             "--work-dir", work.toString(), cluster.masterUrl);
       }
       started = true;
@@ -177,6 +186,8 @@ final class StandaloneCluster implements AutoCloseable {
     // The --add-opens flags Spark's own launcher gives every JVM it starts.
     cmd.addAll(Arrays.asList(JavaModuleOptions.defaultModuleOptions().trim().split("\\s+")));
     cmd.add("-Dspark.master.rest.enabled=false");
+    // An application whose executors keep dying (the fault campaign kills them) is not removed.
+    cmd.add("-Dspark.deploy.maxExecutorRetries=-1");
     cmd.add(mainClass);
     cmd.addAll(Arrays.asList(args));
     Path log = logDir.resolve(name + ".log");

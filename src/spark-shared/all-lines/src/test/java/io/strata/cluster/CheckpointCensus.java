@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.cluster;
+
+import io.strata.format.ManifestCodec;
+import io.strata.format.PublishedSnapshotCodec;
+import io.strata.format.Reachability;
+import io.strata.format.StoreLayout;
+import io.strata.format.VersionObjectCodec;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Stream;
+
+/**
+ * Counts a checkpoint's state objects against the collection bound of docs/format.md ("The
+ * bound"), reading S3Proxy's filesystem data directory directly (one file per key, its
+ * modification time the object's {@code Last-Modified}), so it sends no request and sees no
+ * fault. Used by the fault campaign ({@link FaultCampaignIT}) while the query runs and, with no
+ * slack, after its final garbage collection.
+ *
+ * <p>Per store, with {@code N} its newest version, {@code R} the versions retained and {@code
+ * s} the slack: an object is <em>within the bound</em> if it is a version object of a version
+ * {@code >= N - R - s} (every generation), an object such a version's manifest names, a
+ * published snapshot of such a version or the newest older one, with the files it names, a run
+ * claim, marker or list (at most 6; more are beyond), an object written after the oldest of those
+ * version objects (in flight, not yet settled), or a base-snapshot file younger than the grace
+ * period. Everything else is <em>beyond</em> the bound. The slack is the versions a store
+ * commits between two rounds of its collection (Spark's {@code minVersionsToDelete}, 30 by
+ * default): the bound holds after a round, and a sample may fall just before one.
+ */
+final class CheckpointCensus {
+  /** One store's count. */
+  record Store(String root, long newest, int objects, int published, int runs,
+      List<String> beyond) { }
+
+  private final Path bucketDir;
+  private final String prefix;
+  /** Keys each immutable object names (version objects' manifests, published snapshots). */
+  private final Map<String, Set<String>> namedCache = new ConcurrentHashMap<>();
+
+  /**
+   * @param dataDir S3Proxy's data directory
+   * @param bucket the checkpoint's bucket
+   * @param prefix the key prefix under which query checkpoints are ({@code .../state/} below)
+   */
+  CheckpointCensus(Path dataDir, String bucket, String prefix) {
+    this.bucketDir = dataDir.resolve(bucket);
+    this.prefix = prefix;
+  }
+
+  /**
+   * Counts every store under the prefix now.
+   *
+   * @param retain the versions retained ({@code minBatchesToRetain})
+   * @param slack versions a store may be past its last round
+   * @param graceMillis the grace period of base-snapshot files nothing named yet
+   * @param nowMillis the clock the ages are taken against
+   */
+  List<Store> take(int retain, int slack, long graceMillis, long nowMillis) throws IOException {
+    Map<Path, Map<String, Long>> stores = new TreeMap<>();
+    Path top = bucketDir.resolve(prefix);
+    if (!Files.isDirectory(top)) {
+      return List.of();
+    }
+    try (Stream<Path> s = Files.walk(top)) {
+      for (Path f : s.filter(Files::isRegularFile).toList()) {
+        String rel = top.relativize(f).toString().replace('\\', '/');
+        int state = rel.indexOf("/state/");
+        if (state < 0 || f.getFileName().toString().startsWith(".")) {
+          continue; // Spark's own files, or S3Proxy's temporary ones
+        }
+        Path storeRoot = storeRootOf(f, top);
+        if (storeRoot == null) {
+          continue;
+        }
+        try {
+          stores.computeIfAbsent(storeRoot, x -> new TreeMap<>())
+              .put(storeRoot.relativize(f).toString().replace('\\', '/'),
+                  Files.getLastModifiedTime(f).toMillis());
+        } catch (NoSuchFileException gone) {
+          // collected while we walked
+        }
+      }
+    }
+    List<Store> out = new ArrayList<>();
+    for (Map.Entry<Path, Map<String, Long>> e : stores.entrySet()) {
+      out.add(count(e.getKey(), e.getValue(), retain, slack, graceMillis, nowMillis));
+    }
+    return out;
+  }
+
+  /** The store root holding {@code f}: the directory above its {@code v/}, {@code b/}, ... */
+  private static Path storeRootOf(Path f, Path top) {
+    for (Path p = f.getParent(); p != null && p.startsWith(top); p = p.getParent()) {
+      String name = p.getFileName().toString();
+      if (name.equals("v") || name.equals("b") || name.equals("sst") || name.equals("snap")
+          || name.equals("spill") || name.equals("runs")) {
+        return p.getParent();
+      }
+    }
+    return null;
+  }
+
+  private Store count(Path root, Map<String, Long> objects, int retain, int slack,
+      long graceMillis, long nowMillis) throws IOException {
+    long newest = -1;
+    for (String k : objects.keySet()) {
+      newest = Math.max(newest, StoreLayout.versionOf(k));
+    }
+    long from = newest - retain - slack;
+    long oldestRoot = Long.MAX_VALUE;
+    Set<String> allowed = new HashSet<>();
+    String olderPublished = null;
+    for (Map.Entry<String, Long> o : objects.entrySet()) {
+      String k = o.getKey();
+      long v = StoreLayout.versionOf(k);
+      if (v >= 0 && v >= from) {
+        allowed.add(k);
+        oldestRoot = Math.min(oldestRoot, o.getValue());
+        allowed.addAll(named(root, k));
+      }
+      long p = StoreLayout.publishedSnapshotVersionOf(k);
+      if (p >= 0 && p >= from) {
+        allowed.add(k);
+        allowed.addAll(named(root, k));
+      } else if (p >= 0 && (olderPublished == null
+          || p > StoreLayout.publishedSnapshotVersionOf(olderPublished))) {
+        olderPublished = k;
+      }
+    }
+    if (olderPublished != null) {
+      allowed.add(olderPublished);
+      allowed.addAll(named(root, olderPublished));
+    }
+    int runs = 0;
+    int published = 0;
+    List<String> beyond = new ArrayList<>();
+    for (Map.Entry<String, Long> o : objects.entrySet()) {
+      String k = o.getKey();
+      Reachability.Kind kind = Reachability.kindOf(k);
+      if (kind == Reachability.Kind.PUBLISHED_SNAPSHOT) {
+        published++;
+      }
+      if (k.startsWith(StoreLayout.RUNS)) {
+        if (++runs > 6) {
+          beyond.add(k);
+        }
+        continue;
+      }
+      boolean young = o.getValue() + Reachability.SETTLE_MARGIN_MILLIS >= oldestRoot;
+      boolean graced = (kind == Reachability.Kind.SNAPSHOT_SST
+          || kind == Reachability.Kind.SNAPSHOT_PACK) && nowMillis - o.getValue() < graceMillis;
+      if (!allowed.contains(k) && !young && !graced) {
+        beyond.add(k + " (" + (nowMillis - o.getValue()) / 1000 + " s old)");
+      }
+    }
+    return new Store(bucketDir.relativize(root).toString(), newest, objects.size(), published,
+        runs, beyond);
+  }
+
+  /** The keys (relative to the store root) the object {@code key} names; cached. */
+  private Set<String> named(Path root, String key) throws IOException {
+    Path f = root.resolve(key);
+    String id = f.toString();
+    Set<String> known = namedCache.get(id);
+    if (known != null) {
+      return known;
+    }
+    byte[] all;
+    try {
+      all = Files.readAllBytes(f);
+    } catch (NoSuchFileException gone) {
+      return Set.of();
+    }
+    Set<String> names;
+    try {
+      if (StoreLayout.publishedSnapshotVersionOf(key) >= 0) {
+        names = Reachability.namedKeys(PublishedSnapshotCodec.decode(all, key));
+      } else {
+        VersionObjectCodec.Footer footer = VersionObjectCodec.footer(all, all.length);
+        names = Reachability.namedKeys(ManifestCodec.decode(
+            VersionObjectCodec.manifestFromTail(all, footer)));
+      }
+    } catch (Exception e) {
+      // a damaged or half-written object names nothing (not cached: it may be whole later)
+      return Set.of();
+    }
+    namedCache.put(id, names);
+    return names;
+  }
+}
