@@ -30,7 +30,8 @@ import java.util.stream.Stream;
  * s} the slack: an object is <em>within the bound</em> if it is a version object of a version
  * {@code >= N - R - s} (every generation), an object such a version's manifest names, a
  * published snapshot of such a version or the newest older one, with the files it names, a run
- * claim, marker or list (at most 6; more are beyond), an object written after the oldest of those
+ * claim, marker or list (at most 6 after a round, 8 with slack: a new run's claim and marker
+ * come before its first round; more are beyond), an object written after the oldest of those
  * version objects (in flight, not yet settled), or a base-snapshot file younger than the grace
  * period. Everything else is <em>beyond</em> the bound. The slack is the versions a store
  * commits between two rounds of its collection (Spark's {@code minVersionsToDelete}, 30 by
@@ -150,7 +151,7 @@ final class CheckpointCensus {
         published++;
       }
       if (k.startsWith(StoreLayout.RUNS)) {
-        if (++runs > 6) {
+        if (++runs > (slack > 0 ? 8 : 6)) {
           beyond.add(k);
         }
         continue;

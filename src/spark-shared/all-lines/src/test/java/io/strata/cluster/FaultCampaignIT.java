@@ -363,10 +363,12 @@ class FaultCampaignIT {
   private static String lastError(Path log) {
     try {
       List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
-      for (int i = lines.size() - 1; i >= 0; i--) {
-        String l = lines.get(i);
-        if (l.contains("stopped: ") || l.contains("Exception:")) {
-          return l.length() > 400 ? l.substring(0, 400) + "..." : l;
+      for (String marker : List.of("stopped: ", "Exception:")) {
+        for (int i = lines.size() - 1; i >= 0; i--) {
+          String l = lines.get(i);
+          if (l.contains(marker)) {
+            return l.length() > 400 ? l.substring(0, 400) + "..." : l;
+          }
         }
       }
       return "(no error in " + log + ")";
@@ -426,6 +428,9 @@ class FaultCampaignIT {
   private void inject(Kind k, Random random) throws Exception {
     injected.get(k).incrementAndGet();
     int seconds = 10 + random.nextInt(11);
+    if (k == Kind.LOST_WRITES) {
+      seconds = 20;
+    }
     support.log("fault " + k + (k.ordinal() >= Kind.STORM_503.ordinal()
         && k != Kind.ZOMBIE ? " for " + seconds + " s" : ""));
     switch (k) {
@@ -459,7 +464,7 @@ class FaultCampaignIT {
       case LOST_WRITES -> {
         java.util.function.Function<FaultProxy.Request, Fault> inFlight =
             FaultProxy.randomShare(0.3, random.nextLong(), Fault.RESET);
-        window(20, r -> !r.isPut() ? Fault.NONE
+        window(seconds, r -> !r.isPut() ? Fault.NONE
             : r.key().contains("/state/") && r.key().contains("/b/") ? Fault.LOSE_WRITE
             : inFlight.apply(r));
       }
