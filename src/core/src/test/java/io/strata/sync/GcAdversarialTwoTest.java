@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.sync;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.engine.SharedMemory;
@@ -189,6 +190,84 @@ class GcAdversarialTwoTest {
         }
       }
       return bytes;
+    }
+  }
+
+  /**
+   * Held: the owner's base snapshot has uploaded its files but not yet published them (its
+   * {@code b/} PUT is held back); meanwhile everything older settles, and both the owner and a
+   * stale instance of the same run collect. Then the publication goes through, the next commit
+   * adopts the snapshot, and every retained version, the adopting one included, loads exactly.
+   */
+  @Test
+  void roundsBetweenASnapshotsUploadAndItsAdoptionKeepItsFiles() throws Exception {
+    String root = tmp.resolve("remote-adopt").toUri().toString();
+    OffsetClock clock = new OffsetClock();
+    String run = UUID.randomUUID().toString();
+    Map<Long, TreeMap<String, String>> states = new HashMap<>();
+    states.put(0L, new TreeMap<>());
+    StoreSettings settings = new StoreSettings(2, 2, 0, false, SharedMemory.Limits.DEFAULT,
+        new GcSettings(true, 2, 1, GRACE.toMillis())).withRun(run);
+    SyncedStoreLocalDiskTest.FaultyObjectStore faulty =
+        new SyncedStoreLocalDiskTest.FaultyObjectStore(ObjectStores.open(root,
+            SyncedStoreTest.UNUSED_S3, RequestListener.NONE));
+    try (SyncedStore owner = new SyncedStore(new StoreIdentity(0, 2, "default", root), faulty,
+            tmp.resolve("exec-owner"), settings, "{}", "{}", clock);
+        SyncedStore stale = open(root, false, run, 2, clock)) {
+      owner.load(0, Optional.empty());
+      for (long v = 1; v <= 6; v++) {
+        states.put(v, GcWorkload.write(owner, states.get(v - 1), v, "o"));
+        owner.commit();
+        owner.awaitLocalIngestion();
+        owner.maintenance();
+        assertTrue(owner.awaitSnapshotUpload(30_000));
+        owner.collectGarbage();
+        if (v == 5) {
+          stale.load(5, Optional.empty()); // an instance that later lost the partition
+        }
+      }
+      Thread.sleep(1_100);
+      for (long v = 7; v <= 8; v++) {
+        states.put(v, GcWorkload.write(owner, states.get(v - 1), v, "o"));
+        owner.commit();
+        owner.awaitLocalIngestion();
+      }
+      faulty.blockPut = k -> k.startsWith(io.strata.format.StoreLayout.PUBLISHED_SNAPSHOTS);
+      java.util.concurrent.CompletableFuture<Boolean> upload =
+          java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+              return owner.maintenance();
+            } catch (IOException e) {
+              throw new java.io.UncheckedIOException(e);
+            }
+          });
+      assertTrue(faulty.blocked.await(30, java.util.concurrent.TimeUnit.SECONDS),
+          "the snapshot's files are up, its publication held");
+      Thread.sleep(1_100); // 1..8 settle before the next commit's roots
+      faulty.blockPut = k -> false;
+      stale.collectGarbage();
+      owner.collectGarbage(); // its own round, the upload in flight and not yet offered
+      faulty.release.countDown();
+      assertTrue(upload.get(30, java.util.concurrent.TimeUnit.SECONDS), "uploaded");
+      stale.collectGarbage();
+      for (long v = 9; v <= 10; v++) {
+        states.put(v, GcWorkload.write(owner, states.get(v - 1), v, "o"));
+        owner.commit();
+        owner.awaitLocalIngestion();
+        owner.collectGarbage();
+        stale.collectGarbage();
+        Thread.sleep(1_100);
+      }
+    }
+    try (SyncedStore reader = open(root, false, null, 100, new OffsetClock())) {
+      assertEquals(8L, reader.readManifest(9, Optional.empty()).base().orElseThrow().version(),
+          "version 9 adopted the snapshot of 8");
+    }
+    for (long r = 8; r <= 10; r++) {
+      try (SyncedStore reader = open(root, false, null, 100, new OffsetClock())) {
+        reader.load(r, Optional.empty(), true);
+        GcWorkload.assertState(reader, states.get(r), "version " + r);
+      }
     }
   }
 }
