@@ -71,7 +71,7 @@ class GcAdversarialTwoTest {
     try (SyncedStore x = open(root, format2, run, retain, clock);
         SyncedStore y = open(root, format2, run, retain, clock)) {
       SyncedStore[] both = {x, y};
-      for (long v = 1; v <= 12; v++) {
+      for (long v = 1; v <= 8; v++) {
         SyncedStore owner = both[(int) ((v / 2) % 2)];
         SyncedStore other = owner == x ? y : x;
         owner.load(v - 1, Optional.ofNullable(used.get(v - 1)));
