@@ -208,7 +208,15 @@ final class RunEpochs {
     }
   }
 
-  /** The run id in the claim of {@code e}, or null if it vanished or is unreadable. */
+  /**
+   * The run id in the claim of {@code e}, or null if it vanished or cannot be decoded. An
+   * undecodable claim (damaged bytes, a newer format) is another run's as far as this run can
+   * tell, and a WARN names it: failing instead would stop every later load of the store, the
+   * read-only ones included, for as long as it stays (garbage collection leaves a claim it
+   * cannot read alone). Its epoch still counts as taken.
+   *
+   * @throws IOException if storage fails
+   */
   private String readClaim(long e) throws IOException {
     String key = StoreLayout.runClaim(e);
     try (InputStream in = objects.get(key)) {
@@ -216,8 +224,10 @@ final class RunEpochs {
     } catch (ObjectNotFoundException ex) {
       return null;
     } catch (ManifestFormatException ex) {
-      throw new IOException("Cannot read the run claim " + objects.describe(key) + " of "
-          + identity + ": " + ex.getMessage(), ex);
+      LOG.warn("{}: cannot read the run claim {} ({}); taking it for another query run's "
+          + "(delete it if no run holds epoch {}; see docs/operations.md, \"Re-running batches\")", identity,
+          objects.describe(key), ex.getMessage(), e);
+      return null;
     }
   }
 }

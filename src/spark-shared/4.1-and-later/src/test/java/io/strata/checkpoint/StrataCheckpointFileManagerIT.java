@@ -253,6 +253,35 @@ class StrataCheckpointFileManagerIT {
     }
   }
 
+  /**
+   * Review of issue 43 (i43-adv2): a file this JVM wrote that another process deleted since (a
+   * checkpoint removed by hand, or by a tool, before the query starts again in the same driver
+   * JVM) does not exist for a new manager once the store's lag has passed, as with Spark's own
+   * manager: Spark's {@code StreamMetadata.read} asks {@code exists(metadata)} and then reads it;
+   * before, the answer stayed "yes" for ever and the start failed with FileNotFoundException
+   * after 4.5 s of GETs. (The trust window, 10 s, is shortened to 200 ms here.)
+   */
+  @Test
+  void aFileThisJvmWroteThatAnotherProcessDeletedIsGoneOnceTheLagHasPassed() throws Exception {
+    write(fm, p("metadata"), "id", false);
+    String key = root.substring(("s3a://" + BUCKET + "/").length()) + "/metadata";
+    server.client().deleteObject(b -> b.bucket(BUCKET).key(key)); // another process
+    long before = KnownKeys.JVM.ownWriteTrustMillis(200);
+    StrataCheckpointFileManager fresh =
+        new StrataCheckpointFileManager(new org.apache.hadoop.fs.Path(root), conf(server));
+    try {
+      Thread.sleep(300);
+      assertFalse(fresh.exists(p("metadata")), "deleted by another process");
+      write(fresh, p("metadata"), "id2", false); // Spark starts afresh
+      try (FSDataInputStream in = fresh.open(p("metadata"))) {
+        assertEquals("id2", new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      }
+    } finally {
+      KnownKeys.JVM.ownWriteTrustMillis(before);
+      fresh.close();
+    }
+  }
+
   @Test
   void deleteIsRecursive() throws Exception {
     write(fm, p("state/0/_metadata/metadata"), "m", false);

@@ -5,6 +5,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.LongSupplier;
 
 /**
  * What this JVM knows about the keys directly under directories it listed: the last listing of
@@ -28,6 +29,16 @@ final class KnownKeys {
   /** Directories remembered per JVM. */
   static final int MAX_DIRS = 1024;
 
+  /**
+   * How long a file this JVM created counts as present without a listing ({@link
+   * #createdHere}), ms: well above the lag a store's reads may trail its writes by that Strata
+   * tolerates elsewhere (8 lookups over about 4.5 s). Past it, a listing decides: another
+   * process may have deleted the file since (a checkpoint removed by hand, or a tool, before the
+   * query starts again in this JVM), and a remembered "it exists" would then make Spark read a
+   * file that is gone instead of writing it anew.
+   */
+  static final long OWN_WRITE_TRUST_MILLIS = 10_000;
+
   /** The JVM's knowledge, shared by all managers. */
   static final KnownKeys JVM = new KnownKeys(MAX_DIRS);
 
@@ -38,10 +49,20 @@ final class KnownKeys {
    */
   private final Map<String, Dir> unlisted;
   private long clock;
+  /** Monotonic time, ns ({@link System#nanoTime()}; tests move it). */
+  private final LongSupplier nanos;
+  /** {@link #OWN_WRITE_TRUST_MILLIS} in ns (tests shorten it). */
+  private volatile long ownWriteTrustNanos = OWN_WRITE_TRUST_MILLIS * 1_000_000L;
 
   KnownKeys(int maxDirs) {
+    this(maxDirs, System::nanoTime);
+  }
+
+  /** @param nanos monotonic time in ns, for {@link #OWN_WRITE_TRUST_MILLIS} */
+  KnownKeys(int maxDirs, LongSupplier nanos) {
     this.dirs = lru(maxDirs);
     this.unlisted = lru(maxDirs);
+    this.nanos = nanos;
   }
 
   private static Map<String, Dir> lru(int max) {
@@ -56,12 +77,13 @@ final class KnownKeys {
   }
 
   /**
-   * One child of a listed directory: present or deleted, file or directory, when learnt, and
-   * whether this JVM created it (rather than a listing showing it).
+   * One child of a listed directory: present or deleted, file or directory, when learnt,
+   * whether this JVM created it (rather than a listing showing it) and when ({@link #nanos}).
    */
-  private record Child(boolean present, boolean directory, long stamp, boolean own) {
+  private record Child(boolean present, boolean directory, long stamp, boolean own,
+      long createdNanos) {
     Child(boolean present, boolean directory, long stamp) {
-      this(present, directory, stamp, false);
+      this(present, directory, stamp, false, 0);
     }
   }
 
@@ -119,16 +141,17 @@ final class KnownKeys {
    */
   synchronized void created(String scope, String key) {
     long stamp = ++clock;
-    put(scope, key, new Child(true, false, stamp, true));
+    put(scope, key, new Child(true, false, stamp, true, nanos.getAsLong()));
     markAncestors(scope, parentOf(key), stamp);
   }
 
   /**
-   * True if this JVM created the object {@code key} (or its create-only PUT found it there) and
-   * nothing learnt since says otherwise: no
+   * True if this JVM created the object {@code key} (or its create-only PUT found it there) less
+   * than {@link #OWN_WRITE_TRUST_MILLIS} ago and nothing learnt since says otherwise: no
    * listing of its parent started after the create, and this JVM did not delete it. Lets a
    * manager that never listed the parent answer {@code exists} for a file this JVM just wrote
-   * without a LIST, which a store whose listings lag behind its writes would answer "no".
+   * without a LIST, which a store whose listings lag behind its writes would answer "no". Later,
+   * a listing decides: the file may have been deleted by another process since.
    */
   synchronized boolean createdHere(String scope, String key) {
     String parentId = id(scope, parentOf(key));
@@ -137,7 +160,20 @@ final class KnownKeys {
       d = unlisted.get(parentId);
     }
     Child c = d == null ? null : d.children.get(nameOf(key));
-    return c != null && c.present && c.own && !c.directory;
+    return c != null && c.present && c.own && !c.directory
+        && nanos.getAsLong() - c.createdNanos < ownWriteTrustNanos;
+  }
+
+  /**
+   * Sets how long a file this JVM created counts as present without a listing (tests against a
+   * real server, which cannot wait {@link #OWN_WRITE_TRUST_MILLIS}).
+   *
+   * @return the previous value, ms
+   */
+  long ownWriteTrustMillis(long millis) {
+    long before = ownWriteTrustNanos / 1_000_000L;
+    ownWriteTrustNanos = millis * 1_000_000L;
+    return before;
   }
 
   /** Records that this JVM made directory {@code key} visible to its parent's listing. */

@@ -106,4 +106,24 @@ class KnownKeysTest {
     k.deleted(S, "ckpt/offsets/4");
     assertFalse(k.createdHere(S, "ckpt/offsets/4"), "deleted here");
   }
+
+  /**
+   * Review of issue 43 (i43-adv2): a file this JVM wrote and another process deleted since (a
+   * checkpoint removed by hand before the query starts again in the same driver JVM) must not
+   * exist for ever: once the store's lag has long passed, a listing decides, as with Spark's own
+   * manager. Before, {@code exists(metadata)} stayed true and Spark's {@code StreamMetadata.read}
+   * then failed with FileNotFoundException after 4.5 s of GETs instead of starting afresh.
+   */
+  @Test
+  void aFileThisJvmWroteCountsAsPresentWithoutAListingOnlyForAWhile() {
+    long[] now = {1_000_000_000L};
+    KnownKeys k = new KnownKeys(8, () -> now[0]);
+    k.created(S, "ckpt/metadata");
+    now[0] += (KnownKeys.OWN_WRITE_TRUST_MILLIS - 1) * 1_000_000L;
+    assertTrue(k.createdHere(S, "ckpt/metadata"), "within the store's possible lag");
+    now[0] += 2_000_000L;
+    assertFalse(k.createdHere(S, "ckpt/metadata"), "past it: a listing decides");
+    k.created(S, "ckpt/metadata"); // written again (the query started afresh)
+    assertTrue(k.createdHere(S, "ckpt/metadata"));
+  }
 }
