@@ -34,8 +34,10 @@ import picocli.CommandLine.ParentCommand;
  * {@code --force} and each store's greatest listed version is used. {@code --apply} deletes
  * it, and refuses (exit 4) while the query looks alive (anything in its offset or commit log or
  * a version object written less than {@code --idle-minutes} ago) unless {@code --force} is
- * given; even then it deletes only what a concurrent maintenance round could (unreferenced
- * objects older than the grace period, versions below the retention).
+ * given; even then it deletes only what a concurrent maintenance round could (versions below
+ * the retention, unreferenced objects older than the grace period, and the settled and retired
+ * objects of docs/format.md, "Retention and garbage collection", which go without waiting for
+ * it).
  */
 @Command(name = "gc", mixinStandardHelpOptions = true,
     description = "What maintenance would delete and why (--dry-run), or delete it (--apply).")
