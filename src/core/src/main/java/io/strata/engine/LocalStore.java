@@ -15,8 +15,10 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.Checkpoint;
+import org.rocksdb.CompactionOptions;
 import org.rocksdb.CompressionType;
 import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.LiveFileMetaData;
 import org.rocksdb.MemoryUsageType;
 import org.rocksdb.MemoryUtil;
 import org.rocksdb.Options;
@@ -531,6 +533,39 @@ public final class LocalStore implements AutoCloseable {
       String what = ssts.size() == 1 ? "SST " + ssts.get(0)
           : ssts.size() + " SSTs starting with " + ssts.get(0);
       throw new IOException("Cannot ingest " + what + " into local RocksDB at " + dir + ": "
+          + e.getMessage(), e);
+    } finally {
+      l.unlock();
+    }
+  }
+
+  /**
+   * Merges the small files of the database's bottommost level when there are too many ({@link
+   * SmallFileMerge} decides): ingested deltas of an append-only key space land there and would
+   * otherwise never be merged. Runs concurrently with reads, commits and checkpoints (RocksDB
+   * serialises them; a checkpoint holds the files it links); not under this object's monitor,
+   * so a commit's ingestion does not wait for it. Background work (maintenance).
+   *
+   * @return how many files were merged, 0 if no merge was due
+   * @throws IOException if RocksDB fails the merge (the database is unchanged then)
+   * @throws IllegalStateException if the store is closed
+   */
+  public int mergeSmallFiles() throws IOException {
+    Lock l = enter();
+    try (CompactionOptions o = new CompactionOptions()) {
+      List<SmallFileMerge.LiveFile> live = new ArrayList<>();
+      for (LiveFileMetaData f : db.getLiveFilesMetaData()) {
+        live.add(new SmallFileMerge.LiveFile(f.fileName(), f.level(), f.size()));
+      }
+      List<String> due = SmallFileMerge.due(live);
+      if (due.isEmpty()) {
+        return 0;
+      }
+      int level = live.stream().mapToInt(SmallFileMerge.LiveFile::level).max().orElse(0);
+      db.compactFiles(o, db.getDefaultColumnFamily(), due, level, 0, null);
+      return due.size();
+    } catch (RocksDBException e) {
+      throw new IOException("Cannot merge the small files of local RocksDB at " + dir + ": "
           + e.getMessage(), e);
     } finally {
       l.unlock();

@@ -70,6 +70,30 @@ final class LocalDatabase {
     return l;
   }
 
+  /**
+   * Merges the live database's small bottommost files if a merge is due ({@link
+   * LocalStore#mergeSmallFiles}). Background work: a failure is logged at WARN and leaves the
+   * database as it was (the next maintenance tries again); a database closed meanwhile (a load
+   * replaced it) is skipped.
+   */
+  void mergeSmallFiles() {
+    LocalStore l = live;
+    if (l == null) {
+      return;
+    }
+    try {
+      int merged = l.mergeSmallFiles();
+      if (merged > 0) {
+        LOG.debug("{}: merged {} small files of the local database's bottommost level",
+            identity, merged);
+      }
+    } catch (IllegalStateException closed) {
+      LOG.debug("{}: local database closed during a merge of its small files", identity);
+    } catch (IOException e) {
+      LOG.warn("{}: {}", identity, e.getMessage());
+    }
+  }
+
   /** The committed version the live database holds, or -1 if none is usable. */
   long version() {
     return version;

@@ -224,14 +224,16 @@ final class SnapshotScheduler {
   }
 
   /**
-   * Maintenance: uploads a base snapshot of the loaded version on this thread if {@code
-   * snapshotInterval} versions passed since the last base. Takes the monitor for the
-   * checkpoint only.
+   * Maintenance: merges the live database's small bottommost files if too many piled up ({@link
+   * LocalDatabase#mergeSmallFiles}, so a snapshot uploads fewer, larger files), then uploads a
+   * base snapshot of the loaded version on this thread if {@code snapshotInterval} versions
+   * passed since the last base. Takes the monitor for the checkpoint only.
    *
    * @return true if a snapshot was uploaded
    * @throws IOException if the checkpoint or the upload fails (nothing is published then)
    */
   boolean maintenance() throws IOException {
+    db.mergeSmallFiles();
     return snapshotIfDue(false);
   }
 

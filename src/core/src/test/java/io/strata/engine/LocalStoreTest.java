@@ -463,4 +463,42 @@ class LocalStoreTest {
       assertFalse(s.hasPendingWrites(), "a failed existence check records nothing");
     }
   }
+  /**
+   * Deltas of an append-only key space land at the bottommost level, where RocksDB's leveled
+   * compaction never merges them: one file per commit. {@link LocalStore#mergeSmallFiles} merges
+   * them once more than {@link SmallFileMerge#MAX_SMALL_FILES} piled up, and the data is intact.
+   */
+  @Test
+  void smallFilesOfAnAppendOnlyKeySpaceAreMergedOnceTooMany() throws Exception {
+    int commits = SmallFileMerge.MAX_SMALL_FILES + 4;
+    try (LocalStore s = LocalStore.open(tmp.resolve("db"), 0, SharedMemory.Limits.DEFAULT)) {
+      for (int v = 0; v < commits; v++) {
+        for (int i = 0; i < 50; i++) {
+          s.put(b(String.format("k%05d", v * 50 + i)), b("v" + v));
+        }
+        DeltaFile d = s.writeDelta(tmp.resolve("d" + v + ".sst")).orElseThrow();
+        s.commitPending(Optional.of(d));
+        if (v == SmallFileMerge.MAX_SMALL_FILES - 1) {
+          assertEquals(0, s.mergeSmallFiles(), "not due at " + (v + 1) + " files");
+        }
+      }
+      assertEquals(commits, sstFiles(s), "one file per commit, as ingested");
+      assertEquals(commits, s.mergeSmallFiles());
+      assertEquals(1, sstFiles(s), "merged into one file");
+      assertEquals(0, s.mergeSmallFiles(), "nothing more to merge");
+      assertEquals(commits * 50L, s.numKeys());
+      assertArrayEquals(b("v0"), s.get(b("k00000")));
+      assertArrayEquals(b("v" + (commits - 1)), s.get(b(String.format("k%05d",
+          commits * 50 - 1))));
+      try (CloseableIterator<KeyValue> it = s.scan(new byte[0])) {
+        assertEquals(commits * 50, keys(it).size());
+      }
+    }
+  }
+
+  private static long sstFiles(LocalStore s) throws Exception {
+    try (java.util.stream.Stream<Path> files = Files.list(s.dir())) {
+      return files.filter(p -> p.getFileName().toString().endsWith(".sst")).count();
+    }
+  }
 }
