@@ -75,9 +75,10 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * ({@code strata gc --apply}, grace period 1 minute, once the last object is older) runs. Then:
  * every answer any run gave (every batch, every re-run, the zombie's) against the oracle's
  * (wrong answers), batches without an answer, objects beyond the collection bound per store in
- * samples every minute ({@link CheckpointCensus}, slack {@value #ROUND_SLACK} versions), orphans after the final
- * collection (slack 0), {@code strata verify}, and the drift of resident memory, threads and open
- * files of drivers and executors that lived at least 10 minutes.
+ * samples every minute ({@link CheckpointCensus}, slack {@value #ROUND_SLACK} versions),
+ * orphans after the final collection (slack 0), {@code strata verify}, and the drift of
+ * resident memory, threads and open files of the longest-lived driver and executor (sampled
+ * from two minutes of age on; the faults replace both every few minutes).
  */
 @EnabledIfSystemProperty(named = "strata.campaign.minutes", matches = "\\d+")
 class FaultCampaignIT {
