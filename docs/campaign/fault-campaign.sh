@@ -10,6 +10,11 @@
 # collection, or `strata verify` finds a problem.
 #
 # Usage: docs/campaign/fault-campaign.sh [minutes, default 60] [seed, default 43]
+# The minutes count from the job's start (faults begin once its first batch answered); the
+# build before and the wrap-up after (final collection, oracle, tool runs) add about 6 minutes.
+# A run shorter than about 6 minutes does not reach every kind of fault (one every 15 to 45 s,
+# each kind once in every eight). Maven options go in MAVEN_OPTS (for example
+# -Dmaven.repo.local=...); the script installs the build into that local repository.
 # Run from a clone with Java 17 and Maven; nothing else may use the machine's cores meanwhile if
 # the figures are to be compared with docs/operations.md's.
 set -euo pipefail
