@@ -557,13 +557,12 @@ public final class LocalStore implements AutoCloseable {
       for (LiveFileMetaData f : db.getLiveFilesMetaData()) {
         live.add(new SmallFileMerge.LiveFile(f.fileName(), f.level(), f.size()));
       }
-      List<String> due = SmallFileMerge.due(live);
-      if (due.isEmpty()) {
+      SmallFileMerge.Merge due = SmallFileMerge.due(live);
+      if (due.files().isEmpty()) {
         return 0;
       }
-      int level = live.stream().mapToInt(SmallFileMerge.LiveFile::level).max().orElse(0);
-      db.compactFiles(o, db.getDefaultColumnFamily(), due, level, 0, null);
-      return due.size();
+      db.compactFiles(o, db.getDefaultColumnFamily(), due.files(), due.level(), 0, null);
+      return due.files().size();
     } catch (RocksDBException e) {
       throw new IOException("Cannot merge the small files of local RocksDB at " + dir + ": "
           + e.getMessage(), e);

@@ -35,6 +35,9 @@ final class SmallFileMerge {
   /** One live SST file: its name as RocksDB lists it, its level and its size in bytes. */
   record LiveFile(String name, int level, long size) { }
 
+  /** A merge to run: the files (names as listed) and the bottommost level they are merged into. */
+  record Merge(List<String> files, int level) { }
+
   private SmallFileMerge() { }
 
   /**
@@ -42,9 +45,9 @@ final class SmallFileMerge {
    * {@value #MAX_SMALL_FILES} of them, else none.
    *
    * @param live the database's live SST files (of its one column family)
-   * @return file names as {@code live} gives them, empty when no merge is due
+   * @return the files, as {@code live} names them, and their level; no files when no merge is due
    */
-  static List<String> due(List<LiveFile> live) {
+  static Merge due(List<LiveFile> live) {
     int bottom = -1;
     for (LiveFile f : live) {
       bottom = Math.max(bottom, f.level());
@@ -55,6 +58,6 @@ final class SmallFileMerge {
         small.add(f.name());
       }
     }
-    return small.size() > MAX_SMALL_FILES ? small : List.of();
+    return new Merge(small.size() > MAX_SMALL_FILES ? small : List.of(), bottom);
   }
 }
