@@ -29,8 +29,9 @@ import org.apache.spark.sql.types.StructType;
  * It uses Spark's API only; Strata comes in through the settings file (as {@code
  * spark-defaults.conf} brings it).
  *
- * <p>Two queries over one file source ({@code maxFilesPerTrigger} 1, so batch {@code n} reads
- * file {@code n} in every run and in the oracle's), each through {@code foreachBatch}, which
+ * <p>Two queries over one file source ({@code maxFilesPerTrigger} 1: a file a batch, but two
+ * after a driver died at the wrong moment; {@link CampaignBatches}), each through {@code
+ * foreachBatch}, which
  * writes the batch's rows, sorted, to {@code <out>/<query>/<batchId>-<tag>.txt} (a new file per
  * run, written whole then moved into place), so every answer any run gave is kept:
  *
@@ -43,8 +44,8 @@ import org.apache.spark.sql.types.StructType;
  *
  * <p>Arguments: {@code settings input out checkpointBase stopFile tag}. {@code settings} is a
  * properties file of Spark settings; the queries run with a 2-second processing-time trigger
- * until the file {@code stopFile} exists, which holds the batch id both must have committed
- * first. Exit codes: 0 stopped as asked, 3 a query failed (its error is printed).
+ * until the file {@code stopFile} exists, which holds, a line per query, {@code name=batchId}:
+ * the batch each must have committed first. Exit codes: 0 stopped as asked, 3 a query failed (its error is printed).
  */
 public final class CampaignDriver {
   /** The deduplicating count's name. */
@@ -114,11 +115,15 @@ public final class CampaignDriver {
         }
       }
       if (Files.exists(stop)) {
-        long target = Long.parseLong(Files.readString(stop).trim());
+        Properties targets = new Properties();
+        try (Reader r = Files.newBufferedReader(stop, StandardCharsets.UTF_8)) {
+          targets.load(r);
+        }
+        String target = targets.toString();
         boolean done = true;
         for (StreamingQuery q : queries) {
           StreamingQueryProgress p = q.lastProgress();
-          done &= p != null && p.batchId() >= target;
+          done &= p != null && p.batchId() >= Long.parseLong(targets.getProperty(q.name()));
         }
         if (done) {
           for (StreamingQuery q : queries) {

@@ -15,7 +15,8 @@ import java.util.Random;
  * CampaignDriver#SCHEMA}, file {@code n} a pure function of {@code n} (so a re-run and the oracle
  * read the same events), each written beside the directory and moved in whole, with modification
  * times one second apart in file order (a file source takes the oldest unseen file first, so
- * batch {@code n} reads file {@code n}).
+ * batches read the files in order; which files each batch read is in the job's checkpoint,
+ * {@link CampaignBatches}).
  *
  * <p>File {@code n}: {@value #NEW_PER_FILE} new ids, {@value #RESENT_PER_FILE} ids of earlier
  * files again (duplicates for the deduplication), keys {@code k0} to {@code k63}, event times
@@ -49,6 +50,11 @@ final class CampaignInput {
     return files;
   }
 
+  /** Where file number {@code n} is (once {@link #files()} is past {@code n}). */
+  Path file(int n) {
+    return dir.resolve(String.format("events-%06d.json", n));
+  }
+
   /** Writes file number {@link #files()} and moves it into place. */
   synchronized void writeNext() throws IOException {
     int n = files;
@@ -65,12 +71,12 @@ final class CampaignInput {
       sb.append("{\"id\":\"i").append(id).append("\",\"key\":\"k").append(id % KEYS)
           .append("\",\"ts\":\"").append(Instant.ofEpochMilli(ts)).append("\"}\n");
     }
-    String name = String.format("events-%06d.json", n);
-    Path tmp = staging.resolve(name);
+    Path target = file(n);
+    Path tmp = staging.resolve(target.getFileName());
     Files.writeString(tmp, sb, StandardCharsets.UTF_8);
     lastModified = Math.max(System.currentTimeMillis(), lastModified + 1_000);
     Files.setLastModifiedTime(tmp, FileTime.fromMillis(lastModified));
-    Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
+    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
     files = n + 1;
   }
 }

@@ -44,7 +44,9 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * set (the script {@code docs/campaign/fault-campaign.sh} sets it; the table in
  * docs/operations.md, "Fault campaign", is its output).
  *
- * <p>The job is {@link CampaignDriver} (two queries, one input file per batch), started as a user
+ * <p>The job is {@link CampaignDriver} (two queries, about one input file per batch; which files
+ * each batch read is taken from its checkpoint, {@link CampaignBatches}, and the oracle reads the
+ * same files in the same batches), started as a user
  * starts one: its own JVM, on Spark's jars and the runtime jar, with the settings of {@code
  * docker/conf/spark-defaults.conf} plus where S3 is. Faults, one at a time, every 15 to 45 s,
  * each kind once in every eight faults in a random order (seeded by {@code
@@ -96,6 +98,9 @@ class FaultCampaignIT {
   private static final int ROUND_SLACK = 45;
   private static final long GRACE_MILLIS = 3_600_000; // Strata's gc.gracePeriod default
 
+  private static final List<String> QUERIES =
+      List.of(CampaignDriver.DEDUP, CampaignDriver.WINDOWS);
+
   enum Kind { DRIVER_KILL, EXECUTOR_KILL, STORM_503, SLOW, RESET, LOST_WRITES, DROPPED_ANSWERS,
     ZOMBIE }
 
@@ -115,6 +120,11 @@ class FaultCampaignIT {
   /** The oracle's answers per "query/batch"; its lock guards {@link #oracleSpark} too. */
   private final Map<String, List<String>> oracle = new ConcurrentHashMap<>();
   private SparkSession oracleSpark;
+  /** Per query: how many batches are in the oracle's input (one file per job batch). */
+  private final Map<String, Integer> oracleStaged = new ConcurrentHashMap<>();
+  private final Map<String, Long> oracleStagedMillis = new ConcurrentHashMap<>();
+  private CampaignBatches batches;
+  private volatile String recordError;
   private volatile String lastSample = "none";
 
   private Path settings;
@@ -154,6 +164,7 @@ class FaultCampaignIT {
       settings = writeSettings(appJar, scratch.resolve("driver-local"));
       driverClassPath = driverClassPath(home, appJar);
       CheckpointCensus census = new CheckpointCensus(s3.dataDir(), BUCKET, PREFIX);
+      batches = new CampaignBatches(s3.dataDir().resolve(BUCKET).resolve(PREFIX), QUERIES);
 
       long start = System.currentTimeMillis();
       long deadline = start + TimeUnit.MINUTES.toMillis(minutes);
@@ -162,6 +173,16 @@ class FaultCampaignIT {
       Thread feeder = daemon("campaign-input", () -> feed(deadline));
       Thread sampler = daemon("campaign-sampler", () -> sample(census));
       Thread monitor = daemon("campaign-monitor", this::monitor);
+      Thread recorder = daemon("campaign-batches", () -> {
+        try {
+          while (!finishing) {
+            recordBatches();
+            Thread.sleep(10_000);
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
       Thread oracleThread = daemon("campaign-oracle", () -> {
         try {
           while (!finishing) {
@@ -192,17 +213,22 @@ class FaultCampaignIT {
       }
       proxy.heal();
       feeder.join();
-      long last = input.files() - 1;
-      support.log("faults over; waiting for the job to answer batch " + last);
-      awaitAnswer(last, Duration.ofMinutes(20));
+      int lastFile = input.files() - 1;
+      support.log("faults over; waiting for the job to answer the batches of file " + lastFile);
+      Map<String, Long> last = awaitRead(lastFile, Duration.ofMinutes(20));
       finishing = true;
-      Files.writeString(stopFile, Long.toString(last));
+      recorder.join();
+      StringBuilder targets = new StringBuilder();
+      last.forEach((q, b) -> targets.append(q).append('=').append(b).append('\n'));
+      Path stopTmp = OUT.resolve(".stop.tmp");
+      Files.writeString(stopTmp, targets, StandardCharsets.UTF_8);
+      Files.move(stopTmp, stopFile, StandardCopyOption.ATOMIC_MOVE);
       ChildJvm d;
       synchronized (driverLock) {
         d = driver;
       }
       int code = d.await(300);
-      support.log("the job stopped after batch " + last + " (exit " + code + ")");
+      support.log("the job stopped after batches " + last + " (exit " + code + ")");
       monitor.interrupt();
       sampler.interrupt();
       sampler.join();
@@ -214,7 +240,7 @@ class FaultCampaignIT {
       Thread.sleep(70_000);
       List<String> toolOut = new ArrayList<>();
       int verifyProblems = 0;
-      for (String q : List.of(CampaignDriver.DEDUP, CampaignDriver.WINDOWS)) {
+      for (String q : QUERIES) {
         String ckpt = "s3://" + BUCKET + "/" + PREFIX + "/" + q;
         toolOut.add(tool(toolConf, "gc", ckpt, "--apply", "--force", "--conf",
             "spark.sql.streaming.stateStore.strata.gc.gracePeriod=1min"));
@@ -232,20 +258,22 @@ class FaultCampaignIT {
         st.beyond().forEach(o -> orphans.add(st.root() + "/" + o));
       }
 
-      // The oracle: Spark's HDFS-backed provider over the same files, one file per batch.
+      // The oracle: Spark's HDFS-backed provider over the same files in the same batches.
       oracleThread.join(); // its round in progress ends first
+      recordBatches();
       oracleRound(scratch.resolve("oracle"));
       stopOracle();
-      Comparison c = compare(oracle, last);
+      Comparison c = compare(oracle, lastFile);
 
       long end = System.currentTimeMillis();
-      String report = report(minutes, seed, start, end, last, c, stores, orphans,
+      String report = report(minutes, seed, start, end, lastFile, c, stores, orphans,
           verifyProblems);
       Files.writeString(OUT.resolve("report.md"), report + "\n## Tool output\n\n```\n"
           + String.join("\n", toolOut) + "\n```\n", StandardCharsets.UTF_8);
       System.out.println(report);
       assertEquals(List.of(), c.wrong(), "every answer equals the oracle's");
       assertEquals(List.of(), c.missing(), "every batch has an answer");
+      assertEquals(null, recordError, "every batch's files are known");
       assertEquals(0, maxBeyond.get(), "no object beyond the bound: " + beyondSeen);
       assertEquals(List.of(), orphans, "no orphan after the final collection");
       assertEquals(0, verifyProblems, "strata verify finds no problem: " + toolOut);
@@ -403,7 +431,7 @@ class FaultCampaignIT {
   /** The newest batch both queries answered, -1 if none. */
   private long newestAnswer() {
     long min = Long.MAX_VALUE;
-    for (String q : List.of(CampaignDriver.DEDUP, CampaignDriver.WINDOWS)) {
+    for (String q : QUERIES) {
       long newest = -1;
       Path dir = outputs.resolve(q);
       if (Files.isDirectory(dir)) {
@@ -417,6 +445,59 @@ class FaultCampaignIT {
       min = Math.min(min, newest);
     }
     return min;
+  }
+
+  /** Records the job's newest batches' files; an error is kept for the end, not thrown. */
+  private void recordBatches() {
+    try {
+      batches.record();
+    } catch (RuntimeException e) {
+      if (recordError == null) {
+        recordError = e.toString();
+      }
+      support.log("recording batches failed: " + e);
+    }
+  }
+
+  /** Whether query {@code q} has an answer (from any run) for batch {@code b}. */
+  private boolean answered(String q, long b) {
+    String prefix = String.format("%08d-", b);
+    Path dir = outputs.resolve(q);
+    if (!Files.isDirectory(dir)) {
+      return false;
+    }
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.anyMatch(p -> p.getFileName().toString().startsWith(prefix));
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /**
+   * Waits until each query committed and answered the batch that read file {@code lastFile};
+   * returns that batch per query.
+   */
+  private Map<String, Long> awaitRead(int lastFile, Duration timeout)
+      throws InterruptedException {
+    long until = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      Map<String, Long> last = new TreeMap<>();
+      for (String q : QUERIES) {
+        long b = batches.batchOf(q, lastFile);
+        if (b >= 0 && answered(q, b)) {
+          last.put(q, b);
+        }
+      }
+      if (last.size() == QUERIES.size()) {
+        return last;
+      }
+      if (System.nanoTime() > until) {
+        throw new AssertionError("file " + lastFile + " not read and answered by every query "
+            + "within " + timeout + "; batches recorded " + QUERIES.stream()
+            .map(q -> q + " " + batches.count(q)).toList() + "; failures " + failures);
+      }
+      Thread.sleep(1_000);
+    }
   }
 
   private void awaitAnswer(long batch, Duration timeout) throws InterruptedException {
@@ -634,12 +715,20 @@ class FaultCampaignIT {
 
   /**
    * One round of the oracle: Spark's HDFS-backed provider runs both queries ({@code
-   * Trigger.AvailableNow}, one file per batch) over the files in place, resuming from its own
-   * local checkpoint, and adds its answers per "query/batch" to {@link #oracle}. Rounds run every
-   * two minutes beside the job (so its cost overlaps the campaign), and once at the end.
+   * Trigger.AvailableNow}, one file per batch) over a directory per query holding, for each
+   * batch of the job recorded so far ({@link CampaignBatches}), one file with the contents of the
+   * input files that batch read, so the oracle's batch {@code b} reads what the job's did;
+   * it resumes from its own local checkpoint and adds its answers per "query/batch" to {@link
+   * #oracle}. Rounds run every two minutes beside the job (so its cost overlaps the campaign),
+   * and once at the end.
    */
   private void oracleRound(Path dir) {
     synchronized (oracle) {
+      try {
+        stageOracleInput(dir);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
       if (oracleSpark == null) {
         oracleSpark = SparkSession.builder().master("local[2]")
             .appName("strata-campaign-oracle")
@@ -652,9 +741,9 @@ class FaultCampaignIT {
             .getOrCreate();
         oracleSpark.sparkContext().setLogLevel("WARN");
       }
-      Dataset<Row> events = oracleSpark.readStream().schema(CampaignDriver.SCHEMA)
-          .option("maxFilesPerTrigger", 1).json(input.dir().toString());
-      for (String q : List.of(CampaignDriver.DEDUP, CampaignDriver.WINDOWS)) {
+      for (String q : QUERIES) {
+        Dataset<Row> events = oracleSpark.readStream().schema(CampaignDriver.SCHEMA)
+            .option("maxFilesPerTrigger", 1).json(dir.resolve("input").resolve(q).toString());
         VoidFunction2<Dataset<Row>, Long> sink = (batch, id) ->
             oracle.put(q + "/" + id, CampaignDriver.lines(batch));
         StreamingQuery sq;
@@ -675,6 +764,31 @@ class FaultCampaignIT {
     }
   }
 
+  /** Adds to the oracle's input one file per job batch recorded since the last call. */
+  private void stageOracleInput(Path dir) throws IOException {
+    for (String q : QUERIES) {
+      Path in = Files.createDirectories(dir.resolve("input").resolve(q));
+      Path staging = Files.createDirectories(dir.resolve("staging"));
+      int staged = oracleStaged.getOrDefault(q, 0);
+      for (List<Integer> files; (files = batches.files(q, staged)) != null; staged++) {
+        Path tmp = staging.resolve(String.format("batch-%08d.json", staged));
+        try (var out = Files.newOutputStream(tmp)) {
+          for (int f : files) {
+            Files.copy(input.file(f), out);
+          }
+        }
+        // Modification times one second apart in batch order: the file source takes the
+        // oldest unseen file first (as CampaignInput does for the job).
+        long last = oracleStagedMillis.getOrDefault(q, 0L);
+        long mtime = Math.max(System.currentTimeMillis(), last + 1_000);
+        oracleStagedMillis.put(q, mtime);
+        Files.setLastModifiedTime(tmp, java.nio.file.attribute.FileTime.fromMillis(mtime));
+        Files.move(tmp, in.resolve(tmp.getFileName()), StandardCopyOption.ATOMIC_MOVE);
+      }
+      oracleStaged.put(q, staged);
+    }
+  }
+
   private void stopOracle() {
     synchronized (oracle) {
       if (oracleSpark != null) {
@@ -689,13 +803,17 @@ class FaultCampaignIT {
   record Comparison(int answers, int reRuns, List<String> wrong, List<String> missing,
       Map<String, Integer> answersPerDriver) { }
 
-  private Comparison compare(Map<String, List<String>> oracle, long last) throws IOException {
+  /**
+   * Every answer against the oracle's for its batch; missing: a batch of the job without an
+   * answer, or an input file no batch read (or read twice, or out of order).
+   */
+  private Comparison compare(Map<String, List<String>> oracle, int lastFile) throws IOException {
     List<String> wrong = new ArrayList<>();
     List<String> missing = new ArrayList<>();
     Map<String, Integer> perDriver = new TreeMap<>();
     int answers = 0;
     int reRuns = 0;
-    for (String q : List.of(CampaignDriver.DEDUP, CampaignDriver.WINDOWS)) {
+    for (String q : QUERIES) {
       Map<Long, Integer> seen = new TreeMap<>();
       try (Stream<Path> s = Files.list(outputs.resolve(q))) {
         for (Path p : s.filter(p -> !p.getFileName().toString().startsWith(".")).toList()) {
@@ -715,11 +833,12 @@ class FaultCampaignIT {
           }
         }
       }
-      for (long b = 0; b <= last; b++) {
+      for (long b = 0; b < batches.count(q); b++) {
         if (!seen.containsKey(b)) {
           missing.add(q + " batch " + b);
         }
       }
+      missing.addAll(batches.problems(q, lastFile));
     }
     return new Comparison(answers, reRuns, wrong, missing, perDriver);
   }
@@ -754,7 +873,7 @@ class FaultCampaignIT {
         + (text.length() > 4000 ? text.substring(0, 4000) + "\n..." : text);
   }
 
-  private String report(long minutes, long seed, long start, long end, long last, Comparison c,
+  private String report(long minutes, long seed, long start, long end, int lastFile, Comparison c,
       int stores, List<String> orphans, int verifyProblems) {
     StringBuilder r = new StringBuilder();
     r.append(String.format("# Fault campaign: %d min of faults (seed %d), %.1f min in all%n%n",
@@ -775,7 +894,10 @@ class FaultCampaignIT {
       r.append("| drivers that exited on their own, and zombies | ").append(failures.size())
           .append(" |\n");
     }
-    r.append("| batches per query | ").append(last + 1).append(" |\n");
+    r.append("| input files; batches per query (of them reading two files or more) | ")
+        .append(lastFile + 1).append("; ").append(String.join(", ", QUERIES.stream()
+            .map(q -> q + " " + batches.count(q) + " (" + batches.multiFile(q) + ")").toList()))
+        .append(" |\n");
     r.append("| answers compared (every run's, re-runs included) | ").append(c.answers())
         .append(" (").append(c.reRuns()).append(" re-runs) |\n");
     r.append("| the checkpoint as the job left it | ").append(lastSample).append(" |\n");
