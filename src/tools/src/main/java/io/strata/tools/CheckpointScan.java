@@ -147,15 +147,18 @@ final class CheckpointScan {
 
   final List<Store> stores;
   final SparkLogs spark;
+  /** Keys under {@code offsets/} and {@code commits/}, relative to the checkpoint. */
+  private final List<String> sparkLogKeys;
   /** The first path segment of every key (for telling a wrong level in messages). */
   final Set<String> topLevel;
   final int objects;
   final long bytes;
 
-  private CheckpointScan(List<Store> stores, SparkLogs spark, Set<String> topLevel, int objects,
-      long bytes) {
+  private CheckpointScan(List<Store> stores, SparkLogs spark, List<String> sparkLogKeys,
+      Set<String> topLevel, int objects, long bytes) {
     this.stores = stores;
     this.spark = spark;
+    this.sparkLogKeys = sparkLogKeys;
     this.topLevel = topLevel;
     this.objects = objects;
     this.bytes = bytes;
@@ -171,6 +174,7 @@ final class CheckpointScan {
     long commit = -1;
     boolean metadata = false;
     List<ObjectInfo> commits = new ArrayList<>();
+    List<String> logKeys = new ArrayList<>();
     long oldest = -1;
     long bytes = 0;
     for (ObjectInfo o : listing) {
@@ -178,6 +182,9 @@ final class CheckpointScan {
       String k = o.key();
       if (k.equals("metadata")) {
         metadata = true;
+      }
+      if (k.startsWith("offsets/") || k.startsWith("commits/")) {
+        logKeys.add(k);
       }
       long b = batch(k, "offsets/");
       long c = batch(k, "commits/");
@@ -232,7 +239,8 @@ final class CheckpointScan {
     Set<String> top = new java.util.TreeSet<>();
     listing.forEach(o -> top.add(o.key().contains("/")
         ? o.key().substring(0, o.key().indexOf('/')) : o.key()));
-    return new CheckpointScan(List.copyOf(stores), logs, Set.copyOf(top), listing.size(), bytes);
+    return new CheckpointScan(List.copyOf(stores), logs, List.copyOf(logKeys), Set.copyOf(top),
+        listing.size(), bytes);
   }
 
   private static final Pattern STORE = Pattern.compile("^state/(\\d+)/(\\d+)/(.+)$");
@@ -243,6 +251,14 @@ final class CheckpointScan {
     }
     String name = key.substring(dir.length());
     return BATCH.matcher(name).matches() && name.length() < 19 ? Long.parseLong(name) : -1;
+  }
+
+  /**
+   * Every key under Spark's {@code offsets/} and {@code commits/} (batch files, and a local file
+   * system's {@code .<batch>.crc} checksum files), relative to the checkpoint.
+   */
+  List<String> sparkLogKeys() {
+    return sparkLogKeys;
   }
 
   /** The stores written by Strata. */

@@ -4,7 +4,6 @@ package io.strata.tools;
 import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
 import io.strata.metrics.GcStats;
-import io.strata.objectstore.ObjectInfo;
 import io.strata.sync.GcDecision;
 import io.strata.sync.GcSettings;
 import io.strata.sync.StoreInspector;
@@ -87,7 +86,7 @@ final class GcCommand implements Callable<Integer> {
             + "loads is unknown (is this the checkpoint's root?). --force collects by each "
             + "store's greatest listed version", null);
       }
-      Optional<String> alive = liveness(scan, now);
+      Optional<String> alive = QueryLiveness.of(scan, now, idleMinutes * 60_000L);
       if (mode.apply && alive.isPresent() && !force) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing gc --apply on "
             + ctx.checkpoint + ": the query looks alive (" + alive.get() + ", less than "
@@ -141,34 +140,6 @@ final class GcCommand implements Callable<Integer> {
       failures.forEach(f -> ctx.err.println("strata: " + f));
       return failures.isEmpty() ? StrataTool.EXIT_OK : StrataTool.EXIT_UNREADABLE;
     }
-  }
-
-  /** What makes the query look alive: its newest write, if younger than the idle time. */
-  private Optional<String> liveness(CheckpointScan scan, long now) {
-    long idle = idleMinutes * 60_000L;
-    String what = null;
-    long newest = 0;
-    List<ObjectInfo> candidates = new ArrayList<>();
-    scan.spark.latestOffsetObject().ifPresent(candidates::add);
-    scan.spark.latestCommitObject().ifPresent(candidates::add);
-    for (ObjectInfo o : candidates) {
-      if (o.lastModifiedMillis() > newest) {
-        newest = o.lastModifiedMillis();
-        what = o.key();
-      }
-    }
-    for (CheckpointScan.Store s : scan.strataStores()) {
-      for (ObjectInfo o : s.objects()) {
-        if (StoreLayout.versionOf(o.key()) >= 0 && o.lastModifiedMillis() > newest) {
-          newest = o.lastModifiedMillis();
-          what = s.relativeLocation() + "/" + o.key();
-        }
-      }
-    }
-    if (what != null && now - newest < idle) {
-      return Optional.of(what + " was written " + Table.age(Math.max(0, now - newest)) + " ago");
-    }
-    return Optional.empty();
   }
 
   /** {@code minBatchesToRetain} as the settings give it. */

@@ -7,25 +7,26 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * {@code strata}: inspect, verify and garbage-collect a Strata checkpoint from S3 alone, with no
+ * {@code strata}: inspect, verify, garbage-collect and rewind a Strata checkpoint from S3 alone, with no
  * Spark and no query running. Started as {@code java -jar strata-tools-<version>.jar <command>}
  * or {@code spark-submit --class io.strata.tools.StrataTool strata-tools-<version>.jar
  * <command>}. The commands ({@link DescribeCommand}, {@link HistoryCommand}, {@link
- * VerifyCommand}, {@link GcCommand}) read the checkpoint with strata-core's format and
+ * VerifyCommand}, {@link GcCommand}, {@link RewindCommand}) read the checkpoint with strata-core's format and
  * reachability code, so they see it exactly as a load and maintenance do.
  *
  * <p>Exit codes: {@value #EXIT_OK} all is well; {@value #EXIT_PROBLEMS} {@code verify} found
  * problems; {@value #EXIT_USAGE} bad arguments or settings; {@value #EXIT_UNREADABLE} the
  * checkpoint cannot be read (nothing there, not Strata's, written by a newer Strata, no such
  * bucket, credentials refused, S3 unreachable); {@value #EXIT_REFUSED} a command refused to act
- * ({@code gc --apply} on a query that looks alive); {@value #EXIT_BUG} an unexpected error
+ * ({@code gc --apply} or {@code rewind} on a query that looks alive, a rewind past what is
+ * retained); {@value #EXIT_BUG} an unexpected error
  * (a stack trace follows).
  */
 @Command(name = "strata", mixinStandardHelpOptions = true,
     versionProvider = StrataTool.Version.class,
     description = "Inspect, verify and clean a Strata checkpoint without running the query.",
     subcommands = {DescribeCommand.class, HistoryCommand.class, VerifyCommand.class,
-        GcCommand.class},
+        GcCommand.class, RewindCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:all is well", "1:verify found problems",
         "2:bad arguments or settings",

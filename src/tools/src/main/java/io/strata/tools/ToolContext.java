@@ -130,6 +130,11 @@ final class ToolContext implements AutoCloseable {
     return "";
   }
 
+  /** The checkpoint's object store (keys relative to the checkpoint; closed with this). */
+  ObjectStore root() {
+    return root;
+  }
+
   /** A read-only view of {@code store} (its object store is closed with this context). */
   StoreInspector inspector(CheckpointScan.Store store) {
     String location = ObjectStores.child(checkpoint, store.relativeLocation());

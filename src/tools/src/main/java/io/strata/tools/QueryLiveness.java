@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectInfo;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Whether a checkpoint's query looks alive: the one rule {@code gc --apply} and {@code rewind}
+ * refuse by. A query looks alive if the newest of its latest {@code offsets/<b>}, its latest
+ * {@code commits/<b>} and its stores' version objects was written less than the idle time ago
+ * (by the objects' {@code Last-Modified}, the server's clock). A stopped query writes none of
+ * them; a running one writes an offset and a commit every batch and a version object every
+ * commit, so a job with a trigger longer than the idle time can look stopped: the commands take
+ * {@code --idle-minutes} for it.
+ */
+final class QueryLiveness {
+  private QueryLiveness() { }
+
+  /**
+   * @param scan the checkpoint's listing
+   * @param nowMillis now, epoch milliseconds
+   * @param idleMillis how long ago the newest write must be for the query to look stopped
+   * @return what makes it look alive ("offsets/41 was written 12 s ago"), or empty
+   */
+  static Optional<String> of(CheckpointScan scan, long nowMillis, long idleMillis) {
+    String what = null;
+    long newest = 0;
+    List<ObjectInfo> candidates = new ArrayList<>();
+    scan.spark.latestOffsetObject().ifPresent(candidates::add);
+    scan.spark.latestCommitObject().ifPresent(candidates::add);
+    for (ObjectInfo o : candidates) {
+      if (o.lastModifiedMillis() > newest) {
+        newest = o.lastModifiedMillis();
+        what = o.key();
+      }
+    }
+    for (CheckpointScan.Store s : scan.strataStores()) {
+      for (ObjectInfo o : s.objects()) {
+        if (StoreLayout.versionOf(o.key()) >= 0 && o.lastModifiedMillis() > newest) {
+          newest = o.lastModifiedMillis();
+          what = s.relativeLocation() + "/" + o.key();
+        }
+      }
+    }
+    if (what != null && nowMillis - newest < idleMillis) {
+      return Optional.of(what + " was written " + Table.age(Math.max(0, nowMillis - newest))
+          + " ago");
+    }
+    return Optional.empty();
+  }
+}

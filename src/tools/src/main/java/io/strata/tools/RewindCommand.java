@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import io.strata.format.BaseSnapshot;
+import io.strata.format.Delta;
+import io.strata.format.Manifest;
+import io.strata.format.PublishedSnapshot;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.sync.StoreInspector;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Future;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+
+/**
+ * {@code strata rewind <checkpoint> --to-batch N [--dry-run] [--force]}: makes the next start of
+ * the query re-run from batch {@code N}, as deleting {@code offsets/<b>} and {@code commits/<b>}
+ * of batches {@code N} and later by hand does (Spark then plans batch {@code N} anew from the
+ * offsets of batch {@code N - 1} and loads state version {@code N}), with the checks a hand
+ * deletion lacks:
+ *
+ * <ul>
+ *   <li>batch {@code N - 1} must be committed and still in both of Spark's logs ({@code N >= 1};
+ *       Spark purges its logs by {@code minBatchesToRetain}), else exit 4 naming the oldest batch
+ *       a rewind can re-run from;
+ *   <li>every Strata store must hold version {@code N} whole: its version object (format 1: the
+ *       greatest generation; format 2: the attempt {@code commits/<N-1>} names) and every object
+ *       its load reads (one GET of the manifest per store, the rest from the listing), else exit
+ *       4 naming the store and its oldest version;
+ *   <li>the query must look stopped ({@link QueryLiveness}, as {@code gc --apply}), else exit 4
+ *       unless {@code --force};
+ *   <li>another provider's state is refused (exit 3).
+ * </ul>
+ *
+ * <p>Deletes batch by batch from the newest down, {@code commits/<b>} before {@code
+ * offsets/<b>}, one request each, so that a rewind stopped half-way leaves a checkpoint Spark
+ * restarts from (at a batch between {@code N} and the old end, re-running it with its logged
+ * offsets), and running the command again finishes it. State objects are not touched: versions
+ * above {@code N} that the old run committed are superseded by the re-run's commits (format 1:
+ * a later query run writes a greater generation; format 2: Spark names the re-run's attempts in
+ * its commit log), and collected by garbage collection once below the retention (docs/format.md,
+ * "Query runs, epochs and generations").
+ */
+@Command(name = "rewind", mixinStandardHelpOptions = true,
+    description = "Make the next start of the query re-run from batch N (deletes Spark's offset "
+        + "and commit log entries of batches N and later, after checking that the state of "
+        + "version N is whole and the query is stopped).")
+final class RewindCommand implements Callable<Integer> {
+  @ParentCommand StrataTool tool;
+  @Mixin CommonOptions options;
+
+  @Parameters(index = "0", paramLabel = "CHECKPOINT", description = "The checkpoint location.")
+  String checkpoint;
+
+  @Option(names = "--to-batch", paramLabel = "N", required = true,
+      description = "The batch the next start runs first (>= 1; batch N-1 stays committed).")
+  long toBatch;
+
+  @Option(names = "--dry-run", description = "Only say what would be deleted.")
+  boolean dryRun;
+
+  @Option(names = "--force", description = "Rewind even though the query looks alive.")
+  boolean force;
+
+  @Option(names = "--idle-minutes", paramLabel = "M", defaultValue = "10",
+      description = "The query looks alive if it wrote its logs or a version less than M "
+          + "minutes ago (default: ${DEFAULT-VALUE}).")
+  long idleMinutes;
+
+  @Override
+  public Integer call() throws Exception {
+    try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
+      CheckpointScan scan = ctx.strataScan();
+      Optional<String[]> foreign = scan.foreignProvider();
+      if (foreign.isPresent()) {
+        throw new ToolException(StrataTool.EXIT_UNREADABLE, "Refusing to rewind "
+            + ctx.checkpoint + ": it holds state of " + foreign.get()[0] + " (for example "
+            + foreign.get()[1] + "), which this tool cannot check", null);
+      }
+      if (toBatch < 1) {
+        throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --to-batch " + toBatch
+            + ": expected a batch >= 1 (batch N-1 stays committed; to run the query from "
+            + "its first batch again, start it on a new checkpoint location)", null);
+      }
+      Set<Long> offsets = batches(scan, "offsets/");
+      Set<Long> commits = batches(scan, "commits/");
+      if (scan.spark.latestOffset().isEmpty() || scan.spark.latestCommit().isEmpty()) {
+        throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
+            + ctx.checkpoint + ": Spark's offset and commit logs (offsets/, commits/) hold "
+            + "no committed batch (is this the checkpoint's root?)", null);
+      }
+      long latestOffset = scan.spark.latestOffset().getAsLong();
+      long latestCommit = scan.spark.latestCommit().getAsLong();
+      if (toBatch > latestOffset) {
+        throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --to-batch " + toBatch + ": "
+            + "the offset log ends at batch " + latestOffset + ", so the next start already "
+            + "runs batch " + (latestCommit + 1) + "; nothing to rewind", null);
+      }
+      long oldest = oldestFromLogs(offsets, commits, latestCommit);
+      if (!offsets.contains(toBatch - 1) || !commits.contains(toBatch - 1)) {
+        throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind " + ctx.checkpoint
+            + " to batch " + toBatch + ": batch " + (toBatch - 1) + " is not in both of Spark's "
+            + "logs (offsets/" + (toBatch - 1) + ", commits/" + (toBatch - 1) + "), which "
+            + "Spark purges by minBatchesToRetain; "
+            + (oldest < 0 ? "no batch can be re-run" : "the oldest batch a rewind can re-run "
+            + "from is " + oldest), null);
+      }
+      CommitLogAttempts committed = ctx.commitLogAttempts(scan);
+      Map<String, StoreInspector> inspectors = new HashMap<>();
+      scan.strataStores().forEach(s -> inspectors.put(s.id(), ctx.inspector(s)));
+      List<String> notWhole = notWhole(ctx, scan, inspectors, committed, toBatch);
+      if (!notWhole.isEmpty()) {
+        long whole = oldestWhole(ctx, scan, inspectors, committed, latestCommit + 1);
+        throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
+            + ctx.checkpoint + " to batch " + toBatch + ": the state it loads, version "
+            + toBatch + ", is no longer whole: " + String.join("; ", notWhole) + "; "
+            + (whole < 0 ? "no later batch up to " + latestCommit + " can be re-run either"
+            : "the oldest batch a rewind can re-run from is " + whole), null);
+      }
+      long now = System.currentTimeMillis();
+      Optional<String> alive = QueryLiveness.of(scan, now, idleMinutes * 60_000L);
+      if (!dryRun && alive.isPresent() && !force) {
+        throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
+            + ctx.checkpoint + ": the query looks alive (" + alive.get() + ", less than "
+            + idleMinutes + " min ago); a running query would write over the rewind. Stop "
+            + "the query, or pass --force or --idle-minutes", null);
+      }
+      List<String> keys = plan(scan, latestOffset);
+      int deleted = 0;
+      if (!dryRun) {
+        for (String k : keys) {
+          try {
+            ctx.root().delete(List.of(k));
+          } catch (IOException | RuntimeException e) {
+            throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot delete " + k + " of "
+                + ctx.checkpoint + " (" + deleted + " of " + keys.size() + " deleted; the "
+                + "checkpoint restarts from a batch between " + toBatch + " and "
+                + latestOffset + ", and running the same rewind again finishes it): "
+                + e.getMessage(), e);
+          }
+          deleted++;
+        }
+      }
+      report(ctx, latestOffset, latestCommit, alive, keys);
+      return StrataTool.EXIT_OK;
+    }
+  }
+
+  /** Batch ids listed under {@code dir} ({@code offsets/} or {@code commits/}). */
+  private static Set<Long> batches(CheckpointScan scan, String dir) {
+    Set<Long> out = new HashSet<>();
+    for (String k : scan.sparkLogKeys()) {
+      if (k.startsWith(dir) && k.substring(dir.length()).matches("\\d{1,18}")) {
+        out.add(Long.parseLong(k.substring(dir.length())));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The oldest batch a rewind may re-run from by Spark's logs: {@code b + 1} for the oldest
+   * {@code b} in both logs from which every later batch up to the latest commit is too; -1 if
+   * none.
+   */
+  private static long oldestFromLogs(Set<Long> offsets, Set<Long> commits, long latestCommit) {
+    long b = latestCommit;
+    if (!offsets.contains(b) || !commits.contains(b)) {
+      return -1;
+    }
+    while (b > 0 && offsets.contains(b - 1) && commits.contains(b - 1)) {
+      b--;
+    }
+    return b + 1;
+  }
+
+  /**
+   * The oldest version above {@link #toBatch}, up to {@code newest}, that every store holds
+   * whole, or -1: versions some store lists no object of are passed over without a request, the
+   * others cost a manifest GET per store, at most 20 of them.
+   */
+  private long oldestWhole(ToolContext ctx, CheckpointScan scan,
+      Map<String, StoreInspector> inspectors, CommitLogAttempts committed, long newest)
+      throws Exception {
+    int tried = 0;
+    for (long v = toBatch + 1; v <= newest && tried < 20; v++) {
+      long version = v;
+      boolean listed = scan.strataStores().stream().allMatch(s -> s.versionObjects().stream()
+          .anyMatch(o -> StoreLayout.versionOf(o.key()) == version));
+      if (!listed) {
+        continue;
+      }
+      tried++;
+      if (notWhole(ctx, scan, inspectors, committed, v).isEmpty()) {
+        return v;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * Why {@code version} of some Strata stores cannot be loaded: a missing version object, an
+   * unreadable manifest, or an object its load reads that is gone; empty if every store holds
+   * it whole.
+   */
+  private static List<String> notWhole(ToolContext ctx, CheckpointScan scan,
+      Map<String, StoreInspector> inspectors, CommitLogAttempts committed, long version)
+      throws Exception {
+    List<Future<Optional<String>>> checks = new ArrayList<>();
+    for (CheckpointScan.Store s : scan.strataStores()) {
+      StoreInspector in = inspectors.get(s.id());
+      checks.add(ctx.pool.submit(() -> check(s, in, committed, version)));
+    }
+    List<String> out = new ArrayList<>();
+    for (Future<Optional<String>> f : checks) {
+      f.get().ifPresent(out::add);
+    }
+    return out;
+  }
+
+  private static Optional<String> check(CheckpointScan.Store s, StoreInspector in,
+      CommitLogAttempts committed, long version) {
+    boolean attemptKeys = StoreSummary.attemptKeys(s);
+    long oldestListed = s.versionObjects().stream().mapToLong(o -> StoreLayout.versionOf(
+        o.key())).min().orElse(-1);
+    String oldest = oldestListed < 0 ? " (it holds no version object)"
+        : " (its oldest version object is of version " + oldestListed + ")";
+    if (s.versionObjects().stream().noneMatch(o -> StoreLayout.versionOf(o.key()) == version)) {
+      return Optional.of("store " + s.id() + " has no version object of version " + version
+          + oldest);
+    }
+    String key;
+    Manifest m;
+    try {
+      key = StoreSummary.located(s, version, attemptKeys, in, committed);
+      m = in.manifest(key);
+    } catch (IOException | RuntimeException e) {
+      return Optional.of("store " + s.id() + ": version " + version + " cannot be read: "
+          + e.getMessage());
+    }
+    Set<String> listed = new HashSet<>();
+    s.objects().forEach(o -> listed.add(o.key()));
+    Manifest restored = m;
+    if (!m.deltas().isEmpty()) {
+      Optional<PublishedSnapshot> p = in.usablePublishedSnapshot(m, s.objects());
+      if (p.isPresent()) {
+        restored = p.get().rebase(m);
+      }
+    }
+    List<String> needed = new ArrayList<>();
+    restored.base().map(BaseSnapshot::files).orElse(List.of())
+        .forEach(f -> needed.add(f.file().key()));
+    for (Delta d : restored.deltas()) {
+      needed.add(d.file().key());
+    }
+    for (String k : needed) {
+      if (!listed.contains(k)) {
+        return Optional.of("store " + s.id() + ": " + s.relativeLocation() + "/" + key
+            + " names " + s.relativeLocation() + "/" + k + ", which is gone (collected or "
+            + "deleted; a load of version " + version + " would fail)");
+      }
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * What to delete, in order: for each batch from {@code latestOffset} down to {@link
+   * #toBatch}, its commit (and a local file system's checksum file) before its offsets.
+   */
+  private List<String> plan(CheckpointScan scan, long latestOffset) {
+    Set<String> listed = new HashSet<>(scan.sparkLogKeys());
+    List<String> keys = new ArrayList<>();
+    for (long b = latestOffset; b >= toBatch; b--) {
+      for (String dir : new String[] {"commits/", "offsets/"}) {
+        for (String k : new String[] {dir + b, dir + "." + b + ".crc"}) {
+          if (listed.contains(k)) {
+            keys.add(k);
+          }
+        }
+      }
+    }
+    return keys;
+  }
+
+  private void report(ToolContext ctx, long latestOffset, long latestCommit,
+      Optional<String> alive, List<String> keys) {
+    if (options.json) {
+      Map<String, Object> j = new LinkedHashMap<>();
+      j.put("checkpoint", ctx.checkpoint);
+      j.put("mode", dryRun ? "dry-run" : "apply");
+      j.put("toBatch", toBatch);
+      j.put("latestOffsetBefore", latestOffset);
+      j.put("latestCommitBefore", latestCommit);
+      j.put("looksAlive", alive.orElse(null));
+      j.put("objects", keys);
+      j.put("deleteRequests", dryRun ? 0 : keys.size());
+      ctx.printJson(j);
+      return;
+    }
+    ctx.out.println("Rewind of " + ctx.checkpoint + " to batch " + toBatch
+        + (dryRun ? " (dry run)" : ""));
+    ctx.out.println("  before: offsets up to batch " + latestOffset + ", commits up to batch "
+        + latestCommit + "; after: offsets and commits up to batch " + (toBatch - 1)
+        + "; the next start runs batch " + toBatch + " on state version " + toBatch
+        + " (checked whole in every store)");
+    alive.ifPresent(a -> ctx.out.println("  the query looks alive: " + a));
+    ctx.out.println();
+    keys.forEach(k -> ctx.out.println((dryRun ? "would delete " : "deleted ") + k));
+    ctx.out.println();
+    ctx.out.println((dryRun ? "Would delete " : "Deleted ") + Table.count(keys.size(), "object")
+        + (dryRun ? "" : " in " + Table.count(keys.size(), "DELETE request")) + "; state "
+        + "objects are kept (versions above " + toBatch + " are superseded by the re-run and "
+        + "collected by garbage collection).");
+  }
+}
