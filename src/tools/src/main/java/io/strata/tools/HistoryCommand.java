@@ -178,6 +178,7 @@ final class HistoryCommand implements Callable<Integer> {
       restore.put("objects", r.restore().objects());
       restore.put("bytes", r.restore().bytes());
       restore.put("deltas", r.restore().deltas());
+      restore.put("missingObjects", r.restore().missing());
       j.put("restore", restore);
     }
     j.put("error", r.error());

@@ -24,8 +24,10 @@ import java.util.Set;
  * @param objects distinct objects read (one GET each, more for objects larger than a part)
  * @param bytes bytes downloaded
  * @param deltas deltas ingested after the base
+ * @param missing of the objects read, those the store's listing lacks (collected or deleted: the
+ *     load fails)
  */
-record Restores(long from, long baseVersion, int objects, long bytes, int deltas) {
+record Restores(long from, long baseVersion, int objects, long bytes, int deltas, int missing) {
 
   /** The plan for {@code m}, given its store's listing (to find published snapshots). */
   static Restores of(Manifest m, List<ObjectInfo> listing, StoreInspector inspector) {
@@ -49,11 +51,21 @@ record Restores(long from, long baseVersion, int objects, long bytes, int deltas
       bytes += d.file().length();
     }
     long base = from >= 0 ? -1 : restored.base().map(BaseSnapshot::version).orElse(-1L);
-    return new Restores(from, base, keys.size(), bytes, restored.deltas().size());
+    Set<String> listed = new HashSet<>();
+    listing.forEach(o -> listed.add(o.key()));
+    int missing = (int) keys.stream().filter(k -> !listed.contains(k)).count();
+    return new Restores(from, base, keys.size(), bytes, restored.deltas().size(), missing);
   }
 
-  /** "12 objects, 1.5 MiB (published snapshot 40 + 3 deltas)", "1 object, 1.3 KiB (1 delta)". */
+  /**
+   * "12 objects, 1.5 MiB (published snapshot 40 + 3 deltas)", "1 object, 1.3 KiB (1 delta)";
+   * "cannot load: 2 of 5 objects gone" when some are missing.
+   */
   String describe() {
+    if (missing > 0) {
+      return "cannot load: " + missing + " of " + Table.count(objects, "object") + " gone "
+          + "(collected below the retention, or deleted)";
+    }
     String start = from >= 0 ? "published snapshot " + from : baseVersion >= 0
         ? "base snapshot " + baseVersion : null;
     String tail = Table.count(deltas, "delta");

@@ -161,7 +161,15 @@ final class VerifyCommand implements Callable<Integer> {
       }
       List<Problem> sorted = new ArrayList<>(problems);
       sorted.sort(java.util.Comparator.comparing(Problem::store).thenComparing(Problem::key));
-      report(ctx, scan, versions[0], distinct.size(), total, sorted);
+      long retainedFrom = retainedFrom(scan, restart, retain);
+      if (version != null && version < retainedFrom && !sorted.isEmpty() && !options.json) {
+        ctx.out.println("Version " + version + " is below the versions the checkpoint retains "
+            + "(" + retainedFrom + " and later: minBatchesToRetain " + retain + " before the "
+            + "version a restart loads): garbage collection deletes what only older versions "
+            + "need, so objects it names may be missing, as below; a load of it fails, which "
+            + "is expected, and the retained versions are not affected.");
+      }
+      report(ctx, scan, versions[0], distinct.size(), total, sorted, retainedFrom);
       return sorted.isEmpty() ? StrataTool.EXIT_OK : StrataTool.EXIT_PROBLEMS;
     }
   }
@@ -367,13 +375,28 @@ final class VerifyCommand implements Callable<Integer> {
     }
   }
 
+  /**
+   * The oldest version every store retains: {@code restart - retain} (at least 1) with {@code
+   * restart} as {@link #targets} takes it, the greatest over the stores.
+   */
+  private static long retainedFrom(CheckpointScan scan, long restart, int retain) {
+    long from = 1;
+    for (CheckpointScan.Store s : scan.strataStores()) {
+      long newest = restart >= 0 ? Math.min(restart, s.newestVersion()) : s.newestVersion();
+      from = Math.max(from, newest - retain);
+    }
+    return from;
+  }
+
   private void report(ToolContext ctx, CheckpointScan scan, int versions, int files, long bytes,
-      List<Problem> problems) {
+      List<Problem> problems, long retainedFrom) {
     int stores = scan.strataStores().size();
     if (options.json) {
       Map<String, Object> j = new LinkedHashMap<>();
       j.put("checkpoint", ctx.checkpoint);
       j.put("ok", problems.isEmpty());
+      j.put("oldestRetainedVersion", retainedFrom);
+      j.put("belowRetention", version != null && version < retainedFrom);
       j.put("stores", stores);
       j.put("versionObjects", versions);
       j.put("files", files);

@@ -5,22 +5,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
+
 import io.strata.engine.SharedMemory;
-import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.sync.GcSettings;
 import io.strata.sync.StoreIdentity;
 import io.strata.sync.StoreSettings;
 import io.strata.sync.SyncedStore;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -29,66 +25,25 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code strata rewind} on a checkpoint on the local file system: a store with versions 1 to 6
- * (written by strata-core's store, as a query's would be) and Spark's logs of batches 0 to 5 with
- * batch 6 planned. What it deletes and in which order, that it keeps every state object, and each
+ * {@code strata rewind} on a checkpoint on the local file system ({@link
+ * ToolFixtures#checkpoint}: a store with versions 1 to 6, Spark's logs of batches 0 to 5 with
+ * batch 6 planned). What it deletes and in which order, that it keeps every state object, and each
  * refusal with its exit code and message. Real queries rewound by the tool are compared with the
  * HDFS provider's hand-deleted rewinds in {@code RerunAfterRewindIT}.
  */
 class RewindCommandTest {
-  private static final long TWO_DAYS = 2 * 24 * 3600_000L;
-
   @TempDir Path tmp;
 
-  private record Run(int code, String out, String err) {
-    JsonNode json() throws Exception {
-      return ToolContext.JSON.readTree(out);
-    }
+  private static ToolFixtures.Run tool(String... args) {
+    return ToolFixtures.tool(args);
   }
 
-  private static Run tool(String... args) {
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int code = StrataTool.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-        new PrintStream(err, true, StandardCharsets.UTF_8));
-    return new Run(code, out.toString(StandardCharsets.UTF_8),
-        err.toString(StandardCharsets.UTF_8));
-  }
-
-  /** Store state/0/0 with versions 1 to 6, offsets/0 to 6 and commits/0 to 5. */
   private Path checkpoint() throws IOException {
-    Path checkpoint = tmp.resolve("ckpt");
-    Path store = checkpoint.resolve("state/0/0");
-    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
-        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
-        tmp.resolve("local"), new StoreSettings(3, 2, 1 << 20, false,
-            SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
-      s.load(0, Optional.empty());
-      for (int v = 1; v <= 6; v++) {
-        s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
-            ("v" + v).getBytes(StandardCharsets.UTF_8));
-        s.commit();
-      }
-    }
-    Files.createDirectories(checkpoint.resolve("offsets"));
-    Files.createDirectories(checkpoint.resolve("commits"));
-    for (int b = 0; b <= 6; b++) {
-      Files.writeString(checkpoint.resolve("offsets/" + b), "v1\n{\"batchWatermarkMs\":0,"
-          + "\"batchTimestampMs\":" + b + ",\"conf\":{}}\n{\"logOffset\":" + b + "}");
-      if (b < 6) {
-        Files.writeString(checkpoint.resolve("commits/" + b),
-            "v1\n{\"nextBatchWatermarkMs\":0}");
-      }
-    }
-    return checkpoint;
+    return ToolFixtures.checkpoint(tmp);
   }
 
   private static void age(Path checkpoint) throws IOException {
-    try (Stream<Path> files = Files.walk(checkpoint)) {
-      for (Path p : files.filter(Files::isRegularFile).toList()) {
-        Files.setLastModifiedTime(p, FileTime.fromMillis(System.currentTimeMillis() - TWO_DAYS));
-      }
-    }
+    ToolFixtures.age(checkpoint);
   }
 
   private static List<String> files(Path dir) throws IOException {
@@ -106,7 +61,7 @@ class RewindCommandTest {
     String uri = checkpoint.toUri().toString();
     List<String> state = files(checkpoint.resolve("state"));
 
-    Run dry = tool("rewind", uri, "--to-batch", "3", "--dry-run", "--json");
+    ToolFixtures.Run dry = tool("rewind", uri, "--to-batch", "3", "--dry-run", "--json");
     assertEquals(StrataTool.EXIT_OK, dry.code(), dry::toString);
     List<String> planned = new ArrayList<>();
     dry.json().get("objects").forEach(k -> planned.add(k.asText()));
@@ -114,14 +69,14 @@ class RewindCommandTest {
         "commits/3", "offsets/3"), planned, dry::toString);
     assertTrue(Files.exists(checkpoint.resolve("offsets/6")), "a dry run deletes nothing");
 
-    Run apply = tool("rewind", uri, "--to-batch", "3");
+    ToolFixtures.Run apply = tool("rewind", uri, "--to-batch", "3");
     assertEquals(StrataTool.EXIT_OK, apply.code(), apply::toString);
     assertTrue(apply.out().contains("Deleted 7 objects in 7 DELETE requests"), apply::toString);
     assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("offsets")));
     assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("commits")));
     assertEquals(state, files(checkpoint.resolve("state")), "no state object is touched");
 
-    Run again = tool("rewind", uri, "--to-batch", "3");
+    ToolFixtures.Run again = tool("rewind", uri, "--to-batch", "3");
     assertEquals(StrataTool.EXIT_USAGE, again.code(), again::toString);
     assertTrue(again.err().contains("nothing to rewind"), again::toString);
   }
@@ -131,20 +86,20 @@ class RewindCommandTest {
     Path checkpoint = checkpoint(); // written just now: looks alive
     String uri = checkpoint.toUri().toString();
 
-    Run live = tool("rewind", uri, "--to-batch", "3");
+    ToolFixtures.Run live = tool("rewind", uri, "--to-batch", "3");
     assertEquals(StrataTool.EXIT_REFUSED, live.code(), live::toString);
     assertTrue(live.err().contains("the query looks alive"), live::toString);
     assertTrue(Files.exists(checkpoint.resolve("offsets/6")), "nothing deleted");
 
-    Run zero = tool("rewind", uri, "--to-batch", "0", "--force");
+    ToolFixtures.Run zero = tool("rewind", uri, "--to-batch", "0", "--force");
     assertEquals(StrataTool.EXIT_USAGE, zero.code(), zero::toString);
     assertTrue(zero.err().contains("expected a batch >= 1"), zero::toString);
 
-    Run past = tool("rewind", uri, "--to-batch", "7", "--force");
+    ToolFixtures.Run past = tool("rewind", uri, "--to-batch", "7", "--force");
     assertEquals(StrataTool.EXIT_USAGE, past.code(), past::toString);
     assertTrue(past.err().contains("the offset log ends at batch 6"), past::toString);
 
-    Run forced = tool("rewind", uri, "--to-batch", "6", "--force");
+    ToolFixtures.Run forced = tool("rewind", uri, "--to-batch", "6", "--force");
     assertEquals(StrataTool.EXIT_OK, forced.code(), forced::toString);
     assertFalse(Files.exists(checkpoint.resolve("offsets/6")), forced::toString);
   }
@@ -159,25 +114,19 @@ class RewindCommandTest {
     Files.delete(checkpoint.resolve("commits/0"));
     age(checkpoint);
 
-    Run logs = tool("rewind", uri, "--to-batch", "1");
+    ToolFixtures.Run logs = tool("rewind", uri, "--to-batch", "1");
     assertEquals(StrataTool.EXIT_REFUSED, logs.code(), logs::toString);
     assertTrue(logs.err().contains("the oldest batch a rewind can re-run from is 2"),
         logs::toString);
 
     // Version 2's object deleted: version 2 has none, and every later version's chain names its
     // delta.
-    try (Stream<Path> s = Files.walk(store.resolve("v"))) {
-      for (Path p : s.filter(Files::isRegularFile).toList()) {
-        if (StoreLayout.versionOf(store.relativize(p).toString()) == 2) {
-          Files.delete(p);
-        }
-      }
-    }
-    Run missing = tool("rewind", uri, "--to-batch", "2");
+    ToolFixtures.deleteVersion(store, 2);
+    ToolFixtures.Run missing = tool("rewind", uri, "--to-batch", "2");
     assertEquals(StrataTool.EXIT_REFUSED, missing.code(), missing::toString);
     assertTrue(missing.err().contains("store 0/0/default has no version object of version 2"),
         missing::toString);
-    Run named = tool("rewind", uri, "--to-batch", "3");
+    ToolFixtures.Run named = tool("rewind", uri, "--to-batch", "3");
     assertEquals(StrataTool.EXIT_REFUSED, named.code(), named::toString);
     assertTrue(named.err().contains("which is gone"), named::toString);
     assertTrue(named.err().contains("no later batch up to 5 can be re-run either"),
@@ -216,19 +165,13 @@ class RewindCommandTest {
       Files.writeString(checkpoint.resolve("offsets/" + b), "v1\n{}\n{\"logOffset\":" + b + "}");
       Files.writeString(checkpoint.resolve("commits/" + b), "v1\n{\"nextBatchWatermarkMs\":0}");
     }
-    try (Stream<Path> f = Files.walk(store.resolve("v"))) {
-      for (Path p : f.filter(Files::isRegularFile).toList()) {
-        if (StoreLayout.versionOf(store.relativize(p).toString()) == 2) {
-          Files.delete(p);
-        }
-      }
-    }
+    ToolFixtures.deleteVersion(store, 2);
     age(checkpoint);
-    Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "5");
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "5");
     assertEquals(StrataTool.EXIT_REFUSED, r.code(), r::toString);
     assertTrue(r.err().contains("the oldest batch a rewind can re-run from is 20"),
         r::toString);
-    Run ok = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "20");
+    ToolFixtures.Run ok = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "20");
     assertEquals(StrataTool.EXIT_OK, ok.code(), ok::toString);
   }
 
@@ -238,7 +181,7 @@ class RewindCommandTest {
     Files.createDirectories(checkpoint.resolve("state/1/0"));
     Files.writeString(checkpoint.resolve("state/1/0/1.delta"), "HDFS provider's file");
     age(checkpoint);
-    Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3");
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3");
     assertEquals(StrataTool.EXIT_UNREADABLE, r.code(), r::toString);
     assertTrue(r.err().contains("HDFSBackedStateStoreProvider"), r::toString);
   }

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.engine.SharedMemory;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectStores;
+import io.strata.objectstore.RequestListener;
+import io.strata.sync.GcSettings;
+import io.strata.sync.StoreIdentity;
+import io.strata.sync.StoreSettings;
+import io.strata.sync.SyncedStore;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/** Checkpoints on the local file system for the tool's tests, and the tool run in-process. */
+final class ToolFixtures {
+  private static final long TWO_DAYS = 2 * 24 * 3600_000L;
+
+  private ToolFixtures() { }
+
+  /** One run of the tool: exit code, standard output and error. */
+  record Run(int code, String out, String err) {
+    JsonNode json() throws Exception {
+      return ToolContext.JSON.readTree(out);
+    }
+  }
+
+  /** {@code strata args...} in this JVM. */
+  static Run tool(String... args) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = StrataTool.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        new PrintStream(err, true, StandardCharsets.UTF_8));
+    return new Run(code, out.toString(StandardCharsets.UTF_8),
+        err.toString(StandardCharsets.UTF_8));
+  }
+
+  /**
+   * {@code <tmp>/ckpt}: store {@code state/0/0} with versions 1 to 6 (written by strata-core's
+   * store, as a query's would be; no base snapshot, so each version's load reads the deltas of
+   * every version up to it), {@code offsets/0} to {@code 6} and {@code commits/0} to {@code 5}
+   * (batch 6 planned, not committed).
+   */
+  static Path checkpoint(Path tmp) throws IOException {
+    Path checkpoint = tmp.resolve("ckpt");
+    Path store = checkpoint.resolve("state/0/0");
+    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
+        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+        tmp.resolve("local"), new StoreSettings(3, 2, 1 << 20, false,
+            SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+      s.load(0, Optional.empty());
+      for (int v = 1; v <= 6; v++) {
+        s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
+            ("v" + v).getBytes(StandardCharsets.UTF_8));
+        s.commit();
+      }
+    }
+    Files.createDirectories(checkpoint.resolve("offsets"));
+    Files.createDirectories(checkpoint.resolve("commits"));
+    for (int b = 0; b <= 6; b++) {
+      Files.writeString(checkpoint.resolve("offsets/" + b), "v1\n{\"batchWatermarkMs\":0,"
+          + "\"batchTimestampMs\":" + b + ",\"conf\":{}}\n{\"logOffset\":" + b + "}");
+      if (b < 6) {
+        Files.writeString(checkpoint.resolve("commits/" + b),
+            "v1\n{\"nextBatchWatermarkMs\":0}");
+      }
+    }
+    return checkpoint;
+  }
+
+  /** Deletes every version object of {@code version} of the store at {@code store}. */
+  static void deleteVersion(Path store, long version) throws IOException {
+    try (Stream<Path> s = Files.walk(store.resolve("v"))) {
+      for (Path p : s.filter(Files::isRegularFile).toList()) {
+        if (StoreLayout.versionOf(store.relativize(p).toString()) == version) {
+          Files.delete(p);
+        }
+      }
+    }
+  }
+
+  /** Sets every file's modification time two days back (older than any grace or idle time). */
+  static void age(Path checkpoint) throws IOException {
+    try (Stream<Path> files = Files.walk(checkpoint)) {
+      for (Path p : files.filter(Files::isRegularFile).toList()) {
+        Files.setLastModifiedTime(p, FileTime.fromMillis(System.currentTimeMillis() - TWO_DAYS));
+      }
+    }
+  }
+}
