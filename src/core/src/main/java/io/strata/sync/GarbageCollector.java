@@ -46,6 +46,14 @@ final class GarbageCollector {
   private final GcSettings settings;
   private final LongSupplier ownEpoch;
   private volatile long supersededBy = -1;
+  /**
+   * This instance's newest version when a round first found {@link #supersededBy}'s claim: once
+   * the instance is past it, its run went on committing after the later claim appeared, which
+   * it could not have done had the later run committed any version at or below its own (that
+   * commit fences every later attempt of the earlier run), so the later run holds no version
+   * this instance's retention would cut under: it collects again.
+   */
+  private volatile long supersededAtVersion = -1;
   private final PublishedSnapshots published;
   private final RunRetirement runs;
   /**
@@ -129,17 +137,25 @@ final class GarbageCollector {
       newestClaim = Math.max(newestClaim, StoreLayout.claimEpochOf(l.key()));
     }
     if (epoch > 0 && newestClaim > epoch) {
-      // A later query run claimed this store (only runs that write claim): this instance
-      // belongs to a superseded run, whose idea of the newest version may be versions the
-      // later run rewound past. Collecting is the later run's job.
+      // A later query run claimed this store (only runs that write claim): this instance may
+      // belong to a superseded run, whose idea of the newest version may be versions the later
+      // run rewound past. Collecting is the later run's job, unless this instance's run has
+      // committed since the claim appeared: then the later run committed nothing at or below
+      // this instance's versions (a zombie run that claimed late and died), and waiting for it
+      // would stop collection until the query restarts (issue 43, fault campaign run 3).
       if (supersededBy != newestClaim) {
         supersededBy = newestClaim;
+        supersededAtVersion = knownNewestVersion;
         LOG.info("{} garbage collection round {}: skipped; this instance's query run has "
-            + "epoch {} and a later run claimed epoch {}, which collects instead", identity,
-            round, epoch, newestClaim);
+            + "epoch {} and a later run claimed epoch {}, which collects instead (unless this "
+            + "run commits past version {}: then the later run committed nothing and this "
+            + "instance collects again)", identity, round, epoch, newestClaim,
+            knownNewestVersion);
       }
-      return new GcDecision(round, knownNewestVersion, listing, null, null, Set.of(),
-          Set.of(), 0, listRequests, newestClaim, start, nowMillis, List.of());
+      if (knownNewestVersion <= supersededAtVersion) {
+        return new GcDecision(round, knownNewestVersion, listing, null, null, Set.of(),
+            Set.of(), 0, listRequests, newestClaim, start, nowMillis, List.of());
+      }
     }
     Reachability.Plan plan = Reachability.plan(listing, knownNewestVersion,
         settings.versionsToRetain());

@@ -270,4 +270,51 @@ class GcAdversarialTwoTest {
       }
     }
   }
+
+  /**
+   * Held (issue 43, fault campaign run 3): epochs follow the order in which runs first touch a
+   * store, not the order in which the runs started. A zombie driver frozen before its first batch
+   * and thawed after the next run claimed epoch {@code e} claims {@code e + 1} in the stores its
+   * late tasks open; the live run (epoch {@code e}) then skips every collection round ("a later
+   * run claimed epoch e + 1, which collects instead"), but the zombie is dead, so nothing
+   * collected until the query restarted: the checkpoint grew 2,244 to 2,976 objects (160
+   * beyond the bound) in five minutes. Now a superseded instance whose run commits past the
+   * version it had when it first saw the later claim collects again (the later run cannot have
+   * committed at or below it). Here: the live run commits versions 1 and 2, a zombie run opens
+   * the store and writes nothing, the live run commits 3 to 12 and collects after each: at most
+   * the retained versions (R = 2, so 3) and one more are left. A stale instance of an earlier
+   * run that cannot commit still skips ({@code
+   * GcAdversarialTest#aRewindWithSettledObjectsOfTheEarlierRunKeepsWhatTheLaterRunLoads}).
+   */
+  @Test
+  void aZombieRunsLateEpochClaimDoesNotStopTheLiveRunsCollection() throws Exception {
+    String root = tmp.resolve("remote-zombie-claim").toUri().toString();
+    OffsetClock clock = new OffsetClock();
+    TreeMap<String, String> state = new TreeMap<>();
+    try (SyncedStore live = open(root, false, UUID.randomUUID().toString(), 2, clock)) {
+      live.load(0, Optional.empty());
+      for (long v = 1; v <= 2; v++) {
+        state = GcWorkload.write(live, state, v, "v");
+        live.commit();
+        live.awaitLocalIngestion();
+      }
+      try (SyncedStore zombie = open(root, false, UUID.randomUUID().toString(), 2, clock)) {
+        zombie.load(2, Optional.empty());
+        zombie.prepareWrite(); // its late task: claims the next epoch, then dies
+      }
+      for (long v = 3; v <= 12; v++) {
+        state = GcWorkload.write(live, state, v, "v");
+        live.commit();
+        live.awaitLocalIngestion();
+        live.maintenance(); // a base snapshot: older deltas are no longer named
+        assertTrue(live.awaitSnapshotUpload(30_000), "snapshot upload");
+        Thread.sleep(1_100); // older objects settle
+        live.collectGarbage();
+      }
+    }
+    try (var objects = ObjectStores.open(root, SyncedStoreTest.UNUSED_S3, RequestListener.NONE)) {
+      long versionObjects = objects.list("v/").size();
+      assertTrue(versionObjects <= 4, "version objects left: " + versionObjects);
+    }
+  }
 }
