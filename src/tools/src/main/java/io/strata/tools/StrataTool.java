@@ -26,7 +26,7 @@ import picocli.CommandLine.Command;
     versionProvider = StrataTool.Version.class,
     description = "Inspect, verify and clean a Strata checkpoint without running the query.",
     subcommands = {DescribeCommand.class, HistoryCommand.class, VerifyCommand.class,
-        GcCommand.class, RewindCommand.class},
+        GcCommand.class, RewindCommand.class, SavepointCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:all is well", "1:verify found problems",
         "2:bad arguments or settings",
