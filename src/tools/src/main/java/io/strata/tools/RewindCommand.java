@@ -33,9 +33,10 @@ import picocli.CommandLine.ParentCommand;
  * deletion lacks:
  *
  * <ul>
- *   <li>batch {@code N - 1} must be committed and still in both of Spark's logs ({@code N >= 1};
- *       Spark purges its logs by {@code minBatchesToRetain}), else exit 4 naming the oldest batch
- *       a rewind can re-run from;
+ *   <li>batch {@code N - 1} must be committed and still in both of Spark's logs, and batch {@code
+ *       N - 2} in the offset log, which the restart reads to check it ({@code N >= 1}; Spark
+ *       purges its logs by {@code minBatchesToRetain}), else exit 4 naming the oldest batch a
+ *       rewind can re-run from;
  *   <li>every Strata store must hold version {@code N} whole: its version object (format 1: the
  *       greatest generation; format 2: the attempt {@code commits/<N-1>} names) and every object
  *       its load reads (one GET of the manifest per store, the rest from the listing), else exit
@@ -110,11 +111,13 @@ final class RewindCommand implements Callable<Integer> {
             + "runs batch " + (latestCommit + 1) + "; nothing to rewind", null);
       }
       long oldest = oldestFromLogs(offsets, commits, latestCommit);
-      if (!offsets.contains(toBatch - 1) || !commits.contains(toBatch - 1)) {
+      if (!offsets.contains(toBatch - 1) || !commits.contains(toBatch - 1)
+          || (toBatch >= 2 && !offsets.contains(toBatch - 2))) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind " + ctx.checkpoint
-            + " to batch " + toBatch + ": batch " + (toBatch - 1) + " is not in both of Spark's "
-            + "logs (offsets/" + (toBatch - 1) + ", commits/" + (toBatch - 1) + "), which "
-            + "Spark purges by minBatchesToRetain; "
+            + " to batch " + toBatch + ": a restart needs batch " + (toBatch - 1) + " in both "
+            + "of Spark's logs (offsets/" + (toBatch - 1) + ", commits/" + (toBatch - 1) + ")"
+            + (toBatch >= 2 ? " and the offsets of the batch before (offsets/" + (toBatch - 2)
+            + ")" : "") + ", which Spark purges by minBatchesToRetain; "
             + (oldest < 0 ? "no batch can be re-run" : "the oldest batch a rewind can re-run "
             + "from is " + oldest), null);
       }
@@ -171,9 +174,12 @@ final class RewindCommand implements Callable<Integer> {
   }
 
   /**
-   * The oldest batch a rewind may re-run from by Spark's logs: {@code b + 1} for the oldest
-   * {@code b} in both logs from which every later batch up to the latest commit is too; -1 if
-   * none.
+   * The oldest batch a rewind may re-run from by Spark's logs: the restart after a rewind to
+   * {@code N} reads {@code offsets/N-1} and {@code commits/N-1}, and, to check the offset log,
+   * {@code offsets/N-2} ({@code MicroBatchExecution.validateOffsetLogAndGetPrevOffset}: "batch
+   * N-2 doesn't exist" otherwise). So {@code b + 1} for the oldest {@code b} in both logs from
+   * which every later batch up to the latest commit is too, one later if {@code offsets/b-1} is
+   * gone; -1 if none.
    */
   private static long oldestFromLogs(Set<Long> offsets, Set<Long> commits, long latestCommit) {
     long b = latestCommit;
@@ -183,7 +189,7 @@ final class RewindCommand implements Callable<Integer> {
     while (b > 0 && offsets.contains(b - 1) && commits.contains(b - 1)) {
       b--;
     }
-    return b + 1;
+    return b == 0 || offsets.contains(b - 1) ? b + 1 : b + 2;
   }
 
   /**

@@ -116,22 +116,29 @@ class RewindCommandTest {
 
     ToolFixtures.Run logs = tool("rewind", uri, "--to-batch", "1");
     assertEquals(StrataTool.EXIT_REFUSED, logs.code(), logs::toString);
-    assertTrue(logs.err().contains("the oldest batch a rewind can re-run from is 2"),
+    assertTrue(logs.err().contains("the oldest batch a rewind can re-run from is 3"),
         logs::toString);
 
-    // Version 2's object deleted: version 2 has none, and every later version's chain names its
+    // Version 3's object deleted: version 3 has none, and every later version's chain names its
     // delta.
-    ToolFixtures.deleteVersion(store, 2);
-    ToolFixtures.Run missing = tool("rewind", uri, "--to-batch", "2");
+    ToolFixtures.deleteVersion(store, 3);
+    ToolFixtures.Run missing = tool("rewind", uri, "--to-batch", "3");
     assertEquals(StrataTool.EXIT_REFUSED, missing.code(), missing::toString);
-    assertTrue(missing.err().contains("store 0/0/default has no version object of version 2"),
+    assertTrue(missing.err().contains("store 0/0/default has no version object of version 3"),
         missing::toString);
-    ToolFixtures.Run named = tool("rewind", uri, "--to-batch", "3");
+    ToolFixtures.Run named = tool("rewind", uri, "--to-batch", "4");
     assertEquals(StrataTool.EXIT_REFUSED, named.code(), named::toString);
     assertTrue(named.err().contains("which is gone"), named::toString);
     assertTrue(named.err().contains("no later batch up to 5 can be re-run either"),
         named::toString);
-    assertTrue(Files.exists(checkpoint.resolve("offsets/3")), "nothing deleted");
+    assertTrue(Files.exists(checkpoint.resolve("offsets/4")), "nothing deleted");
+
+    // A restart after a rewind to N reads offsets/N-2 too (Spark checks the offset log).
+    Files.delete(checkpoint.resolve("offsets/1")); // commits/1 stays, as a purge may leave it
+    ToolFixtures.Run prev = tool("rewind", uri, "--to-batch", "3", "--force");
+    assertEquals(StrataTool.EXIT_REFUSED, prev.code(), prev::toString);
+    assertTrue(prev.err().contains("the offsets of the batch before (offsets/1)")
+        && prev.err().contains("the oldest batch a rewind can re-run from is 4"), prev::toString);
   }
 
   /**
