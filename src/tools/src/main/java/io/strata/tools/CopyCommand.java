@@ -101,10 +101,12 @@ final class CopyCommand implements Callable<Integer> {
         }
         batch = at != null && at.batch != null ? at.batch : scan.spark.latestCommit().getAsLong();
         List<String> logs = scan.sparkLogKeys();
-        if (!logs.contains("offsets/" + batch) || !logs.contains("commits/" + batch)) {
+        if (!logs.contains("offsets/" + batch) || !logs.contains("commits/" + batch)
+            || (batch >= 1 && !logs.contains("offsets/" + (batch - 1)))) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy batch " + batch
-              + " of " + ctx.checkpoint + ": it is not in both of Spark's logs (offsets/" + batch
-              + ", commits/" + batch + ")", null);
+              + " of " + ctx.checkpoint + ": a restart from it needs offsets/" + batch
+              + ", commits/" + batch + (batch >= 1 ? " and offsets/" + (batch - 1) : "")
+              + ", which Spark's logs no longer all hold", null);
         }
         CommitLogAttempts committed = ctx.commitLogAttempts(scan);
         for (CheckpointScan.Store s : scan.strataStores()) {

@@ -92,10 +92,12 @@ final class SavepointCommand {
         }
         long b = batch != null ? batch : scan.spark.latestCommit().getAsLong();
         List<String> logKeys = scan.sparkLogKeys();
-        if (!logKeys.contains("offsets/" + b) || !logKeys.contains("commits/" + b)) {
+        if (!logKeys.contains("offsets/" + b) || !logKeys.contains("commits/" + b)
+            || (b >= 1 && !logKeys.contains("offsets/" + (b - 1)))) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch " + b
-              + " of " + ctx.checkpoint + ": it is not in both of Spark's logs (offsets/" + b
-              + ", commits/" + b + ")", null);
+              + " of " + ctx.checkpoint + ": a restart from it needs offsets/" + b + ", commits/"
+              + b + (b >= 1 ? " and offsets/" + (b - 1) : "") + ", which Spark's logs no longer "
+              + "all hold", null);
         }
         ObjectStore root = ctx.root();
         if (!root.list(ROOT + n + "/").isEmpty() || scan.strataStores().stream().anyMatch(
@@ -168,13 +170,15 @@ final class SavepointCommand {
 
   /**
    * True if {@code key} is one of Spark's files a savepoint of batch {@code b} copies: {@code
-   * metadata}, {@code offsets/b}, {@code commits/b}, every file under {@code sources/} (the file
+   * metadata}, {@code offsets/b}, {@code commits/b} and {@code offsets/b-1} (a restart reads it to
+   * check the offset log), every file under {@code sources/} (the file
    * source's log: a restart from the savepoint plans its next batch from it, as after a rewind)
    * and the operators' metadata and schemas under {@code state/<op>/_metadata/} and {@code
    * state/<op>/_stateSchema/}.
    */
   static boolean sparkFileOf(String key, long b) {
     return key.equals("metadata") || key.equals("offsets/" + b) || key.equals("commits/" + b)
+        || key.equals("offsets/" + (b - 1))
         || key.startsWith("sources/") || key.matches("state/\\d+/(_metadata|_stateSchema)/.*");
   }
 
