@@ -44,6 +44,10 @@ import java.util.Set;
  *       and never keeps a round from deciding; while one is listed, the caller keeps every
  *       base-snapshot file ({@link #baseSnapshotFiles}: it might name any), so those it named
  *       go in a later round, once it is gone, like those of a readable one.
+ *   <li>A version object a savepoint holds ({@code holds/<savepoint>/<key>.hold}, {@link
+ *       StoreLayout#hold}) is a root too, however old, and is itself retained (a version without
+ *       writes has no delta its manifest would name); hold objects are never garbage (they are
+ *       {@link Kind#FOREIGN} here: the tool that wrote them deletes them).
  *   <li>Keys the caller protects (its own pending base snapshot, its in-flight spills) are
  *       retained.
  *   <li>Anything else is garbage once it is at least the grace period old by its last-modified
@@ -122,18 +126,27 @@ public final class Reachability {
    *     &lt;= 0 when the store has at most R versions)
    * @param roots the version objects of retained versions (every attempt), in key order; the
    *     caller reads their manifests
-   * @param settledBeforeMillis the object store's last-modified time of the oldest root, epoch
-   *     ms: an unreferenced version object, spill or published snapshot written a {@link
-   *     #SETTLE_MARGIN_MILLIS} or more before it predates every retained version; -1 when there
-   *     is no root or a root's time is unknown (then only the grace period applies)
+   * @param settledBeforeMillis the object store's last-modified time of the oldest root of the
+   *     retention (held ones aside), epoch ms: an unreferenced version object, spill or
+   *     published snapshot written a {@link #SETTLE_MARGIN_MILLIS} or more before it predates
+   *     every retained version; -1 when there is no root or a root's time is unknown (then
+   *     only the grace period applies)
+   * @param held keys of the listed version objects savepoints hold (also in {@code roots})
    */
   public record Plan(long newestVersion, long oldestRetainedVersion, List<Listed> roots,
-      long settledBeforeMillis) {
+      long settledBeforeMillis, Set<String> held) {
     public Plan {
       roots = List.copyOf(roots);
+      held = Set.copyOf(held);
     }
 
-    /** A plan without a settled time (only the grace period applies). */
+    /** A plan without holds. */
+    public Plan(long newestVersion, long oldestRetainedVersion, List<Listed> roots,
+        long settledBeforeMillis) {
+      this(newestVersion, oldestRetainedVersion, roots, settledBeforeMillis, Set.of());
+    }
+
+    /** A plan without a settled time (only the grace period applies) or holds. */
     public Plan(long newestVersion, long oldestRetainedVersion, List<Listed> roots) {
       this(newestVersion, oldestRetainedVersion, roots, -1);
     }
@@ -239,7 +252,6 @@ public final class Reachability {
         roots.add(l);
       }
     }
-    roots.sort(Comparator.comparing(Listed::key));
     long settled = roots.isEmpty() ? -1 : Long.MAX_VALUE;
     for (Listed r : roots) {
       settled = r.ageKnown() ? Math.min(settled, r.lastModifiedMillis()) : -1;
@@ -247,7 +259,28 @@ public final class Reachability {
         break;
       }
     }
-    return new Plan(newest, floor, roots, settled);
+    // Savepoints' holds: their version objects are roots whatever their version (the settled
+    // time stays the retention's: what a hold keeps was written before the hold, not in flight).
+    Set<String> holds = new HashSet<>();
+    for (Listed l : listing) {
+      String held = StoreLayout.heldVersionObjectOf(l.key());
+      if (held != null) {
+        holds.add(held);
+      }
+    }
+    Set<String> held = new HashSet<>();
+    Set<String> rooted = new HashSet<>();
+    roots.forEach(r -> rooted.add(r.key()));
+    for (Listed l : listing) {
+      if (holds.contains(l.key())) {
+        held.add(l.key());
+        if (rooted.add(l.key())) {
+          roots.add(l);
+        }
+      }
+    }
+    roots.sort(Comparator.comparing(Listed::key));
+    return new Plan(newest, floor, roots, settled, held);
   }
 
   /**
@@ -331,7 +364,8 @@ public final class Reachability {
       // may still run an attempt of that version, so that a zombie's commit always finds it
       // taken and is reported lost (docs/format.md, "Query runs, epochs and generations").
       if (kind == Kind.VERSION_OBJECT
-          && StoreLayout.versionOf(l.key()) >= plan.oldestRetainedVersion()) {
+          && (StoreLayout.versionOf(l.key()) >= plan.oldestRetainedVersion()
+              || plan.held().contains(l.key()))) {
         retained++;
         continue;
       }

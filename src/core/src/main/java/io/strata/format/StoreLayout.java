@@ -41,6 +41,14 @@ public final class StoreLayout {
   public static final String PUBLISHED_SNAPSHOT_SUFFIX = ".bsm";
   /** Prefix of the query runs' epoch claims (layout 2). */
   public static final String RUNS = "runs/";
+  /**
+   * Prefix of savepoint holds: {@code holds/<savepoint>/<version object key>.hold}, one per
+   * store and savepoint, naming the version object the savepoint keeps ({@link #hold}).
+   */
+  public static final String HOLDS = "holds/";
+  private static final String HOLD_SUFFIX = ".hold";
+  private static final Pattern SAVEPOINT_NAME =
+      Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
   private static final Pattern ATTEMPT = Pattern.compile("[0-9a-f]{12}-[0-9a-f]{16}");
   private static final Pattern GENERATION_NAME = Pattern.compile("g([0-9]{10})\\.svo");
   private static final Pattern RUN_CLAIM = Pattern.compile("runs/([0-9]{10})\\.run");
@@ -153,6 +161,50 @@ public final class StoreLayout {
   public static long retiredRunsEpochOf(String key) {
     Matcher m = RETIRED_RUNS.matcher(key);
     return m.matches() ? Long.parseLong(m.group(1)) : -1;
+  }
+
+  /** True if {@code name} may name a savepoint: 1 to 64 of {@code A-Z a-z 0-9 _ . -}, not first. */
+  public static boolean isSavepointName(String name) {
+    return name != null && SAVEPOINT_NAME.matcher(name).matches();
+  }
+
+  /**
+   * Key of savepoint {@code savepoint}'s hold on {@code versionObjectKey}: {@code
+   * holds/<savepoint>/<versionObjectKey>.hold}. Garbage collection keeps a held version object
+   * and everything its manifest names, however old (docs/format.md, "Savepoints"); the key alone
+   * says what is held, so a round needs no request beyond its one LIST.
+   *
+   * @throws IllegalArgumentException if the name is not a savepoint name ({@link
+   *     #isSavepointName}) or the key is not a version object's
+   */
+  public static String hold(String savepoint, String versionObjectKey) {
+    if (!isSavepointName(savepoint)) {
+      throw new IllegalArgumentException("invalid savepoint name '" + savepoint + "': expected 1 "
+          + "to 64 of A-Z a-z 0-9 _ . - (not first)");
+    }
+    if (versionOf(versionObjectKey) < 0) {
+      throw new IllegalArgumentException("not a version object key: " + versionObjectKey);
+    }
+    return HOLDS + savepoint + "/" + versionObjectKey + HOLD_SUFFIX;
+  }
+
+  /** The version object key a hold key ({@link #hold}) names, or null if it is not one. */
+  public static String heldVersionObjectOf(String key) {
+    if (!key.startsWith(HOLDS) || !key.endsWith(HOLD_SUFFIX)) {
+      return null;
+    }
+    int slash = key.indexOf('/', HOLDS.length());
+    if (slash < 0 || !isSavepointName(key.substring(HOLDS.length(), slash))) {
+      return null;
+    }
+    String object = key.substring(slash + 1, key.length() - HOLD_SUFFIX.length());
+    return versionOf(object) >= 0 ? object : null;
+  }
+
+  /** The savepoint a hold key ({@link #hold}) belongs to, or null if it is not one. */
+  public static String holdSavepointOf(String key) {
+    return heldVersionObjectOf(key) == null ? null
+        : key.substring(HOLDS.length(), key.indexOf('/', HOLDS.length()));
   }
 
   /** The epoch of a claim key ({@link #runClaim}), or -1. */

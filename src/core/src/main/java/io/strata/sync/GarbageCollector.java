@@ -347,6 +347,7 @@ final class GarbageCollector {
     for (Reachability.Listed l : listing) {
       long version = StoreLayout.versionOf(l.key());
       if (version < 0 || version >= plan.oldestRetainedVersion()
+          || plan.held().contains(l.key())
           || cache.addNamedKeys(l.key(), l.size(), retiring)) {
         continue;
       }

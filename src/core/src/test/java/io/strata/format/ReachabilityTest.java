@@ -129,6 +129,60 @@ class ReachabilityTest {
     assertEquals(300, verdict.garbageBytes());
   }
 
+  /**
+   * A savepoint's hold ({@code holds/<savepoint>/<key>.hold}) makes its version object a root
+   * however old: the object and what its manifest names stay, also a held version without a
+   * delta; the hold itself is never garbage; without the hold, all of it goes. The settled time
+   * stays the retention's.
+   */
+  @Test
+  void aVersionObjectASavepointHoldsIsARootHoweverOld() {
+    String held = StoreLayout.generationVersionObject(2, 1);
+    String emptyHeld = StoreLayout.versionObject(3);
+    String hold = StoreLayout.hold("before-deploy", held);
+    String emptyHold = StoreLayout.hold("empty", emptyHeld);
+    assertEquals(held, StoreLayout.heldVersionObjectOf(hold));
+    assertEquals("before-deploy", StoreLayout.holdSavepointOf(hold));
+    assertEquals(null, StoreLayout.heldVersionObjectOf("holds/x/v/abc.svo.hold"));
+    assertEquals(null, StoreLayout.heldVersionObjectOf("holds/-x/" + held + ".hold"));
+    assertThrows(IllegalArgumentException.class, () -> StoreLayout.hold("a/b", held));
+    assertThrows(IllegalArgumentException.class, () -> StoreLayout.hold("ok", SST_X));
+
+    List<Reachability.Listed> listing = new ArrayList<>();
+    listing.add(old(StoreLayout.versionObject(1)));
+    listing.add(old(held));
+    listing.add(old(emptyHeld));
+    for (long v = 4; v <= 10; v++) {
+      listing.add(young(StoreLayout.versionObject(v)));
+    }
+    listing.add(old(SST_X));
+    listing.add(old(SST_Y));
+    listing.add(old(hold));
+    listing.add(old(emptyHold));
+    listing.add(old(StoreLayout.hold("gone", StoreLayout.versionObject(99))));
+    Reachability.Plan plan = Reachability.plan(listing, -1, 2);
+    assertEquals(8, plan.oldestRetainedVersion());
+    assertEquals(Set.of(held, emptyHeld), plan.held(), "a hold of an unlisted object holds none");
+    assertTrue(keys(plan.roots()).containsAll(List.of(held, emptyHeld)), plan::toString);
+    assertEquals(YOUNG, plan.settledBeforeMillis(), "the retention's roots only");
+    // The held version 2's manifest names versions 1 and 2 (and, say, a base file SST_X);
+    // version 3 has no delta.
+    Set<String> named = new java.util.HashSet<>(Reachability.namedKeys(manifest(2,
+        List.of(), List.of(StoreLayout.versionObject(1), held))));
+    named.add(SST_X);
+    Reachability.Verdict verdict = Reachability.garbage(listing, plan, named, Set.of(), NOW,
+        HOUR);
+    assertEquals(List.of(SST_Y), keys(verdict.garbage()), verdict::toString);
+
+    List<Reachability.Listed> released = new ArrayList<>(listing);
+    released.removeIf(l -> StoreLayout.heldVersionObjectOf(l.key()) != null);
+    Reachability.Plan after = Reachability.plan(released, -1, 2);
+    assertEquals(Set.of(), after.held());
+    assertEquals(List.of(StoreLayout.versionObject(1), held, emptyHeld, SST_X, SST_Y),
+        keys(Reachability.garbage(released, after, Set.of(), Set.of(), NOW, HOUR).garbage()),
+        "without the holds, what they kept goes");
+  }
+
   @Test
   void youngObjectsAreKeptButAgeNeverMakesANamedObjectGarbage() {
     List<Reachability.Listed> listing = List.of(old(StoreLayout.versionObject(5)),

@@ -24,7 +24,7 @@ import java.util.regex.Pattern;
 final class CheckpointScan {
   /** Strata's top-level directories in a store's location. */
   private static final Set<String> STRATA_DIRS = Set.of("v", "runs", "sst", "snap", "spill", "b",
-      "_strata");
+      "holds", "_strata");
   /** Files of Spark's own providers: {@code 3.delta}, {@code 3.snapshot}, {@code 3.changelog},
    * {@code 3.zip}, {@code 3_<uuid>.zip} and RocksDB's {@code SSTs/} directory. */
   private static final Pattern FOREIGN =

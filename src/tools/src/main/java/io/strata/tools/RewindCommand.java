@@ -236,7 +236,12 @@ final class RewindCommand implements Callable<Integer> {
     return out;
   }
 
-  private static Optional<String> check(CheckpointScan.Store s, StoreInspector in,
+  /**
+   * Why store {@code s} cannot load {@code version}, or empty if it holds it whole: its version
+   * object (as a load locates it) and every object that load reads (a published snapshot
+   * on its lineage, else its base files and deltas) are listed. One manifest GET.
+   */
+  static Optional<String> check(CheckpointScan.Store s, StoreInspector in,
       CommitLogAttempts committed, long version) {
     boolean attemptKeys = StoreSummary.attemptKeys(s);
     long oldestListed = s.versionObjects().stream().mapToLong(o -> StoreLayout.versionOf(

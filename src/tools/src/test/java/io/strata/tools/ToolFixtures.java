@@ -76,6 +76,42 @@ final class ToolFixtures {
     return checkpoint;
   }
 
+  /**
+   * {@code <tmp>/merged}: store {@code state/0/0} with versions 1 to 22 of an append-only key
+   * space whose small files maintenance merged at version 20, published in a base snapshot of
+   * version 20 (so versions 20 and later need no object of versions 1 to 19), {@code offsets/0}
+   * to {@code 21} and {@code commits/0} to {@code 21}.
+   */
+  static Path mergedCheckpoint(Path tmp) throws IOException {
+    Path checkpoint = tmp.resolve("merged");
+    Path store = checkpoint.resolve("state/0/0");
+    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
+        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+        tmp.resolve("local-merged"), new StoreSettings(100, 2, 1 << 20, false,
+            SharedMemory.Limits.DEFAULT, new GcSettings(false, 100, 1, 3_600_000L)), "{}",
+            "{}")) {
+      s.load(0, Optional.empty());
+      for (int v = 1; v <= 22; v++) {
+        s.put(String.format("k%03d", v).getBytes(StandardCharsets.UTF_8),
+            ("v" + v).getBytes(StandardCharsets.UTF_8));
+        s.commit();
+        if (v == 20) {
+          s.maintenance(); // merges the 20 small files of the append-only key space
+          if (!s.snapshotNow()) {
+            throw new IllegalStateException("no base snapshot of version 20");
+          }
+        }
+      }
+    }
+    Files.createDirectories(checkpoint.resolve("offsets"));
+    Files.createDirectories(checkpoint.resolve("commits"));
+    for (int b = 0; b <= 21; b++) {
+      Files.writeString(checkpoint.resolve("offsets/" + b), "v1\n{}\n{\"logOffset\":" + b + "}");
+      Files.writeString(checkpoint.resolve("commits/" + b), "v1\n{\"nextBatchWatermarkMs\":0}");
+    }
+    return checkpoint;
+  }
+
   /** Deletes every version object of {@code version} of the store at {@code store}. */
   static void deleteVersion(Path store, long version) throws IOException {
     try (Stream<Path> s = Files.walk(store.resolve("v"))) {

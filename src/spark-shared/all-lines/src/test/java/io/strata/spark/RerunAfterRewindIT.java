@@ -157,21 +157,36 @@ class RerunAfterRewindIT {
    * leave {@code toBatch - 1} the newest batch in both logs.
    */
   private static void toolRewind(String checkpoint, int toBatch) throws Exception {
+    String out = tool("rewind", checkpoint, "--to-batch", Integer.toString(toBatch), "--force");
+    assertEquals(toBatch - 1, newestCommitted(checkpoint), out);
+  }
+
+  /**
+   * {@code java -jar strata-tools-<version>.jar args... --conf-file <the S3 settings>}; it must
+   * exit 0.
+   *
+   * @return what it printed
+   */
+  private static String tool(String... args) throws Exception {
     Path conf = h.work.resolve("strata-tool.conf");
     String p = "spark.sql.streaming.stateStore.strata.";
     Files.writeString(conf, String.join("\n", p + "s3.endpoint " + h.s3.endpoint(),
         p + "s3.region us-east-1", p + "s3.pathStyleAccess true",
         p + "s3.accessKeyId " + io.strata.testkit.S3ProxyServer.ACCESS_KEY,
         p + "s3.secretAccessKey " + io.strata.testkit.S3ProxyServer.SECRET_KEY, ""));
-    Path out = Files.createTempFile(logs, "rewind", ".txt");
-    Process proc = new ProcessBuilder(Paths.get(System.getProperty("java.home"), "bin", "java")
-        .toString(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar",
-        System.getProperty("strata.tools.jar"), "rewind", checkpoint, "--to-batch",
-        Integer.toString(toBatch), "--force", "--conf-file", conf.toString())
-        .redirectErrorStream(true).redirectOutput(out.toFile()).start();
-    assertTrue(proc.waitFor(120, java.util.concurrent.TimeUnit.SECONDS), "strata rewind ended");
-    assertEquals(0, proc.exitValue(), "strata rewind: " + Files.readString(out));
-    assertEquals(toBatch - 1, newestCommitted(checkpoint), Files.readString(out));
+    Path out = Files.createTempFile(logs, args[0], ".txt");
+    List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin",
+        "java").toString(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar",
+        System.getProperty("strata.tools.jar")));
+    cmd.addAll(List.of(args));
+    cmd.addAll(List.of("--conf-file", conf.toString()));
+    Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile())
+        .start();
+    assertTrue(proc.waitFor(120, java.util.concurrent.TimeUnit.SECONDS), "strata " + args[0]
+        + " ended");
+    String printed = Files.readString(out);
+    assertEquals(0, proc.exitValue(), "strata " + String.join(" ", args) + ": " + printed);
+    return printed;
   }
 
   /** The greatest batch id in {@code commits/}. */
@@ -316,6 +331,69 @@ class RerunAfterRewindIT {
   void aReRunWhoseInputDiffersFromTheFirstRun(int format) throws Exception {
     format2NeedsSpark4(format);
     rewindAndCompare("rewind-more-input-f" + format, format, Restart.SAME_SESSION_KEPT, 2);
+  }
+
+  /**
+   * Issue 44: a savepoint outlives retention, and a copy of it resumes exactly. Batches 0 to 5
+   * run with both providers; Strata's checkpoint gets {@code strata savepoint create --batch 5};
+   * 12 more batches run with {@code minBatchesToRetain} 3 and maintenance every second, so Spark
+   * purges its logs of batch 5 and garbage collection deletes old versions (but not version 6,
+   * which the savepoint holds); {@code strata copy --savepoint} makes a new checkpoint, and the
+   * query started on it re-runs batches 6 to 17, each equal to the HDFS provider's run that
+   * stopped after batch 5 and resumed on the same input.
+   */
+  @org.junit.jupiter.api.Test
+  void aCopyOfASavepointResumesAsTheSourceWouldAfterRetentionPassedIt() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(io.strata.testkit.SparkLineCondition
+        .currentLine().map("4.1"::equals).orElse(true), "the tool is Spark-free: one line");
+    Path base = Files.createDirectories(h.work.resolve("savepoint-" + UUID.randomUUID()));
+    Path in = Files.createDirectories(base.resolve("in"));
+    for (int b = 0; b < 6; b++) {
+      writeBatch(in, b);
+    }
+    String baseline = h.fileCheckpoint("savepoint-hdfs");
+    String strata = h.s3Checkpoint("savepoint-src");
+    String copy = h.s3Checkpoint("savepoint-copy");
+    Path outBase = base.resolve("out-hdfs");
+    Path outStrata = base.resolve("out-strata");
+    Path outCopy = base.resolve("out-copy");
+    runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
+    runHere(SparkS3Harness.PROVIDER, strata, in, outStrata, base.resolve("local-1"), 1);
+    assertEquals(outputs(outBase), outputs(outStrata), "batches 0 to 5");
+    tool("savepoint", "create", strata, "--batch", "5", "--name", "five");
+
+    for (int b = 6; b < 18; b++) {
+      writeBatch(in, b);
+    }
+    runHere(SparkS3Harness.HDFS_PROVIDER, baseline, in, outBase, base.resolve("unused"), 1);
+    SparkSession s = h.spark.newSession();
+    s.conf().set("spark.sql.streaming.stateStore.providerClass", SparkS3Harness.PROVIDER);
+    s.conf().set("spark.sql.streaming.noDataMicroBatches.enabled", "false");
+    s.conf().set("spark.sql.streaming.stateStore.strata.localDir",
+        base.resolve("local-1").toString());
+    s.conf().set("spark.sql.streaming.minBatchesToRetain", "3");
+    s.conf().set("spark.sql.streaming.stateStore.maintenanceInterval", "1s");
+    StreamingQuery q = CrashDriver.start(s, strata, in, outStrata, 300);
+    q.awaitTermination();
+    assertFalse(q.exception().isDefined(), () -> String.valueOf(q.exception()));
+    Path store = checkpointDir(strata).resolve("state/0/0");
+    try (Stream<Path> files = Files.list(checkpointDir(strata).resolve("offsets"))) {
+      assertFalse(files.anyMatch(f -> f.getFileName().toString().equals("5")),
+          "Spark purged offsets/5");
+    }
+    try (Stream<Path> files = Files.walk(store.resolve("v"))) {
+      List<Long> versions = files.filter(Files::isRegularFile).map(f -> io.strata.format
+          .StoreLayout.versionOf(store.relativize(f).toString())).distinct().sorted().toList();
+      assertTrue(versions.contains(6L), "the savepoint's version 6 stays: " + versions);
+      assertFalse(versions.contains(8L), "garbage collection ran: " + versions);
+    }
+
+    tool("copy", strata, copy, "--savepoint", "five");
+    runInNewDriver(copy, in, outCopy, base.resolve("local-copy"), 1, "savepoint-copy");
+    java.util.TreeMap<Long, List<String>> expected = new java.util.TreeMap<>(
+        outputs(outBase).tailMap(6L));
+    assertEquals(expected, outputs(outCopy),
+        "batches 6 to 17 from the copy equal the HDFS provider's resumed run");
   }
 
   /** The aggregation's state key ({@code key}) and value ({@code count} buffer) schemas. */

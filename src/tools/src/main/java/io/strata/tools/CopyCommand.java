@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.format.BaseSnapshot;
+import io.strata.format.Delta;
+import io.strata.format.Manifest;
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectBody;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectStore;
+import io.strata.objectstore.ObjectStores;
+import io.strata.sync.StoreInspector;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Future;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+
+/**
+ * {@code strata copy <src> <dest> [--batch N | --savepoint NAME]}: makes {@code dest} a
+ * checkpoint from which the same query resumes after batch {@code N} (default: the newest
+ * committed; with a savepoint, its batch), self-contained and independent of {@code src}. It
+ * copies only what that batch needs: per Strata store the version object of {@code N + 1}, every
+ * object its manifest names (base files and the version objects holding its deltas) and the
+ * store's query-run claims ({@code runs/}: a run in {@code dest} then claims a later epoch than
+ * every manifest it loads, as in the source); and Spark's files for batch {@code N} ({@code
+ * metadata}, {@code offsets/N}, {@code commits/N}, the sources' logs, the operators' metadata and
+ * schemas), from the savepoint's copies for {@code --savepoint}. Keys in manifests are relative
+ * to the store, so objects keep their keys. Every write to {@code dest} is create-only; a
+ * non-empty {@code dest} is refused (exit 4).
+ *
+ * <p>Objects pass through the tool (a GET and a create-only PUT each, {@code --threads} at a
+ * time); a server-side copy is not used yet.
+ */
+@Command(name = "copy", mixinStandardHelpOptions = true,
+    description = "Make DEST a checkpoint that resumes after batch N of SRC, copying only what "
+        + "that batch needs.")
+final class CopyCommand implements Callable<Integer> {
+  @ParentCommand StrataTool tool;
+  @Mixin CommonOptions options;
+
+  @Parameters(index = "0", paramLabel = "SRC", description = "The checkpoint to copy.")
+  String source;
+
+  @Parameters(index = "1", paramLabel = "DEST", description = "An empty location.")
+  String destination;
+
+  @ArgGroup(exclusive = true)
+  At at;
+
+  static final class At {
+    @Option(names = "--batch", paramLabel = "N", description = "A committed batch of SRC.")
+    Long batch;
+
+    @Option(names = "--savepoint", paramLabel = "NAME", description = "A savepoint of SRC.")
+    String savepoint;
+  }
+
+  /** One object to copy: from its key in the source to its key in the destination. */
+  private record Item(String from, String to) { }
+
+  @Override
+  public Integer call() throws Exception {
+    try (ToolContext ctx = new ToolContext(tool, options, source)) {
+      CheckpointScan scan = ctx.strataScan();
+      ObjectStore src = ctx.root();
+      long batch;
+      List<Item> items = new ArrayList<>();
+      Map<String, String> versionObjects = new LinkedHashMap<>(); // store location -> key
+      if (at != null && at.savepoint != null) {
+        String dir = SavepointCommand.ROOT + at.savepoint + "/";
+        JsonNode record;
+        try (InputStream in = src.get(dir + SavepointCommand.RECORD)) {
+          record = ToolContext.JSON.readTree(in);
+        } catch (IOException e) {
+          throw new ToolException(StrataTool.EXIT_USAGE, "No complete savepoint named '"
+              + at.savepoint + "' in " + ctx.checkpoint + " (strata savepoint list): "
+              + e.getMessage(), e);
+        }
+        batch = record.get("batch").asLong();
+        record.get("holds").fields().forEachRemaining(e -> versionObjects.put(e.getKey(),
+            e.getValue().asText()));
+        record.get("sparkFiles").forEach(f -> items.add(new Item(dir + "spark/" + f.asText(),
+            f.asText())));
+      } else {
+        if (scan.spark.latestCommit().isEmpty()) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy "
+              + ctx.checkpoint + ": Spark's commit log (commits/) has no committed batch", null);
+        }
+        batch = at != null && at.batch != null ? at.batch : scan.spark.latestCommit().getAsLong();
+        List<String> logs = scan.sparkLogKeys();
+        if (!logs.contains("offsets/" + batch) || !logs.contains("commits/" + batch)
+            || (batch >= 1 && !logs.contains("offsets/" + (batch - 1)))) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy batch " + batch
+              + " of " + ctx.checkpoint + ": a restart from it needs offsets/" + batch
+              + ", commits/" + batch + (batch >= 1 ? " and offsets/" + (batch - 1) : "")
+              + ", which Spark's logs no longer all hold", null);
+        }
+        CommitLogAttempts committed = ctx.commitLogAttempts(scan);
+        for (CheckpointScan.Store s : scan.strataStores()) {
+          StoreInspector in = ctx.inspector(s);
+          Optional<String> why = RewindCommand.check(s, in, committed, batch + 1);
+          if (why.isPresent()) {
+            throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy batch " + batch
+                + " of " + ctx.checkpoint + ": " + why.get(), null);
+          }
+          versionObjects.put(s.relativeLocation(), StoreSummary.located(s, batch + 1,
+              StoreSummary.attemptKeys(s), in, committed));
+        }
+        for (ObjectInfo o : src.list("")) {
+          if (SavepointCommand.sparkFileOf(o.key(), batch)) {
+            items.add(new Item(o.key(), o.key()));
+          }
+        }
+      }
+      // Per store: the version object, what its manifest names, and the run claims.
+      for (CheckpointScan.Store s : scan.strataStores()) {
+        String key = versionObjects.get(s.relativeLocation());
+        if (key == null) {
+          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy " + ctx.checkpoint
+              + ": store " + s.id() + " has no version for batch " + batch, null);
+        }
+        Manifest m = ctx.inspector(s).manifest(key);
+        java.util.Set<String> keys = new java.util.TreeSet<>();
+        keys.add(key);
+        m.base().map(BaseSnapshot::files).orElse(List.of()).forEach(f -> keys.add(
+            f.file().key()));
+        for (Delta d : m.deltas()) {
+          keys.add(d.file().key());
+        }
+        s.objects().stream().map(ObjectInfo::key).filter(k -> k.startsWith(StoreLayout.RUNS))
+            .forEach(keys::add);
+        keys.forEach(k -> items.add(new Item(s.relativeLocation() + "/" + k,
+            s.relativeLocation() + "/" + k)));
+      }
+      ObjectStore dest = ObjectStores.open(destination, ctx.conf::s3, null);
+      try {
+        if (!dest.list("").isEmpty()) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy into "
+              + destination + ": it is not empty (a copy makes a new checkpoint)", null);
+        }
+        Progress progress = new Progress(ctx.err, System.console() != null && !options.json,
+            items.size(), 0);
+        List<Future<Long>> copies = new ArrayList<>();
+        for (Item it : items) {
+          copies.add(ctx.pool.submit(() -> {
+            byte[] bytes;
+            try (InputStream in = src.get(it.from())) {
+              bytes = in.readAllBytes();
+            }
+            dest.putIfAbsent(it.to(), ObjectBody.of(bytes));
+            progress.done(bytes.length);
+            return (long) bytes.length;
+          }));
+        }
+        long bytes = 0;
+        for (Iterator<Future<Long>> i = copies.iterator(); i.hasNext(); ) {
+          bytes += i.next().get();
+        }
+        progress.finish();
+        ctx.out.println("Copied batch " + batch + " of " + ctx.checkpoint + " to " + destination
+            + ": " + Table.count(items.size(), "object") + ", " + Table.bytes(bytes) + " in "
+            + (2 * items.size()) + " requests after the listing (a GET and a create-only PUT "
+            + "each); the query started on " + destination + " runs batch " + (batch + 1)
+            + " next.");
+        return StrataTool.EXIT_OK;
+      } finally {
+        dest.close();
+      }
+    }
+  }
+}

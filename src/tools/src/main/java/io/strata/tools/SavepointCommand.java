@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import io.strata.format.StoreLayout;
+import io.strata.objectstore.ObjectBody;
+import io.strata.objectstore.ObjectInfo;
+import io.strata.objectstore.ObjectStore;
+import io.strata.sync.StoreInspector;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+
+/**
+ * {@code strata savepoint create|list|drop}: savepoints pin one committed batch of a checkpoint
+ * (docs/format.md, "Savepoints"). A savepoint of batch {@code B} is, per Strata store, a hold on
+ * the version object of version {@code B + 1} ({@code holds/<name>/<key>.hold}: garbage
+ * collection keeps it and everything its manifest names, however old), copies of Spark's small
+ * files for batch {@code B} (its offsets and commit, {@code metadata}, the sources' logs and the
+ * operators' metadata and schemas) under {@code _strata/savepoints/<name>/spark/}, and last, as
+ * the commit point, {@code _strata/savepoints/<name>/savepoint.json}. No state byte is copied.
+ */
+@Command(name = "savepoint", mixinStandardHelpOptions = true,
+    description = "Pin a batch of a checkpoint (create), list the savepoints, or release one "
+        + "(drop).",
+    subcommands = {SavepointCommand.Create.class, SavepointCommand.ListCommand.class,
+        SavepointCommand.Drop.class})
+final class SavepointCommand {
+  /** Where savepoints are, relative to the checkpoint. */
+  static final String ROOT = "_strata/savepoints/";
+  /** The commit point of one savepoint, relative to its directory. */
+  static final String RECORD = "savepoint.json";
+  /**
+   * Versions a savepoint's version must lie above the retention's floor, so that no collection
+   * round running meanwhile deletes it before its holds are in place.
+   */
+  static final int MARGIN = 10;
+
+  @ParentCommand StrataTool tool;
+
+  /** {@code strata savepoint create <ckpt> [--batch N] [--name NAME]}. */
+  @Command(name = "create", mixinStandardHelpOptions = true,
+      description = "Pin batch N (default: the newest committed) of a checkpoint.")
+  static final class Create implements Callable<Integer> {
+    @ParentCommand SavepointCommand parent;
+    @Mixin CommonOptions options;
+
+    @Parameters(index = "0", paramLabel = "CHECKPOINT", description = "The checkpoint location.")
+    String checkpoint;
+
+    @Option(names = "--batch", paramLabel = "N",
+        description = "The committed batch to pin (default: the newest).")
+    Long batch;
+
+    @Option(names = "--name", paramLabel = "NAME",
+        description = "1 to 64 of A-Z a-z 0-9 _ . - (default: sp-<UTC time>).")
+    String name;
+
+    @Override
+    public Integer call() throws Exception {
+      try (ToolContext ctx = new ToolContext(parent.tool, options, checkpoint)) {
+        CheckpointScan scan = ctx.strataScan();
+        Optional<String[]> foreign = scan.foreignProvider();
+        if (foreign.isPresent()) {
+          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Refusing a savepoint of "
+              + ctx.checkpoint + ": it holds state of " + foreign.get()[0] + " (for example "
+              + foreign.get()[1] + ")", null);
+        }
+        String n = name != null ? name : "sp-" + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")
+            .withZone(ZoneOffset.UTC).format(Instant.now());
+        if (!StoreLayout.isSavepointName(n)) {
+          throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --name '" + n + "': expected "
+              + "1 to 64 of A-Z a-z 0-9 _ . - (not first)", null);
+        }
+        if (scan.spark.latestCommit().isEmpty()) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of "
+              + ctx.checkpoint + ": Spark's commit log (commits/) has no committed batch", null);
+        }
+        long b = batch != null ? batch : scan.spark.latestCommit().getAsLong();
+        List<String> logKeys = scan.sparkLogKeys();
+        if (!logKeys.contains("offsets/" + b) || !logKeys.contains("commits/" + b)
+            || (b >= 1 && !logKeys.contains("offsets/" + (b - 1)))) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch " + b
+              + " of " + ctx.checkpoint + ": a restart from it needs offsets/" + b + ", commits/"
+              + b + (b >= 1 ? " and offsets/" + (b - 1) : "") + ", which Spark's logs no longer "
+              + "all hold", null);
+        }
+        ObjectStore root = ctx.root();
+        if (!root.list(ROOT + n + "/").isEmpty() || scan.strataStores().stream().anyMatch(
+            s -> s.objects().stream().anyMatch(o -> n.equals(StoreLayout.holdSavepointOf(
+                o.key()))))) {
+          throw new ToolException(StrataTool.EXIT_USAGE, "A savepoint named '" + n + "' of "
+              + ctx.checkpoint + " exists (strata savepoint list; drop it first)", null);
+        }
+        long version = b + 1;
+        int retain = ctx.settings.gc(ctx.conf).versionsToRetain();
+        long floor = scan.spark.restartVersion() - retain;
+        if (version < floor + MARGIN) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch " + b
+              + " of " + ctx.checkpoint + ": its state, version " + version + ", is within "
+              + MARGIN + " versions of the retention's floor (" + floor + ", minBatchesToRetain "
+              + retain + "), so garbage collection may delete it while the savepoint is made; "
+              + "pin a batch >= " + (floor + MARGIN - 1), null);
+        }
+        CommitLogAttempts committed = ctx.commitLogAttempts(scan);
+        Map<String, String> held = new TreeMap<>();
+        for (CheckpointScan.Store s : scan.strataStores()) {
+          StoreInspector in = ctx.inspector(s);
+          Optional<String> why = RewindCommand.check(s, in, committed, version);
+          if (why.isPresent()) {
+            throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch "
+                + b + " of " + ctx.checkpoint + ": " + why.get(), null);
+          }
+          held.put(s.relativeLocation(), StoreSummary.located(s, version,
+              StoreSummary.attemptKeys(s), in, committed));
+        }
+        String body = "{\"savepoint\":\"" + n + "\",\"batch\":" + b + ",\"version\":" + version
+            + ",\"createdAtMillis\":" + System.currentTimeMillis() + "}";
+        int requests = 0;
+        for (Map.Entry<String, String> e : held.entrySet()) {
+          root.putIfAbsent(e.getKey() + "/" + StoreLayout.hold(n, e.getValue()),
+              ObjectBody.of(body.getBytes(StandardCharsets.UTF_8)));
+          requests++;
+        }
+        List<String> copied = new ArrayList<>();
+        for (ObjectInfo o : root.list("")) {
+          if (sparkFileOf(o.key(), b)) {
+            byte[] bytes;
+            try (InputStream in = root.get(o.key())) {
+              bytes = in.readAllBytes();
+            }
+            root.putIfAbsent(ROOT + n + "/spark/" + o.key(), ObjectBody.of(bytes));
+            copied.add(o.key());
+            requests += 2;
+          }
+        }
+        Map<String, Object> record = new LinkedHashMap<>();
+        record.put("format", 1);
+        record.put("name", n);
+        record.put("batch", b);
+        record.put("version", version);
+        record.put("createdAtMillis", System.currentTimeMillis());
+        record.put("holds", held);
+        record.put("sparkFiles", copied);
+        root.putIfAbsent(ROOT + n + "/" + RECORD,
+            ObjectBody.of(ToolContext.JSON.writeValueAsBytes(record)));
+        requests++;
+        ctx.out.println("Savepoint " + n + " of " + ctx.checkpoint + ": batch " + b + ", state "
+            + "version " + version + " held in " + Table.count(held.size(), "store") + ", "
+            + Table.count(copied.size(), "Spark file") + " copied; " + requests + " requests "
+            + "after the listing (no state byte copied).");
+        return StrataTool.EXIT_OK;
+      }
+    }
+  }
+
+  /**
+   * True if {@code key} is one of Spark's files a savepoint of batch {@code b} copies: {@code
+   * metadata}, {@code offsets/b}, {@code commits/b} and {@code offsets/b-1} (a restart reads it to
+   * check the offset log), every file under {@code sources/} (the file
+   * source's log: a restart from the savepoint plans its next batch from it, as after a rewind)
+   * and the operators' metadata and schemas under {@code state/<op>/_metadata/} and {@code
+   * state/<op>/_stateSchema/}.
+   */
+  static boolean sparkFileOf(String key, long b) {
+    return key.equals("metadata") || key.equals("offsets/" + b) || key.equals("commits/" + b)
+        || key.equals("offsets/" + (b - 1))
+        || key.startsWith("sources/") || key.matches("state/\\d+/(_metadata|_stateSchema)/.*");
+  }
+
+  /** {@code strata savepoint list <ckpt>}. */
+  @Command(name = "list", mixinStandardHelpOptions = true,
+      description = "The savepoints of a checkpoint, complete or not.")
+  static final class ListCommand implements Callable<Integer> {
+    @ParentCommand SavepointCommand parent;
+    @Mixin CommonOptions options;
+
+    @Parameters(index = "0", paramLabel = "CHECKPOINT", description = "The checkpoint location.")
+    String checkpoint;
+
+    @Override
+    public Integer call() throws Exception {
+      try (ToolContext ctx = new ToolContext(parent.tool, options, checkpoint)) {
+        CheckpointScan scan = ctx.scan();
+        Map<String, int[]> holds = holdsByName(scan);
+        Map<String, Map<String, Object>> records = new TreeMap<>();
+        for (ObjectInfo o : ctx.root().list(ROOT)) {
+          String rest = o.key().substring(ROOT.length());
+          int slash = rest.indexOf('/');
+          if (slash > 0 && rest.substring(slash + 1).equals(RECORD)) {
+            try (InputStream in = ctx.root().get(o.key())) {
+              @SuppressWarnings("unchecked")
+              Map<String, Object> r = ToolContext.JSON.readValue(in, Map.class);
+              records.put(rest.substring(0, slash), r);
+            }
+          } else if (slash > 0) {
+            records.putIfAbsent(rest.substring(0, slash), null);
+          }
+        }
+        holds.keySet().forEach(k -> records.putIfAbsent(k, null));
+        Table t = new Table("NAME", "BATCH", "VERSION", "HOLDS", "CREATED", "STATE");
+        int stores = scan.strataStores().size();
+        records.forEach((n, r) -> {
+          int h = holds.getOrDefault(n, new int[1])[0];
+          t.row(n, r == null ? null : r.get("batch"), r == null ? null : r.get("version"),
+              h + " of " + stores, r == null ? null
+                  : Table.time(((Number) r.get("createdAtMillis")).longValue()),
+              r == null ? "incomplete (drop it)" : h < stores ? "holds missing" : "complete");
+        });
+        if (t.isEmpty()) {
+          ctx.out.println("No savepoint in " + ctx.checkpoint);
+        } else {
+          t.print(ctx.out);
+        }
+        return StrataTool.EXIT_OK;
+      }
+    }
+  }
+
+  /** Hold counts per savepoint name, from the listing. */
+  static Map<String, int[]> holdsByName(CheckpointScan scan) {
+    Map<String, int[]> holds = new TreeMap<>();
+    for (CheckpointScan.Store s : scan.stores) {
+      for (ObjectInfo o : s.objects()) {
+        String n = StoreLayout.holdSavepointOf(o.key());
+        if (n != null) {
+          holds.computeIfAbsent(n, x -> new int[1])[0]++;
+        }
+      }
+    }
+    return holds;
+  }
+
+  /** {@code strata savepoint drop <ckpt> NAME}. */
+  @Command(name = "drop", mixinStandardHelpOptions = true,
+      description = "Release a savepoint: garbage collection may then collect what only it kept.")
+  static final class Drop implements Callable<Integer> {
+    @ParentCommand SavepointCommand parent;
+    @Mixin CommonOptions options;
+
+    @Parameters(index = "0", paramLabel = "CHECKPOINT", description = "The checkpoint location.")
+    String checkpoint;
+
+    @Parameters(index = "1", paramLabel = "NAME", description = "The savepoint.")
+    String name;
+
+    @Override
+    public Integer call() throws Exception {
+      try (ToolContext ctx = new ToolContext(parent.tool, options, checkpoint)) {
+        if (!StoreLayout.isSavepointName(name)) {
+          throw new ToolException(StrataTool.EXIT_USAGE, "Invalid savepoint name '" + name
+              + "'", null);
+        }
+        CheckpointScan scan = ctx.scan();
+        List<String> keys = new ArrayList<>();
+        List<String> files = new ArrayList<>();
+        for (ObjectInfo o : ctx.root().list(ROOT + name + "/")) {
+          (o.key().endsWith("/" + RECORD) ? keys : files).add(o.key());
+        }
+        keys.addAll(files); // the record first: a drop cut short is listed as incomplete
+        for (CheckpointScan.Store s : scan.stores) {
+          for (ObjectInfo o : s.objects()) {
+            if (name.equals(StoreLayout.holdSavepointOf(o.key()))) {
+              keys.add(s.relativeLocation() + "/" + o.key());
+            }
+          }
+        }
+        if (keys.isEmpty()) {
+          throw new ToolException(StrataTool.EXIT_USAGE, "No savepoint named '" + name + "' in "
+              + ctx.checkpoint + " (strata savepoint list)", null);
+        }
+        for (String k : keys) {
+          try {
+            ctx.root().delete(List.of(k));
+          } catch (IOException e) {
+            throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot delete " + k + " of "
+                + "savepoint " + name + ": " + e.getMessage() + " (run the drop again)", e);
+          }
+        }
+        ctx.out.println("Dropped savepoint " + name + " of " + ctx.checkpoint + ": "
+            + Table.count(keys.size(), "object") + " deleted; garbage collection collects what "
+            + "only it kept.");
+        return StrataTool.EXIT_OK;
+      }
+    }
+  }
+}

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.format.StoreLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code strata savepoint} on a local checkpoint ({@link ToolFixtures#mergedCheckpoint}: versions
+ * 1 to 22, a base snapshot at 20, so garbage collection with a retention of 1 deletes versions
+ * 1 to 19): a savepoint of batch 5 keeps version 6 and everything it needs through {@code strata
+ * gc --apply}, and stays loadable ({@code strata verify --version 6}); dropped, the next
+ * collection deletes them.
+ */
+class SavepointCommandTest {
+  @TempDir Path tmp;
+
+  private static List<String> versionObjects(Path store) throws Exception {
+    try (Stream<Path> s = Files.walk(store.resolve("v"))) {
+      return s.filter(Files::isRegularFile).map(p -> store.relativize(p).toString())
+          .filter(k -> StoreLayout.versionOf(k) >= 0).sorted().toList();
+    }
+  }
+
+  @Test
+  void aSavepointKeepsItsVersionThroughGarbageCollectionUntilDropped() throws Exception {
+    Path checkpoint = ToolFixtures.mergedCheckpoint(tmp);
+    Path store = checkpoint.resolve("state/0/0");
+    String uri = checkpoint.toUri().toString();
+    ToolFixtures.Run create = ToolFixtures.tool("savepoint", "create", uri, "--batch", "5",
+        "--name", "before-deploy");
+    assertEquals(StrataTool.EXIT_OK, create.code(), create::toString);
+    assertTrue(Files.exists(checkpoint.resolve("_strata/savepoints/before-deploy/savepoint.json")));
+    assertTrue(Files.exists(checkpoint.resolve("_strata/savepoints/before-deploy/spark/offsets/5")));
+    ToolFixtures.Run list = ToolFixtures.tool("savepoint", "list", uri);
+    assertTrue(list.out().contains("before-deploy") && list.out().contains("complete"),
+        list::toString);
+
+    for (int b = 0; b <= 20; b++) { // as Spark purges its logs by minBatchesToRetain
+      Files.delete(checkpoint.resolve("offsets/" + b));
+      Files.delete(checkpoint.resolve("commits/" + b));
+    }
+    ToolFixtures.age(checkpoint);
+    String[] gc = {"gc", uri, "--apply", "--conf", "spark.sql.streaming.minBatchesToRetain=1",
+        "--conf", "spark.sql.streaming.stateStore.strata.gc.gracePeriod=1min"};
+    ToolFixtures.Run collected = ToolFixtures.tool(gc);
+    assertEquals(StrataTool.EXIT_OK, collected.code(), collected::toString);
+    List<Long> left = versionObjects(store).stream().map(StoreLayout::versionOf).toList();
+    assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L, 20L, 21L, 22L), left.stream().distinct().toList(),
+        "versions 1 to 6 (the savepoint's chain), 21 and 22 (retained) and 20 (its delta is "
+        + "in the base snapshot 21 names): " + collected);
+    ToolFixtures.Run verify = ToolFixtures.tool("verify", uri, "--version", "6");
+    assertEquals(StrataTool.EXIT_OK, verify.code(), verify::toString);
+
+    ToolFixtures.Run drop = ToolFixtures.tool("savepoint", "drop", uri, "before-deploy");
+    assertEquals(StrataTool.EXIT_OK, drop.code(), drop::toString);
+    assertEquals(StrataTool.EXIT_OK, ToolFixtures.tool(gc).code());
+    assertEquals(List.of(20L, 21L, 22L), versionObjects(store).stream().map(StoreLayout::versionOf)
+        .distinct().toList(), "dropped: what only the savepoint kept is collected");
+    assertTrue(ToolFixtures.tool("savepoint", "list", uri).out().contains("No savepoint"));
+  }
+}
