@@ -2,6 +2,7 @@
 package io.strata.tools;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -59,5 +60,32 @@ class CopyCommandTest {
         "--json");
     assertEquals(6, describe.json().get("stores").get(0).get("newestVersion").asLong(),
         describe::toString);
+  }
+  /**
+   * A destination inside the source is refused before anything is written (deleting the source
+   * would delete the copy, and the source's own tools would list it), while a sibling whose name
+   * merely starts with the source's is not; a {@code --savepoint} that is not a savepoint name
+   * ({@code ../x}, {@code a/b}, empty) is a usage error naming it, not an unexpected one.
+   */
+  @Test
+  void aDestinationInsideTheSourceAndABadSavepointNameAreRefused() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    String src = source.toUri().toString();
+    ToolFixtures.Run inside = ToolFixtures.tool("copy", src,
+        source.resolve("fork").toUri().toString());
+    assertEquals(StrataTool.EXIT_USAGE, inside.code(), inside::toString);
+    assertTrue(inside.err().contains("inside"), inside::toString);
+    assertFalse(Files.exists(source.resolve("fork")), inside::toString);
+    ToolFixtures.Run sibling = ToolFixtures.tool("copy", src,
+        tmp.resolve("merged2").toUri().toString());
+    assertEquals(StrataTool.EXIT_OK, sibling.code(), sibling::toString);
+
+    for (String bad : new String[] {"../merged", "a/b", ""}) {
+      ToolFixtures.Run r = ToolFixtures.tool("copy", src, tmp.resolve("x").toUri().toString(),
+          "--savepoint", bad);
+      assertEquals(StrataTool.EXIT_USAGE, r.code(), r::toString);
+      assertTrue(r.err().contains("Invalid --savepoint '" + bad + "'"), r::toString);
+    }
+    assertFalse(Files.exists(tmp.resolve("x")));
   }
 }
