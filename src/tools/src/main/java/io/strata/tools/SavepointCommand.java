@@ -109,12 +109,22 @@ final class SavepointCommand {
         long version = b + 1;
         int retain = ctx.settings.gc(ctx.conf).versionsToRetain();
         long floor = scan.spark.restartVersion() - retain;
+        // The running query collects by its own minBatchesToRetain, which the tool may not be
+        // given: Spark purges its logs by the same setting, so once it has purged (the oldest
+        // batch listed is above 0), the query's floor is that oldest batch.
+        long oldest = scan.spark.oldestBatch().orElse(0);
+        String by = "minBatchesToRetain " + retain;
+        if (oldest > 0 && oldest > floor) {
+          floor = oldest;
+          by = "the oldest batch in Spark's logs, which the query purges by its own "
+              + "minBatchesToRetain";
+        }
         if (version < floor + MARGIN) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch " + b
               + " of " + ctx.checkpoint + ": its state, version " + version + ", is within "
-              + MARGIN + " versions of the retention's floor (" + floor + ", minBatchesToRetain "
-              + retain + "), so garbage collection may delete it while the savepoint is made; "
-              + "pin a batch >= " + (floor + MARGIN - 1), null);
+              + MARGIN + " versions of the retention's floor (" + floor + ", " + by + "), so "
+              + "garbage collection may delete it while the savepoint is made; pin a batch >= "
+              + (floor + MARGIN - 1), null);
         }
         CommitLogAttempts committed = ctx.commitLogAttempts(scan);
         Map<String, String> held = new TreeMap<>();
