@@ -68,11 +68,21 @@ final class CopyCommand implements Callable<Integer> {
     String savepoint;
   }
 
+  /** {@code location} ending with exactly one '/', for prefix comparisons. */
+  private static String asDirectory(String location) {
+    return location.endsWith("/") ? location : location + "/";
+  }
+
   /** One object to copy: from its key in the source to its key in the destination. */
   private record Item(String from, String to) { }
 
   @Override
   public Integer call() throws Exception {
+    if (at != null && at.savepoint != null && !StoreLayout.isSavepointName(at.savepoint)) {
+      throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --savepoint '" + at.savepoint
+          + "': expected a savepoint name, 1 to 64 of A-Z a-z 0-9 _ . - (not first; strata "
+          + "savepoint list shows them)", null);
+    }
     try (ToolContext ctx = new ToolContext(tool, options, source)) {
       CheckpointScan scan = ctx.strataScan();
       ObjectStore src = ctx.root();
@@ -145,8 +155,24 @@ final class CopyCommand implements Callable<Integer> {
         keys.forEach(k -> items.add(new Item(s.relativeLocation() + "/" + k,
             s.relativeLocation() + "/" + k)));
       }
-      ObjectStore dest = ObjectStores.open(destination, ctx.conf::s3, null);
+      ObjectStore dest;
       try {
+        // The destination's own settings: per-bucket ones (fs.s3a.bucket.<bucket>.*) name its
+        // endpoint, region and credentials, which may not be the source's.
+        dest = ObjectStores.open(destination, ctx.settings.strata(destination)::s3, null);
+      } catch (IllegalArgumentException e) {
+        throw new ToolException(StrataTool.EXIT_USAGE, e.getMessage(), e);
+      }
+      try {
+        String from = asDirectory(src.describe(""));
+        String to = asDirectory(dest.describe(""));
+        if (from.startsWith(to) || to.startsWith(from)) {
+          throw new ToolException(StrataTool.EXIT_USAGE, "Refusing to copy " + ctx.checkpoint
+              + " into " + destination + ": the destination is " + (from.equals(to)
+              ? "the source" : to.startsWith(from) ? "inside the source" : "a parent of the "
+              + "source") + " (" + to + "); a copy must share no prefix with its source, so "
+              + "that neither ever writes or deletes the other", null);
+        }
         if (!dest.list("").isEmpty()) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy into "
               + destination + ": it is not empty (a copy makes a new checkpoint)", null);
