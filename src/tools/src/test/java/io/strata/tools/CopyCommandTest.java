@@ -88,4 +88,33 @@ class CopyCommandTest {
     }
     assertFalse(Files.exists(tmp.resolve("x")));
   }
+  /**
+   * A copy of a savepoint whose state lost an object (collected by a build that does not know
+   * holds, or deleted by hand) is refused before anything is written, naming the savepoint, the
+   * store and the missing object; likewise when the held version object itself is gone. A
+   * copy cut short would leave a destination that is not empty, so not copyable again, and not
+   * loadable.
+   */
+  @Test
+  void aSavepointMissingAnObjectIsRefusedBeforeAnythingIsWritten() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    String src = source.toUri().toString();
+    assertEquals(StrataTool.EXIT_OK, ToolFixtures.tool("savepoint", "create", src, "--batch",
+        "5", "--name", "five").code());
+    Path store = source.resolve("state/0/0");
+    ToolFixtures.deleteVersion(store, 3); // its delta is in version 6's chain
+    Path dest = tmp.resolve("copy-5");
+    ToolFixtures.Run copy = ToolFixtures.tool("copy", src, dest.toUri().toString(),
+        "--savepoint", "five");
+    assertEquals(StrataTool.EXIT_REFUSED, copy.code(), copy::toString);
+    assertTrue(copy.err().contains("five") && copy.err().contains("0/0/default")
+        && copy.err().contains("state/0/0/v/00000000000000000003"), copy::toString);
+    assertFalse(Files.exists(dest), copy::toString);
+
+    ToolFixtures.deleteVersion(store, 6); // the held version object
+    copy = ToolFixtures.tool("copy", src, dest.toUri().toString(), "--savepoint", "five");
+    assertEquals(StrataTool.EXIT_REFUSED, copy.code(), copy::toString);
+    assertTrue(copy.err().contains("state/0/0/v/00000000000000000006"), copy::toString);
+    assertFalse(Files.exists(dest), copy::toString);
+  }
 }
