@@ -142,13 +142,40 @@ final class CopyCommand implements Callable<Integer> {
           throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy " + ctx.checkpoint
               + ": store " + s.id() + " has no version for batch " + batch, null);
         }
-        Manifest m = ctx.inspector(s).manifest(key);
+        String what = "batch " + batch + " of " + ctx.checkpoint + (at != null
+            && at.savepoint != null ? " (savepoint " + at.savepoint + ")" : "");
+        java.util.Set<String> listed = new java.util.HashSet<>();
+        s.objects().forEach(o -> listed.add(o.key()));
+        if (!listed.contains(key)) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy " + what
+              + ": store " + s.id() + " no longer holds " + s.relativeLocation() + "/" + key
+              + ", the version object of version " + (batch + 1) + " (collected or deleted)",
+              null);
+        }
+        Manifest m;
+        try {
+          m = ctx.inspector(s).manifest(key);
+        } catch (IOException | RuntimeException e) {
+          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy " + what
+              + ": store " + s.id() + ": " + s.relativeLocation() + "/" + key + " cannot be "
+              + "read: " + e.getMessage(), e);
+        }
         java.util.Set<String> keys = new java.util.TreeSet<>();
         keys.add(key);
         m.base().map(BaseSnapshot::files).orElse(List.of()).forEach(f -> keys.add(
             f.file().key()));
         for (Delta d : m.deltas()) {
           keys.add(d.file().key());
+        }
+        // Everything the copy's load reads must be there before anything is written: a copy
+        // cut short leaves a destination that is neither loadable nor empty.
+        for (String k : keys) {
+          if (!listed.contains(k)) {
+            throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy " + what
+                + ": store " + s.id() + ": " + s.relativeLocation() + "/" + key + " names "
+                + s.relativeLocation() + "/" + k + ", which is gone (collected or deleted; a "
+                + "load of version " + (batch + 1) + " would fail)", null);
+          }
         }
         s.objects().stream().map(ObjectInfo::key).filter(k -> k.startsWith(StoreLayout.RUNS))
             .forEach(keys::add);
