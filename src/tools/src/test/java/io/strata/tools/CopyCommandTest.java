@@ -117,4 +117,19 @@ class CopyCommandTest {
     assertTrue(copy.err().contains("state/0/0/v/00000000000000000006"), copy::toString);
     assertFalse(Files.exists(dest), copy::toString);
   }
+  /**
+   * A destination that cannot be written (here a path under a regular file) fails the copy with
+   * exit 3 and a message naming the destination and saying what to do, not as an unexpected
+   * error (exit 70).
+   */
+  @Test
+  void aDestinationThatCannotBeWrittenIsAStorageErrorNotABug() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    Path blocker = Files.writeString(tmp.resolve("blocker"), "a file, not a directory");
+    String dest = blocker.resolve("copy").toUri().toString();
+    ToolFixtures.Run copy = ToolFixtures.tool("copy", source.toUri().toString(), dest);
+    assertEquals(StrataTool.EXIT_UNREADABLE, copy.code(), copy::toString);
+    assertTrue(copy.err().contains("Cannot copy") && copy.err().contains(dest)
+        && !copy.err().contains("unexpected error"), copy::toString);
+  }
 }
