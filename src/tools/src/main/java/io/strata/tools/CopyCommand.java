@@ -200,7 +200,15 @@ final class CopyCommand implements Callable<Integer> {
               + "source") + " (" + to + "); a copy must share no prefix with its source, so "
               + "that neither ever writes or deletes the other", null);
         }
-        if (!dest.list("").isEmpty()) {
+        boolean empty;
+        try {
+          empty = dest.list("").isEmpty();
+        } catch (IOException | RuntimeException e) {
+          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy " + ctx.checkpoint
+              + " to " + destination + ": the destination cannot be listed: " + e.getMessage(),
+              e);
+        }
+        if (!empty) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy into "
               + destination + ": it is not empty (a copy makes a new checkpoint)", null);
         }
@@ -219,8 +227,22 @@ final class CopyCommand implements Callable<Integer> {
           }));
         }
         long bytes = 0;
+        int copied = 0;
+        Throwable failed = null;
         for (Iterator<Future<Long>> i = copies.iterator(); i.hasNext(); ) {
-          bytes += i.next().get();
+          try {
+            bytes += i.next().get();
+            copied++;
+          } catch (java.util.concurrent.ExecutionException e) {
+            failed = failed == null ? e.getCause() : failed;
+          }
+        }
+        if (failed != null) {
+          progress.finish();
+          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy batch " + batch
+              + " of " + ctx.checkpoint + " to " + destination + ": " + failed.getMessage()
+              + " (" + copied + " of " + items.size() + " objects copied; the destination is "
+              + "not a usable checkpoint: delete it, then copy again)", failed);
         }
         progress.finish();
         ctx.out.println("Copied batch " + batch + " of " + ctx.checkpoint + " to " + destination
