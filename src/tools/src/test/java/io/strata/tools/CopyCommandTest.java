@@ -132,4 +132,25 @@ class CopyCommandTest {
     assertTrue(copy.err().contains("Cannot copy") && copy.err().contains(dest)
         && !copy.err().contains("unexpected error"), copy::toString);
   }
+  /**
+   * A copy of a savepoint copies every store the savepoint holds: when one of them is no longer
+   * in the source (its state deleted), the copy is refused, naming it, rather than made without
+   * that store's state (a query started there would not resume as the source would).
+   */
+  @Test
+  void aSavepointWhoseStoreIsGoneIsNotCopiedWithoutIt() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    String src = source.toUri().toString();
+    assertEquals(StrataTool.EXIT_OK, ToolFixtures.tool("savepoint", "create", src, "--batch",
+        "5", "--name", "five").code());
+    try (Stream<Path> s = Files.walk(source.resolve("state"))) {
+      s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
+    Path dest = tmp.resolve("copy-5");
+    ToolFixtures.Run copy = ToolFixtures.tool("copy", src, dest.toUri().toString(),
+        "--savepoint", "five");
+    assertEquals(StrataTool.EXIT_REFUSED, copy.code(), copy::toString);
+    assertTrue(copy.err().contains("state/0/0"), copy::toString);
+    assertFalse(Files.exists(dest), copy::toString);
+  }
 }
