@@ -104,6 +104,17 @@ final class CopyCommand implements Callable<Integer> {
             e.getValue().asText()));
         record.get("sparkFiles").forEach(f -> items.add(new Item(dir + "spark/" + f.asText(),
             f.asText())));
+        java.util.Set<String> stores = new java.util.HashSet<>();
+        scan.strataStores().forEach(s -> stores.add(s.relativeLocation()));
+        for (String location : versionObjects.keySet()) {
+          if (!stores.contains(location)) {
+            throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy savepoint "
+                + at.savepoint + " (batch " + batch + ") of " + ctx.checkpoint + ": it holds "
+                + location + "/" + versionObjects.get(location) + ", but " + location
+                + " is no longer a Strata store of the checkpoint (its state was deleted); a "
+                + "copy without it would not resume as the source would", null);
+          }
+        }
       } else {
         if (scan.spark.latestCommit().isEmpty()) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy "
