@@ -87,4 +87,21 @@ class SavepointCommandTest {
     assertFalse(Files.exists(checkpoint.resolve("state/0/0/holds")), create::toString);
     assertFalse(Files.exists(checkpoint.resolve("_strata")), create::toString);
   }
+  /**
+   * {@code list} does not call a savepoint complete when a version object it holds is gone
+   * (collected by a build that does not know holds, or deleted by hand): its state cannot be
+   * loaded or copied.
+   */
+  @Test
+  void listDoesNotCallASavepointWhoseHeldVersionIsGoneComplete() throws Exception {
+    Path checkpoint = ToolFixtures.mergedCheckpoint(tmp);
+    String uri = checkpoint.toUri().toString();
+    assertEquals(StrataTool.EXIT_OK, ToolFixtures.tool("savepoint", "create", uri, "--batch",
+        "5", "--name", "five").code());
+    ToolFixtures.deleteVersion(checkpoint.resolve("state/0/0"), 6);
+    ToolFixtures.Run list = ToolFixtures.tool("savepoint", "list", uri);
+    assertEquals(StrataTool.EXIT_OK, list.code(), list::toString);
+    assertTrue(list.out().contains("five") && !list.out().contains("complete")
+        && list.out().contains("held state gone"), list::toString);
+  }
 }
