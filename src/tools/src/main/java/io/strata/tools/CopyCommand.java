@@ -39,7 +39,10 @@ import picocli.CommandLine.ParentCommand;
  * metadata}, {@code offsets/N}, {@code commits/N}, the sources' logs, the operators' metadata and
  * schemas), from the savepoint's copies for {@code --savepoint}. Keys in manifests are relative
  * to the store, so objects keep their keys. Every write to {@code dest} is create-only; a
- * non-empty {@code dest} is refused (exit 4).
+ * non-empty {@code dest} is refused (exit 4), and so is a {@code dest} that shares a prefix with
+ * {@code src} (exit 2). {@code dest} is opened with its own bucket's settings. Before anything is
+ * written, every object to copy must be listed in {@code src} (else exit 4, naming the store and
+ * the object); a transfer that fails is exit 3, naming how many objects were written.
  *
  * <p>Objects pass through the tool (a GET and a create-only PUT each, {@code --threads} at a
  * time); a server-side copy is not used yet.
