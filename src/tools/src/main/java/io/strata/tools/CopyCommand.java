@@ -39,7 +39,10 @@ import picocli.CommandLine.ParentCommand;
  * metadata}, {@code offsets/N}, {@code commits/N}, the sources' logs, the operators' metadata and
  * schemas), from the savepoint's copies for {@code --savepoint}. Keys in manifests are relative
  * to the store, so objects keep their keys. Every write to {@code dest} is create-only; a
- * non-empty {@code dest} is refused (exit 4).
+ * non-empty {@code dest} is refused (exit 4), and so is a {@code dest} that shares a prefix with
+ * {@code src} (exit 2). {@code dest} is opened with its own bucket's settings. Before anything is
+ * written, every object to copy must be listed in {@code src} (else exit 4, naming the store and
+ * the object); a transfer that fails is exit 3, naming how many objects were written.
  *
  * <p>Objects pass through the tool (a GET and a create-only PUT each, {@code --threads} at a
  * time); a server-side copy is not used yet.
@@ -68,11 +71,21 @@ final class CopyCommand implements Callable<Integer> {
     String savepoint;
   }
 
+  /** {@code location} ending with exactly one '/', for prefix comparisons. */
+  private static String asDirectory(String location) {
+    return location.endsWith("/") ? location : location + "/";
+  }
+
   /** One object to copy: from its key in the source to its key in the destination. */
   private record Item(String from, String to) { }
 
   @Override
   public Integer call() throws Exception {
+    if (at != null && at.savepoint != null && !StoreLayout.isSavepointName(at.savepoint)) {
+      throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --savepoint '" + at.savepoint
+          + "': expected a savepoint name, 1 to 64 of A-Z a-z 0-9 _ . - (not first; strata "
+          + "savepoint list shows them)", null);
+    }
     try (ToolContext ctx = new ToolContext(tool, options, source)) {
       CheckpointScan scan = ctx.strataScan();
       ObjectStore src = ctx.root();
@@ -94,6 +107,17 @@ final class CopyCommand implements Callable<Integer> {
             e.getValue().asText()));
         record.get("sparkFiles").forEach(f -> items.add(new Item(dir + "spark/" + f.asText(),
             f.asText())));
+        java.util.Set<String> stores = new java.util.HashSet<>();
+        scan.strataStores().forEach(s -> stores.add(s.relativeLocation()));
+        for (String location : versionObjects.keySet()) {
+          if (!stores.contains(location)) {
+            throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy savepoint "
+                + at.savepoint + " (batch " + batch + ") of " + ctx.checkpoint + ": it holds "
+                + location + "/" + versionObjects.get(location) + ", but " + location
+                + " is no longer a Strata store of the checkpoint (its state was deleted); a "
+                + "copy without it would not resume as the source would", null);
+          }
+        }
       } else {
         if (scan.spark.latestCommit().isEmpty()) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy "
@@ -132,7 +156,24 @@ final class CopyCommand implements Callable<Integer> {
           throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy " + ctx.checkpoint
               + ": store " + s.id() + " has no version for batch " + batch, null);
         }
-        Manifest m = ctx.inspector(s).manifest(key);
+        String what = "batch " + batch + " of " + ctx.checkpoint + (at != null
+            && at.savepoint != null ? " (savepoint " + at.savepoint + ")" : "");
+        java.util.Set<String> listed = new java.util.HashSet<>();
+        s.objects().forEach(o -> listed.add(o.key()));
+        if (!listed.contains(key)) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy " + what
+              + ": store " + s.id() + " no longer holds " + s.relativeLocation() + "/" + key
+              + ", the version object of version " + (batch + 1) + " (collected or deleted)",
+              null);
+        }
+        Manifest m;
+        try {
+          m = ctx.inspector(s).manifest(key);
+        } catch (IOException | RuntimeException e) {
+          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy " + what
+              + ": store " + s.id() + ": " + s.relativeLocation() + "/" + key + " cannot be "
+              + "read: " + e.getMessage(), e);
+        }
         java.util.Set<String> keys = new java.util.TreeSet<>();
         keys.add(key);
         m.base().map(BaseSnapshot::files).orElse(List.of()).forEach(f -> keys.add(
@@ -140,14 +181,48 @@ final class CopyCommand implements Callable<Integer> {
         for (Delta d : m.deltas()) {
           keys.add(d.file().key());
         }
+        // Everything the copy's load reads must be there before anything is written: a copy
+        // cut short leaves a destination that is neither loadable nor empty.
+        for (String k : keys) {
+          if (!listed.contains(k)) {
+            throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy " + what
+                + ": store " + s.id() + ": " + s.relativeLocation() + "/" + key + " names "
+                + s.relativeLocation() + "/" + k + ", which is gone (collected or deleted; a "
+                + "load of version " + (batch + 1) + " would fail)", null);
+          }
+        }
         s.objects().stream().map(ObjectInfo::key).filter(k -> k.startsWith(StoreLayout.RUNS))
             .forEach(keys::add);
         keys.forEach(k -> items.add(new Item(s.relativeLocation() + "/" + k,
             s.relativeLocation() + "/" + k)));
       }
-      ObjectStore dest = ObjectStores.open(destination, ctx.conf::s3, null);
+      ObjectStore dest;
       try {
-        if (!dest.list("").isEmpty()) {
+        // The destination's own settings: per-bucket ones (fs.s3a.bucket.<bucket>.*) name its
+        // endpoint, region and credentials, which may not be the source's.
+        dest = ObjectStores.open(destination, ctx.settings.strata(destination)::s3, null);
+      } catch (IllegalArgumentException e) {
+        throw new ToolException(StrataTool.EXIT_USAGE, e.getMessage(), e);
+      }
+      try {
+        String from = asDirectory(src.describe(""));
+        String to = asDirectory(dest.describe(""));
+        if (from.startsWith(to) || to.startsWith(from)) {
+          throw new ToolException(StrataTool.EXIT_USAGE, "Refusing to copy " + ctx.checkpoint
+              + " into " + destination + ": the destination is " + (from.equals(to)
+              ? "the source" : to.startsWith(from) ? "inside the source" : "a parent of the "
+              + "source") + " (" + to + "); a copy must share no prefix with its source, so "
+              + "that neither ever writes or deletes the other", null);
+        }
+        boolean empty;
+        try {
+          empty = dest.list("").isEmpty();
+        } catch (IOException | RuntimeException e) {
+          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy " + ctx.checkpoint
+              + " to " + destination + ": the destination cannot be listed: " + e.getMessage(),
+              e);
+        }
+        if (!empty) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy into "
               + destination + ": it is not empty (a copy makes a new checkpoint)", null);
         }
@@ -166,8 +241,22 @@ final class CopyCommand implements Callable<Integer> {
           }));
         }
         long bytes = 0;
+        int copied = 0;
+        Throwable failed = null;
         for (Iterator<Future<Long>> i = copies.iterator(); i.hasNext(); ) {
-          bytes += i.next().get();
+          try {
+            bytes += i.next().get();
+            copied++;
+          } catch (java.util.concurrent.ExecutionException e) {
+            failed = failed == null ? e.getCause() : failed;
+          }
+        }
+        if (failed != null) {
+          progress.finish();
+          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy batch " + batch
+              + " of " + ctx.checkpoint + " to " + destination + ": " + failed.getMessage()
+              + " (" + copied + " of " + items.size() + " objects copied; the destination is "
+              + "not a usable checkpoint: delete it, then copy again)", failed);
         }
         progress.finish();
         ctx.out.println("Copied batch " + batch + " of " + ctx.checkpoint + " to " + destination

@@ -109,12 +109,22 @@ final class SavepointCommand {
         long version = b + 1;
         int retain = ctx.settings.gc(ctx.conf).versionsToRetain();
         long floor = scan.spark.restartVersion() - retain;
+        // The running query collects by its own minBatchesToRetain, which the tool may not be
+        // given: Spark purges its logs by the same setting, so once it has purged (the oldest
+        // batch listed is above 0), the query's floor is that oldest batch.
+        long oldest = scan.spark.oldestBatch().orElse(0);
+        String by = "minBatchesToRetain " + retain;
+        if (oldest > 0 && oldest > floor) {
+          floor = oldest;
+          by = "the oldest batch in Spark's logs, which the query purges by its own "
+              + "minBatchesToRetain";
+        }
         if (version < floor + MARGIN) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch " + b
               + " of " + ctx.checkpoint + ": its state, version " + version + ", is within "
-              + MARGIN + " versions of the retention's floor (" + floor + ", minBatchesToRetain "
-              + retain + "), so garbage collection may delete it while the savepoint is made; "
-              + "pin a batch >= " + (floor + MARGIN - 1), null);
+              + MARGIN + " versions of the retention's floor (" + floor + ", " + by + "), so "
+              + "garbage collection may delete it while the savepoint is made; pin a batch >= "
+              + (floor + MARGIN - 1), null);
         }
         CommitLogAttempts committed = ctx.commitLogAttempts(scan);
         Map<String, String> held = new TreeMap<>();
@@ -215,11 +225,14 @@ final class SavepointCommand {
         Table t = new Table("NAME", "BATCH", "VERSION", "HOLDS", "CREATED", "STATE");
         int stores = scan.strataStores().size();
         records.forEach((n, r) -> {
-          int h = holds.getOrDefault(n, new int[1])[0];
+          int[] c = holds.getOrDefault(n, new int[2]);
+          int h = c[0];
           t.row(n, r == null ? null : r.get("batch"), r == null ? null : r.get("version"),
               h + " of " + stores, r == null ? null
                   : Table.time(((Number) r.get("createdAtMillis")).longValue()),
-              r == null ? "incomplete (drop it)" : h < stores ? "holds missing" : "complete");
+              r == null ? "incomplete (drop it)" : h < stores ? "holds missing"
+                  : c[1] < h ? "held state gone (" + (h - c[1]) + " of "
+                  + h + " held version objects missing)" : "complete");
         });
         if (t.isEmpty()) {
           ctx.out.println("No savepoint in " + ctx.checkpoint);
@@ -231,14 +244,23 @@ final class SavepointCommand {
     }
   }
 
-  /** Hold counts per savepoint name, from the listing. */
+  /**
+   * Per savepoint name, from the listing: {holds, holds whose version object is listed in the
+   * same store}.
+   */
   static Map<String, int[]> holdsByName(CheckpointScan scan) {
     Map<String, int[]> holds = new TreeMap<>();
     for (CheckpointScan.Store s : scan.stores) {
+      java.util.Set<String> keys = new java.util.HashSet<>();
+      s.objects().forEach(o -> keys.add(o.key()));
       for (ObjectInfo o : s.objects()) {
         String n = StoreLayout.holdSavepointOf(o.key());
         if (n != null) {
-          holds.computeIfAbsent(n, x -> new int[1])[0]++;
+          int[] c = holds.computeIfAbsent(n, x -> new int[2]);
+          c[0]++;
+          if (keys.contains(StoreLayout.heldVersionObjectOf(o.key()))) {
+            c[1]++;
+          }
         }
       }
     }

@@ -2,6 +2,7 @@
 package io.strata.tools;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -59,5 +60,97 @@ class CopyCommandTest {
         "--json");
     assertEquals(6, describe.json().get("stores").get(0).get("newestVersion").asLong(),
         describe::toString);
+  }
+  /**
+   * A destination inside the source is refused before anything is written (deleting the source
+   * would delete the copy, and the source's own tools would list it), while a sibling whose name
+   * merely starts with the source's is not; a {@code --savepoint} that is not a savepoint name
+   * ({@code ../x}, {@code a/b}, empty) is a usage error naming it, not an unexpected one.
+   */
+  @Test
+  void aDestinationInsideTheSourceAndABadSavepointNameAreRefused() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    String src = source.toUri().toString();
+    ToolFixtures.Run inside = ToolFixtures.tool("copy", src,
+        source.resolve("fork").toUri().toString());
+    assertEquals(StrataTool.EXIT_USAGE, inside.code(), inside::toString);
+    assertTrue(inside.err().contains("inside"), inside::toString);
+    assertFalse(Files.exists(source.resolve("fork")), inside::toString);
+    ToolFixtures.Run sibling = ToolFixtures.tool("copy", src,
+        tmp.resolve("merged2").toUri().toString());
+    assertEquals(StrataTool.EXIT_OK, sibling.code(), sibling::toString);
+
+    for (String bad : new String[] {"../merged", "a/b", ""}) {
+      ToolFixtures.Run r = ToolFixtures.tool("copy", src, tmp.resolve("x").toUri().toString(),
+          "--savepoint", bad);
+      assertEquals(StrataTool.EXIT_USAGE, r.code(), r::toString);
+      assertTrue(r.err().contains("Invalid --savepoint '" + bad + "'"), r::toString);
+    }
+    assertFalse(Files.exists(tmp.resolve("x")));
+  }
+  /**
+   * A copy of a savepoint whose state lost an object (collected by a build that does not know
+   * holds, or deleted by hand) is refused before anything is written, naming the savepoint, the
+   * store and the missing object; likewise when the held version object itself is gone. A
+   * copy cut short would leave a destination that is not empty, so not copyable again, and not
+   * loadable.
+   */
+  @Test
+  void aSavepointMissingAnObjectIsRefusedBeforeAnythingIsWritten() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    String src = source.toUri().toString();
+    assertEquals(StrataTool.EXIT_OK, ToolFixtures.tool("savepoint", "create", src, "--batch",
+        "5", "--name", "five").code());
+    Path store = source.resolve("state/0/0");
+    ToolFixtures.deleteVersion(store, 3); // its delta is in version 6's chain
+    Path dest = tmp.resolve("copy-5");
+    ToolFixtures.Run copy = ToolFixtures.tool("copy", src, dest.toUri().toString(),
+        "--savepoint", "five");
+    assertEquals(StrataTool.EXIT_REFUSED, copy.code(), copy::toString);
+    assertTrue(copy.err().contains("five") && copy.err().contains("0/0/default")
+        && copy.err().contains("state/0/0/v/00000000000000000003"), copy::toString);
+    assertFalse(Files.exists(dest), copy::toString);
+
+    ToolFixtures.deleteVersion(store, 6); // the held version object
+    copy = ToolFixtures.tool("copy", src, dest.toUri().toString(), "--savepoint", "five");
+    assertEquals(StrataTool.EXIT_REFUSED, copy.code(), copy::toString);
+    assertTrue(copy.err().contains("state/0/0/v/00000000000000000006"), copy::toString);
+    assertFalse(Files.exists(dest), copy::toString);
+  }
+  /**
+   * A destination that cannot be written (here a path under a regular file) fails the copy with
+   * exit 3 and a message naming the destination and saying what to do, not as an unexpected
+   * error (exit 70).
+   */
+  @Test
+  void aDestinationThatCannotBeWrittenIsAStorageErrorNotABug() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    Path blocker = Files.writeString(tmp.resolve("blocker"), "a file, not a directory");
+    String dest = blocker.resolve("copy").toUri().toString();
+    ToolFixtures.Run copy = ToolFixtures.tool("copy", source.toUri().toString(), dest);
+    assertEquals(StrataTool.EXIT_UNREADABLE, copy.code(), copy::toString);
+    assertTrue(copy.err().contains("Cannot copy") && copy.err().contains(dest)
+        && !copy.err().contains("unexpected error"), copy::toString);
+  }
+  /**
+   * A copy of a savepoint copies every store the savepoint holds: when one of them is no longer
+   * in the source (its state deleted), the copy is refused, naming it, rather than made without
+   * that store's state (a query started there would not resume as the source would).
+   */
+  @Test
+  void aSavepointWhoseStoreIsGoneIsNotCopiedWithoutIt() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    String src = source.toUri().toString();
+    assertEquals(StrataTool.EXIT_OK, ToolFixtures.tool("savepoint", "create", src, "--batch",
+        "5", "--name", "five").code());
+    try (Stream<Path> s = Files.walk(source.resolve("state"))) {
+      s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
+    Path dest = tmp.resolve("copy-5");
+    ToolFixtures.Run copy = ToolFixtures.tool("copy", src, dest.toUri().toString(),
+        "--savepoint", "five");
+    assertEquals(StrataTool.EXIT_REFUSED, copy.code(), copy::toString);
+    assertTrue(copy.err().contains("state/0/0"), copy::toString);
+    assertFalse(Files.exists(dest), copy::toString);
   }
 }

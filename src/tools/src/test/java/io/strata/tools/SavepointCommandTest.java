@@ -2,6 +2,7 @@
 package io.strata.tools;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.format.StoreLayout;
@@ -65,5 +66,42 @@ class SavepointCommandTest {
     assertEquals(List.of(20L, 21L, 22L), versionObjects(store).stream().map(StoreLayout::versionOf)
         .distinct().toList(), "dropped: what only the savepoint kept is collected");
     assertTrue(ToolFixtures.tool("savepoint", "list", uri).out().contains("No savepoint"));
+  }
+  /**
+   * The margin against the running query's own collection is measured from the retention the
+   * query runs with, which Spark's purged logs show (here minBatchesToRetain 5: logs from batch
+   * 17 on, so its rounds collect below version 17), not from the tool's default of 100: batch
+   * 18 (version 19) is refused without any {@code --conf}, and nothing is written.
+   */
+  @Test
+  void aBatchNearTheQuerysOwnRetentionFloorIsRefused() throws Exception {
+    Path checkpoint = ToolFixtures.mergedCheckpoint(tmp);
+    for (int b = 0; b <= 16; b++) { // as Spark purges its logs with minBatchesToRetain 5
+      Files.delete(checkpoint.resolve("offsets/" + b));
+      Files.delete(checkpoint.resolve("commits/" + b));
+    }
+    ToolFixtures.Run create = ToolFixtures.tool("savepoint", "create",
+        checkpoint.toUri().toString(), "--batch", "18", "--name", "late");
+    assertEquals(StrataTool.EXIT_REFUSED, create.code(), create::toString);
+    assertTrue(create.err().contains("floor (17"), create::toString);
+    assertFalse(Files.exists(checkpoint.resolve("state/0/0/holds")), create::toString);
+    assertFalse(Files.exists(checkpoint.resolve("_strata")), create::toString);
+  }
+  /**
+   * {@code list} does not call a savepoint complete when a version object it holds is gone
+   * (collected by a build that does not know holds, or deleted by hand): its state cannot be
+   * loaded or copied.
+   */
+  @Test
+  void listDoesNotCallASavepointWhoseHeldVersionIsGoneComplete() throws Exception {
+    Path checkpoint = ToolFixtures.mergedCheckpoint(tmp);
+    String uri = checkpoint.toUri().toString();
+    assertEquals(StrataTool.EXIT_OK, ToolFixtures.tool("savepoint", "create", uri, "--batch",
+        "5", "--name", "five").code());
+    ToolFixtures.deleteVersion(checkpoint.resolve("state/0/0"), 6);
+    ToolFixtures.Run list = ToolFixtures.tool("savepoint", "list", uri);
+    assertEquals(StrataTool.EXIT_OK, list.code(), list::toString);
+    assertTrue(list.out().contains("five") && !list.out().contains("complete")
+        && list.out().contains("held state gone"), list::toString);
   }
 }
