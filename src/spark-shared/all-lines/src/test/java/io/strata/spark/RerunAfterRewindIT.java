@@ -338,8 +338,7 @@ class RerunAfterRewindIT {
    * run with both providers; Strata's checkpoint gets {@code strata savepoint create --batch 5};
    * 12 more batches run with {@code minBatchesToRetain} 3 and maintenance every second, so Spark
    * purges its logs of batch 5 and garbage collection (the job's rounds, then {@code strata gc
-   * --apply} with the same retention, so the check does not depend on timing) deletes old
-   * versions, but not version 6, which the savepoint holds; {@code strata copy --savepoint} makes a new checkpoint, and the
+   * --apply} with the same retention) runs, keeping version 6, which the savepoint holds; {@code strata copy --savepoint} makes a new checkpoint, and the
    * query started on it re-runs batches 6 to 17, each equal to the HDFS provider's run that
    * stopped after batch 5 and resumed on the same input.
    */
@@ -382,15 +381,17 @@ class RerunAfterRewindIT {
       assertFalse(files.anyMatch(f -> f.getFileName().toString().equals("5")),
           "Spark purged offsets/5");
     }
-    // The job's own rounds ran at its maintenance (every second) if the machine let them; an
-    // offline round with the same code and retention makes the check independent of timing.
+    // The job's own rounds ran at its maintenance (every second) if the machine let them, and an
+    // offline round with the same code and retention follows. What they can collect depends on
+    // the base snapshots the job's maintenance took (deltas stay named until one covers them), so
+    // only the hold is asserted here; that holds keep what collection would otherwise delete is
+    // asserted without timing in SavepointCommandTest and ReachabilityTest.
     tool("gc", strata, "--apply", "--force", "--conf",
         "spark.sql.streaming.minBatchesToRetain=3");
     try (Stream<Path> files = Files.walk(store.resolve("v"))) {
       List<Long> versions = files.filter(Files::isRegularFile).map(f -> io.strata.format
           .StoreLayout.versionOf(store.relativize(f).toString())).distinct().sorted().toList();
       assertTrue(versions.contains(6L), "the savepoint's version 6 stays: " + versions);
-      assertFalse(versions.contains(8L), "garbage collection ran: " + versions);
     }
 
     tool("copy", strata, copy, "--savepoint", "five");
