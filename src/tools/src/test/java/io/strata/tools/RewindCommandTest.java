@@ -192,4 +192,33 @@ class RewindCommandTest {
     assertEquals(StrataTool.EXIT_UNREADABLE, r.code(), r::toString);
     assertTrue(r.err().contains("HDFSBackedStateStoreProvider"), r::toString);
   }
+  /**
+   * Checkpoint format 2: {@code commits/2} names attempt A of version 3, whose object is gone;
+   * another attempt B of version 3 (a lost race) is whole. Spark loads version 3 by the id the
+   * commit log names, so the load would fail: the rewind to batch 3 is refused, naming the
+   * attempt.
+   */
+  @Test
+  void format2RefusesWhenTheAttemptTheCommitLogNamesIsGoneThoughAnotherIsWhole()
+      throws Exception {
+    Path checkpoint = ToolFixtures.checkpointFormat2(tmp);
+    Path store = checkpoint.resolve("state/0/0");
+    String named = ToolFixtures.attempts(store, 3).get(0);
+    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
+        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+        tmp.resolve("local-race"), new StoreSettings(3, 2, 1 << 20, true,
+            SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+      s.load(2, Optional.of(ToolFixtures.attempts(store, 2).get(0)));
+      s.put("k3".getBytes(StandardCharsets.UTF_8), "race".getBytes(StandardCharsets.UTF_8));
+      s.commit();
+    }
+    assertEquals(2, ToolFixtures.attempts(store, 3).size(), "a second attempt of version 3");
+    Files.delete(store.resolve("v/" + String.format("%020d", 3) + "/" + named + ".svo"));
+    age(checkpoint);
+
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3");
+    assertEquals(StrataTool.EXIT_REFUSED, r.code(), r::toString);
+    assertTrue(r.err().contains(named), r::toString);
+    assertTrue(Files.exists(checkpoint.resolve("offsets/3")), "nothing deleted");
+  }
 }

@@ -76,6 +76,48 @@ final class ToolFixtures {
     return checkpoint;
   }
 
+  /**
+   * {@code <tmp>/ckpt2}: as {@link #checkpoint}, written under Spark's checkpoint format 2: the
+   * store's version objects are per attempt ({@code v/<version>/<attempt>.svo}) and each
+   * {@code commits/<b>} names, in {@code stateUniqueIds}, the attempt of version {@code b + 1}.
+   */
+  static Path checkpointFormat2(Path tmp) throws IOException {
+    Path checkpoint = tmp.resolve("ckpt2");
+    Path store = checkpoint.resolve("state/0/0");
+    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
+        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+        tmp.resolve("local2"), new StoreSettings(3, 2, 1 << 20, true,
+            SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+      s.load(0, Optional.empty());
+      for (int v = 1; v <= 6; v++) {
+        s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
+            ("v" + v).getBytes(StandardCharsets.UTF_8));
+        s.commit();
+      }
+    }
+    Files.createDirectories(checkpoint.resolve("offsets"));
+    Files.createDirectories(checkpoint.resolve("commits"));
+    for (int b = 0; b <= 6; b++) {
+      Files.writeString(checkpoint.resolve("offsets/" + b), "v1\n{\"batchWatermarkMs\":0,"
+          + "\"batchTimestampMs\":" + b + ",\"conf\":{}}\n{\"logOffset\":" + b + "}");
+      if (b < 6) {
+        Files.writeString(checkpoint.resolve("commits/" + b),
+            "v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{\"0\":[[\""
+                + attempts(store, b + 1).get(0) + "\"]]}}");
+      }
+    }
+    return checkpoint;
+  }
+
+  /** The attempts of {@code version} of the store at {@code store}, in key order. */
+  static java.util.List<String> attempts(Path store, long version) throws IOException {
+    try (Stream<Path> s = Files.walk(store.resolve("v"))) {
+      return s.filter(Files::isRegularFile).map(p -> store.relativize(p).toString())
+          .filter(k -> StoreLayout.versionOf(k) == version).sorted()
+          .map(StoreLayout::attemptOf).toList();
+    }
+  }
+
   /** Deletes every version object of {@code version} of the store at {@code store}. */
   static void deleteVersion(Path store, long version) throws IOException {
     try (Stream<Path> s = Files.walk(store.resolve("v"))) {
