@@ -247,6 +247,20 @@ final class RewindCommand implements Callable<Integer> {
       return Optional.of("store " + s.id() + " has no version object of version " + version
           + oldest);
     }
+    if (attemptKeys) {
+      List<String> keys = s.versionObjects().stream().map(ObjectInfo::key)
+          .filter(k -> StoreLayout.versionOf(k) == version).toList();
+      Optional<Set<String>> named = committed.named(s, version);
+      if (named.isPresent() && committed.committed(s, version, keys).isEmpty()) {
+        // Spark passes the id commits/<version-1> names; the load reads exactly that attempt.
+        return Optional.of("store " + s.id() + ": commits/" + (version - 1) + " names the "
+            + "attempts " + new java.util.TreeSet<>(named.get()) + " of version " + version
+            + " for its partition, and " + s.relativeLocation() + "/"
+            + StoreLayout.versionPrefix(version) + " holds none of them (only "
+            + keys.stream().map(StoreLayout::attemptOf).toList() + "; Spark loads the named "
+            + "attempt, so a load of version " + version + " would fail)");
+      }
+    }
     String key;
     Manifest m;
     try {
