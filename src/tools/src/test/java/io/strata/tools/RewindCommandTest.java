@@ -221,4 +221,22 @@ class RewindCommandTest {
     assertTrue(r.err().contains(named) && r.err().contains("commits/2"), r::toString);
     assertTrue(Files.exists(checkpoint.resolve("offsets/3")), "nothing deleted");
   }
+  /**
+   * A commit log that runs past the offset log (a hand rewind that deleted {@code offsets/6}
+   * first and stopped): Spark refuses to start from offsets ending at 2 with {@code commits/6}
+   * left, so the rewind deletes every commit of batch 3 and later, not only those up to the
+   * offset log's end.
+   */
+  @Test
+  void deletesCommitsPastTheEndOfTheOffsetLog() throws Exception {
+    Path checkpoint = checkpoint();
+    Files.writeString(checkpoint.resolve("commits/6"), "v1\n{\"nextBatchWatermarkMs\":0}");
+    Files.delete(checkpoint.resolve("offsets/6"));
+    age(checkpoint);
+
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3");
+    assertEquals(StrataTool.EXIT_OK, r.code(), r::toString);
+    assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("offsets")), r::toString);
+    assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("commits")), r::toString);
+  }
 }
