@@ -105,7 +105,10 @@ final class RewindCommand implements Callable<Integer> {
       }
       long latestOffset = scan.spark.latestOffset().getAsLong();
       long latestCommit = scan.spark.latestCommit().getAsLong();
-      if (toBatch > latestOffset) {
+      // A commit log running past the offset log (a hand deletion cut short) is rewound too:
+      // Spark does not start from offsets that end below a commit.
+      long end = Math.max(latestOffset, latestCommit);
+      if (toBatch > end) {
         throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --to-batch " + toBatch + ": "
             + "the offset log ends at batch " + latestOffset + ", so the next start already "
             + "runs batch " + (latestCommit + 1) + "; nothing to rewind", null);
@@ -141,7 +144,7 @@ final class RewindCommand implements Callable<Integer> {
             + idleMinutes + " min ago); a running query would write over the rewind. Stop "
             + "the query, or pass --force or --idle-minutes", null);
       }
-      List<String> keys = plan(scan, latestOffset);
+      List<String> keys = plan(scan, end);
       int deleted = 0;
       if (!dryRun) {
         for (String k : keys) {
@@ -151,7 +154,7 @@ final class RewindCommand implements Callable<Integer> {
             throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot delete " + k + " of "
                 + ctx.checkpoint + " (" + deleted + " of " + keys.size() + " deleted; the "
                 + "checkpoint restarts from a batch between " + toBatch + " and "
-                + latestOffset + ", and running the same rewind again finishes it): "
+                + end + ", and running the same rewind again finishes it): "
                 + e.getMessage(), e);
           }
           deleted++;
@@ -296,13 +299,14 @@ final class RewindCommand implements Callable<Integer> {
   }
 
   /**
-   * What to delete, in order: for each batch from {@code latestOffset} down to {@link
-   * #toBatch}, its commit (and a local file system's checksum file) before its offsets.
+   * What to delete, in order: for each batch from {@code end} (the greater of the latest offset
+   * and the latest commit) down to {@link #toBatch}, its commit (and a local file system's
+   * checksum file) before its offsets.
    */
-  private List<String> plan(CheckpointScan scan, long latestOffset) {
+  private List<String> plan(CheckpointScan scan, long end) {
     Set<String> listed = new HashSet<>(scan.sparkLogKeys());
     List<String> keys = new ArrayList<>();
-    for (long b = latestOffset; b >= toBatch; b--) {
+    for (long b = end; b >= toBatch; b--) {
       for (String dir : new String[] {"commits/", "offsets/"}) {
         for (String k : new String[] {dir + b, dir + "." + b + ".crc"}) {
           if (listed.contains(k)) {
