@@ -239,4 +239,26 @@ class RewindCommandTest {
     assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("offsets")), r::toString);
     assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("commits")), r::toString);
   }
+  /**
+   * A query in the middle of a batch longer than the idle time (its offsets written at the
+   * batch's start, no version yet) still writes into its stores: a spill of the batch's writes,
+   * a new run's epoch claim on its first load. Either makes it look alive.
+   */
+  @Test
+  void refusesAQueryWritingItsStoresMidBatch() throws Exception {
+    Path checkpoint = checkpoint();
+    Path store = checkpoint.resolve("state/0/0");
+    String uri = checkpoint.toUri().toString();
+    for (String key : new String[] {
+        io.strata.format.StoreLayout.spill(7, io.strata.format.StoreLayout.newAttemptId(), 0),
+        io.strata.format.StoreLayout.runClaim(2)}) {
+      age(checkpoint);
+      Files.createDirectories(store.resolve(key).getParent());
+      Files.writeString(store.resolve(key), "written by a running batch");
+      ToolFixtures.Run r = tool("rewind", uri, "--to-batch", "3");
+      assertEquals(StrataTool.EXIT_REFUSED, r.code(), r::toString);
+      assertTrue(r.err().contains("the query looks alive (state/0/0/" + key), r::toString);
+      assertTrue(Files.exists(checkpoint.resolve("offsets/6")), "nothing deleted");
+    }
+  }
 }
