@@ -77,8 +77,8 @@ final class RewindCommand implements Callable<Integer> {
   boolean force;
 
   @Option(names = "--idle-minutes", paramLabel = "M", defaultValue = "10",
-      description = "The query looks alive if it wrote its logs or a version less than M "
-          + "minutes ago (default: ${DEFAULT-VALUE}).")
+      description = "The query looks alive if it wrote its logs or an object of a store (a "
+          + "version, a spill) less than M minutes ago (default: ${DEFAULT-VALUE}).")
   long idleMinutes;
 
   @Override
