@@ -261,4 +261,23 @@ class RewindCommandTest {
       assertTrue(Files.exists(checkpoint.resolve("offsets/6")), "nothing deleted");
     }
   }
+  /**
+   * A store gone as a whole (every object of {@code state/0/1} deleted): the listing has no
+   * store to check, but Spark loads version 3 of every partition, so the rewind is refused,
+   * naming the store.
+   */
+  @Test
+  void refusesWhenAPartitionsStoreIsGoneAsAWhole() throws Exception {
+    Path checkpoint = ToolFixtures.checkpoint(tmp, 3);
+    try (Stream<Path> s = Files.walk(checkpoint.resolve("state/0/1"))) {
+      for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
+    age(checkpoint);
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3");
+    assertEquals(StrataTool.EXIT_REFUSED, r.code(), r::toString);
+    assertTrue(r.err().contains("0/1/default"), r::toString);
+    assertTrue(Files.exists(checkpoint.resolve("offsets/3")), "nothing deleted");
+  }
 }

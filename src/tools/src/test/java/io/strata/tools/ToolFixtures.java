@@ -50,17 +50,24 @@ final class ToolFixtures {
    * (batch 6 planned, not committed).
    */
   static Path checkpoint(Path tmp) throws IOException {
+    return checkpoint(tmp, 1);
+  }
+
+  /** As {@link #checkpoint(Path)}, with stores {@code state/0/0} to {@code state/0/<p - 1>}. */
+  static Path checkpoint(Path tmp, int partitions) throws IOException {
     Path checkpoint = tmp.resolve("ckpt");
-    Path store = checkpoint.resolve("state/0/0");
-    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
-        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
-        tmp.resolve("local"), new StoreSettings(3, 2, 1 << 20, false,
-            SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
-      s.load(0, Optional.empty());
-      for (int v = 1; v <= 6; v++) {
-        s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
-            ("v" + v).getBytes(StandardCharsets.UTF_8));
-        s.commit();
+    for (int p = 0; p < partitions; p++) {
+      Path store = checkpoint.resolve("state/0/" + p);
+      try (SyncedStore s = new SyncedStore(new StoreIdentity(0, p, "default", store.toString()),
+          ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+          tmp.resolve("local-" + p), new StoreSettings(3, 2, 1 << 20, false,
+              SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+        s.load(0, Optional.empty());
+        for (int v = 1; v <= 6; v++) {
+          s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
+              ("v" + v).getBytes(StandardCharsets.UTF_8));
+          s.commit();
+        }
       }
     }
     Files.createDirectories(checkpoint.resolve("offsets"));
