@@ -37,6 +37,8 @@ import picocli.CommandLine.ParentCommand;
  *       N - 2} in the offset log, which the restart reads to check it ({@code N >= 1}; Spark
  *       purges its logs by {@code minBatchesToRetain}), else exit 4 naming the oldest batch a
  *       rewind can re-run from;
+ *   <li>no store may be gone as a whole (every partition of an operator up to its greatest
+ *       listed has a store of each name its partitions have);
  *   <li>every Strata store must hold version {@code N} whole: its version object (format 1: the
  *       greatest generation; format 2: the attempt {@code commits/<N-1>} names) and every object
  *       its load reads (one GET of the manifest per store, the rest from the listing), else exit
@@ -127,9 +129,13 @@ final class RewindCommand implements Callable<Integer> {
       CommitLogAttempts committed = ctx.commitLogAttempts(scan);
       Map<String, StoreInspector> inspectors = new HashMap<>();
       scan.strataStores().forEach(s -> inspectors.put(s.id(), ctx.inspector(s)));
-      List<String> notWhole = notWhole(ctx, scan, inspectors, committed, toBatch);
+      List<String> missing = missingStores(scan);
+      List<String> notWhole = new ArrayList<>(missing);
+      notWhole.addAll(notWhole(ctx, scan, inspectors, committed, toBatch));
       if (!notWhole.isEmpty()) {
-        long whole = oldestWhole(ctx, scan, inspectors, committed, latestCommit + 1);
+        // A store gone as a whole has no version at all: no later batch is whole either.
+        long whole = missing.isEmpty()
+            ? oldestWhole(ctx, scan, inspectors, committed, latestCommit + 1) : -1;
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
             + ctx.checkpoint + " to batch " + toBatch + ": the state it loads, version "
             + toBatch + ", is no longer whole: " + String.join("; ", notWhole) + "; "
@@ -193,6 +199,39 @@ final class RewindCommand implements Callable<Integer> {
       b--;
     }
     return b == 0 || offsets.contains(b - 1) ? b + 1 : b + 2;
+  }
+
+  /**
+   * Stores the listing shows no object of though Spark loads them: every partition of an
+   * operator has a store of each name any of its partitions has (the join's four, for
+   * example), and partitions run from 0 to the greatest listed (Spark runs every partition of
+   * a stateful operator every batch). A missing greatest partition is not seen.
+   */
+  private static List<String> missingStores(CheckpointScan scan) {
+    Map<Long, Set<Integer>> partitions = new java.util.TreeMap<>();
+    Map<Long, Set<String>> names = new HashMap<>();
+    Set<String> present = new HashSet<>();
+    for (CheckpointScan.Store s : scan.strataStores()) {
+      partitions.computeIfAbsent(s.operator(), x -> new java.util.TreeSet<>())
+          .add(s.partition());
+      names.computeIfAbsent(s.operator(), x -> new java.util.TreeSet<>()).add(s.name());
+      present.add(s.id());
+    }
+    List<String> out = new ArrayList<>();
+    partitions.forEach((op, parts) -> {
+      int max = ((java.util.TreeSet<Integer>) parts).last();
+      for (int p = 0; p <= max; p++) {
+        for (String name : names.get(op)) {
+          CheckpointScan.Store s = new CheckpointScan.Store(op, p, name, List.of());
+          if (!present.contains(s.id())) {
+            out.add("store " + s.id() + " has no object at all (" + s.relativeLocation()
+                + " is gone, though operator " + op + " has stores in partitions up to "
+                + max + " named " + names.get(op) + ")");
+          }
+        }
+      }
+    });
+    return out;
   }
 
   /**
