@@ -281,4 +281,73 @@ class RewindCommandTest {
     assertTrue(r.err().contains("no later batch up to 5 can be re-run either"), r::toString);
     assertTrue(Files.exists(checkpoint.resolve("offsets/3")), "nothing deleted");
   }
+  /**
+   * A checkpoint on the local file system has Hadoop's {@code .<batch>.crc} beside each log
+   * file: the rewind deletes those of the batches it deletes (a stale one would fail Spark's
+   * read of the re-written file), keeps the others, and touches nothing of {@code ckpt2}, a
+   * sibling whose name extends {@code ckpt}.
+   */
+  @Test
+  void deletesHadoopChecksumFilesAndNothingOfASiblingWhoseNameExtendsIt() throws Exception {
+    Path checkpoint = checkpoint();
+    Path sibling = ToolFixtures.checkpointFormat2(tmp);
+    for (String log : new String[] {"offsets", "commits"}) {
+      for (int b = 0; b <= 6; b++) {
+        if (Files.exists(checkpoint.resolve(log + "/" + b))) {
+          Files.writeString(checkpoint.resolve(log + "/." + b + ".crc"), "crc");
+        }
+      }
+    }
+    age(checkpoint);
+    age(sibling);
+    List<String> siblingBefore = files(sibling);
+    String uri = checkpoint.toUri().toString();
+
+    ToolFixtures.Run r = tool("rewind", uri.substring(0, uri.length() - 1), "--to-batch", "3");
+    assertEquals(StrataTool.EXIT_OK, r.code(), r::toString);
+    for (String log : new String[] {"offsets", "commits"}) {
+      assertEquals(List.of(".0.crc", ".1.crc", ".2.crc", "0", "1", "2"),
+          files(checkpoint.resolve(log)), r::toString);
+    }
+    assertEquals(siblingBefore, files(sibling), "the sibling checkpoint is untouched");
+  }
+
+  /** A stateless query's checkpoint (no state/): only Spark's logs to check and delete. */
+  @Test
+  void rewindsAStatelessCheckpoint() throws Exception {
+    Path checkpoint = checkpoint();
+    try (Stream<Path> s = Files.walk(checkpoint.resolve("state"))) {
+      for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
+    age(checkpoint);
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "1");
+    assertEquals(StrataTool.EXIT_OK, r.code(), r::toString);
+    assertEquals(List.of("0"), files(checkpoint.resolve("offsets")), r::toString);
+    assertEquals(List.of("0"), files(checkpoint.resolve("commits")), r::toString);
+  }
+
+  /**
+   * Checkpoint format 2 with a lost race: attempt B of version 3 is newer than the attempt A
+   * {@code commits/2} names. The rewind to batch 3 checks A (the one Spark loads) and goes on.
+   */
+  @Test
+  void format2RewindsWithALostRacesAttemptBeside() throws Exception {
+    Path checkpoint = ToolFixtures.checkpointFormat2(tmp);
+    Path store = checkpoint.resolve("state/0/0");
+    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
+        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+        tmp.resolve("local-race"), new StoreSettings(3, 2, 1 << 20, true,
+            SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+      s.load(2, Optional.of(ToolFixtures.attempts(store, 2).get(0)));
+      s.put("k3".getBytes(StandardCharsets.UTF_8), "race".getBytes(StandardCharsets.UTF_8));
+      s.commit();
+    }
+    age(checkpoint);
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3");
+    assertEquals(StrataTool.EXIT_OK, r.code(), r::toString);
+    assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("commits")), r::toString);
+    assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("offsets")), r::toString);
+  }
 }
