@@ -350,4 +350,44 @@ class RewindCommandTest {
     assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("commits")), r::toString);
     assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("offsets")), r::toString);
   }
+  /**
+   * Every batch committed (offsets and commits end at 19) and, of versions 3 to 20, only 20
+   * whole (a base snapshot of version 20; version 2's object gone): version 20 is what the
+   * next start loads anyway, so no batch can be rewound to, and the refusal must not name batch
+   * 20 (a rewind to it says "nothing to rewind").
+   */
+  @Test
+  void aRefusalNeverNamesABatchPastTheEndOfTheLogs() throws Exception {
+    Path checkpoint = tmp.resolve("merged");
+    Path store = checkpoint.resolve("state/0/0");
+    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
+        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+        tmp.resolve("local-merged"), new StoreSettings(100, 2, 1 << 20, false,
+            SharedMemory.Limits.DEFAULT, new GcSettings(false, 100, 1, 3_600_000L)), "{}",
+            "{}")) {
+      s.load(0, Optional.empty());
+      for (int v = 1; v <= 20; v++) {
+        s.put(String.format("k%03d", v).getBytes(StandardCharsets.UTF_8),
+            ("v" + v).getBytes(StandardCharsets.UTF_8));
+        s.commit();
+      }
+      s.maintenance();
+      assertTrue(s.snapshotNow(), "a base snapshot of version 20");
+    }
+    Files.createDirectories(checkpoint.resolve("offsets"));
+    Files.createDirectories(checkpoint.resolve("commits"));
+    for (int b = 0; b <= 19; b++) {
+      Files.writeString(checkpoint.resolve("offsets/" + b), "v1\n{}\n{\"logOffset\":" + b + "}");
+      Files.writeString(checkpoint.resolve("commits/" + b), "v1\n{\"nextBatchWatermarkMs\":0}");
+    }
+    ToolFixtures.deleteVersion(store, 2);
+    age(checkpoint);
+    String uri = checkpoint.toUri().toString();
+    ToolFixtures.Run r = tool("rewind", uri, "--to-batch", "5");
+    assertEquals(StrataTool.EXIT_REFUSED, r.code(), r::toString);
+    ToolFixtures.Run to20 = tool("rewind", uri, "--to-batch", "20");
+    assertEquals(StrataTool.EXIT_USAGE, to20.code(), to20::toString);
+    assertFalse(r.err().contains("can re-run from is 20"), r::toString);
+    assertTrue(r.err().contains("no later batch up to 19 can be re-run either"), r::toString);
+  }
 }
