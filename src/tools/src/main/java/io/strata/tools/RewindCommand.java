@@ -134,8 +134,8 @@ final class RewindCommand implements Callable<Integer> {
       notWhole.addAll(notWhole(ctx, scan, inspectors, committed, toBatch));
       if (!notWhole.isEmpty()) {
         // A store gone as a whole has no version at all: no later batch is whole either.
-        long whole = missing.isEmpty()
-            ? oldestWhole(ctx, scan, inspectors, committed, latestCommit + 1) : -1;
+        long whole = missing.isEmpty() ? oldestWhole(ctx, scan, inspectors, committed,
+            Math.min(latestCommit + 1, end), offsets, commits) : -1;
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
             + ctx.checkpoint + " to batch " + toBatch + ": the state it loads, version "
             + toBatch + ", is no longer whole: " + String.join("; ", notWhole) + "; "
@@ -235,16 +235,21 @@ final class RewindCommand implements Callable<Integer> {
   }
 
   /**
-   * The oldest version above {@link #toBatch}, up to {@code newest}, that every store holds
-   * whole, or -1: versions some store lists no object of are passed over without a request, the
-   * others cost a manifest GET per store, at most 20 of them.
+   * The oldest version above {@link #toBatch}, up to {@code newest} (at most the end of the
+   * logs: a rewind to a later batch has nothing to delete), whose batch a rewind can re-run from
+   * ({@code v - 1} in both logs) and that every store holds whole, or -1: versions some store
+   * lists no object of are passed over without a request, the others cost a manifest GET per
+   * store, at most 20 of them.
    */
   private long oldestWhole(ToolContext ctx, CheckpointScan scan,
-      Map<String, StoreInspector> inspectors, CommitLogAttempts committed, long newest)
-      throws Exception {
+      Map<String, StoreInspector> inspectors, CommitLogAttempts committed, long newest,
+      Set<Long> offsets, Set<Long> commits) throws Exception {
     int tried = 0;
     for (long v = toBatch + 1; v <= newest && tried < 20; v++) {
       long version = v;
+      if (!offsets.contains(v - 1) || !commits.contains(v - 1)) {
+        continue;
+      }
       boolean listed = scan.strataStores().stream().allMatch(s -> s.versionObjects().stream()
           .anyMatch(o -> StoreLayout.versionOf(o.key()) == version));
       if (!listed) {
