@@ -88,7 +88,12 @@ class RewindCommandTest {
 
     ToolFixtures.Run live = tool("rewind", uri, "--to-batch", "3");
     assertEquals(StrataTool.EXIT_REFUSED, live.code(), live::toString);
-    assertTrue(live.err().contains("the query looks alive"), live::toString);
+    assertTrue(live.err().contains("Refusing to rewind " + uri.substring(0, uri.length() - 1)
+        + " to batch 3: the query looks alive"), live::toString);
+
+    ToolFixtures.Run negative = tool("rewind", uri, "--to-batch", "3", "--idle-minutes", "-1");
+    assertEquals(StrataTool.EXIT_USAGE, negative.code(), negative::toString);
+    assertTrue(negative.err().contains("Invalid --idle-minutes -1"), negative::toString);
     assertTrue(Files.exists(checkpoint.resolve("offsets/6")), "nothing deleted");
 
     ToolFixtures.Run zero = tool("rewind", uri, "--to-batch", "0", "--force");
