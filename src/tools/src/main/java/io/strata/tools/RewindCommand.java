@@ -93,6 +93,10 @@ final class RewindCommand implements Callable<Integer> {
             + ctx.checkpoint + ": it holds state of " + foreign.get()[0] + " (for example "
             + foreign.get()[1] + "), which this tool cannot check", null);
       }
+      if (idleMinutes < 0 || idleMinutes > 1_000_000) {
+        throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --idle-minutes " + idleMinutes
+            + ": expected 0 to 1000000 minutes", null);
+      }
       if (toBatch < 1) {
         throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --to-batch " + toBatch
             + ": expected a batch >= 1 (batch N-1 stays committed; to run the query from "
@@ -102,7 +106,7 @@ final class RewindCommand implements Callable<Integer> {
       Set<Long> commits = batches(scan, "commits/");
       if (scan.spark.latestOffset().isEmpty() || scan.spark.latestCommit().isEmpty()) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
-            + ctx.checkpoint + ": Spark's offset and commit logs (offsets/, commits/) hold "
+            + ctx.checkpoint + " to batch " + toBatch + ": Spark's offset and commit logs (offsets/, commits/) hold "
             + "no committed batch (is this the checkpoint's root?)", null);
       }
       long latestOffset = scan.spark.latestOffset().getAsLong();
@@ -146,7 +150,8 @@ final class RewindCommand implements Callable<Integer> {
       Optional<String> alive = QueryLiveness.of(scan, now, idleMinutes * 60_000L);
       if (!dryRun && alive.isPresent() && !force) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
-            + ctx.checkpoint + ": the query looks alive (" + alive.get() + ", less than "
+            + ctx.checkpoint + " to batch " + toBatch + ": the query looks alive ("
+            + alive.get() + ", less than "
             + idleMinutes + " min ago); a running query would write over the rewind. Stop "
             + "the query, or pass --force or --idle-minutes", null);
       }
