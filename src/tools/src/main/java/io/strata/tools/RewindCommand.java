@@ -133,7 +133,7 @@ final class RewindCommand implements Callable<Integer> {
       CommitLogAttempts committed = ctx.commitLogAttempts(scan);
       Map<String, StoreInspector> inspectors = new HashMap<>();
       scan.strataStores().forEach(s -> inspectors.put(s.id(), ctx.inspector(s)));
-      List<String> missing = missingStores(scan);
+      List<String> missing = missingStores(scan, loggedPartitions(ctx, toBatch - 1));
       List<String> notWhole = new ArrayList<>(missing);
       notWhole.addAll(notWhole(ctx, scan, inspectors, committed, toBatch));
       if (!notWhole.isEmpty()) {
@@ -209,10 +209,15 @@ final class RewindCommand implements Callable<Integer> {
   /**
    * Stores the listing shows no object of though Spark loads them: every partition of an
    * operator has a store of each name any of its partitions has (the join's four, for
-   * example), and partitions run from 0 to the greatest listed (Spark runs every partition of
-   * a stateful operator every batch). A missing greatest partition is not seen.
+   * example), and partitions run from 0 to the greatest listed, or to {@code logged - 1} when
+   * the offset log records the number and the operator lists more than partition 0 (Spark runs
+   * every partition of a stateful operator every batch; an operator without keys, a global
+   * aggregation or a limit, has partition 0 only). An operator gone as a whole, or every
+   * partition but 0 of one, is not seen.
+   *
+   * @param logged {@code spark.sql.shuffle.partitions} of the offset log, or -1
    */
-  private static List<String> missingStores(CheckpointScan scan) {
+  private static List<String> missingStores(CheckpointScan scan, int logged) {
     Map<Long, Set<Integer>> partitions = new java.util.TreeMap<>();
     Map<Long, Set<String>> names = new HashMap<>();
     Set<String> present = new HashSet<>();
@@ -224,19 +229,42 @@ final class RewindCommand implements Callable<Integer> {
     }
     List<String> out = new ArrayList<>();
     partitions.forEach((op, parts) -> {
-      int max = ((java.util.TreeSet<Integer>) parts).last();
+      int listedMax = ((java.util.TreeSet<Integer>) parts).last();
+      int max = listedMax > 0 ? Math.max(listedMax, logged - 1) : listedMax;
       for (int p = 0; p <= max; p++) {
         for (String name : names.get(op)) {
           CheckpointScan.Store s = new CheckpointScan.Store(op, p, name, List.of());
           if (!present.contains(s.id())) {
             out.add("store " + s.id() + " has no object at all (" + s.relativeLocation()
-                + " is gone, though operator " + op + " has stores in partitions up to "
-                + max + " named " + names.get(op) + ")");
+                + " is gone, though operator " + op + " has stores named " + names.get(op)
+                + " in partitions up to " + listedMax
+                + (logged > 0 ? " and offsets/<N-1> records " + logged + " partitions" : "")
+                + ")");
           }
         }
       }
     });
     return out;
+  }
+
+  /**
+   * {@code spark.sql.shuffle.partitions} as {@code offsets/<batch>} records it (the number of
+   * state partitions of every stateful operator): one GET; -1 if the file has none or cannot be
+   * read (the check then goes by the listing alone).
+   */
+  private static int loggedPartitions(ToolContext ctx, long batch) {
+    try (java.io.InputStream in = ctx.root().get("offsets/" + batch)) {
+      String[] lines = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)
+          .split("\n", 3);
+      if (lines.length < 2) {
+        return -1;
+      }
+      com.fasterxml.jackson.databind.JsonNode n = ToolContext.JSON.readTree(lines[1])
+          .path("conf").path("spark.sql.shuffle.partitions");
+      return n.isMissingNode() ? -1 : Integer.parseInt(n.asText());
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
   }
 
   /**
