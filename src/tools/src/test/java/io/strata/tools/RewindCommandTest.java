@@ -428,4 +428,21 @@ class RewindCommandTest {
     ToolFixtures.Run global = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3");
     assertEquals(StrataTool.EXIT_OK, global.code(), "partition 0 only: " + global);
   }
+  /**
+   * A Hadoop checksum file past the end of a log ({@code offsets/.7.crc} left by a hand
+   * deletion of {@code offsets/7}): Spark's rename-based write of a new {@code offsets/7} keeps
+   * it beside the new file (HADOOP-16255), and its read then fails the checksum. The rewind
+   * deletes every checksum file of a batch it rewinds.
+   */
+  @Test
+  void deletesChecksumFilesPastTheEndOfTheLogs() throws Exception {
+    Path checkpoint = checkpoint();
+    Files.writeString(checkpoint.resolve("offsets/.7.crc"), "crc");
+    Files.writeString(checkpoint.resolve("commits/.7.crc"), "crc");
+    age(checkpoint);
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3");
+    assertEquals(StrataTool.EXIT_OK, r.code(), r::toString);
+    assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("offsets")), r::toString);
+    assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("commits")), r::toString);
+  }
 }
