@@ -445,4 +445,28 @@ class RewindCommandTest {
     assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("offsets")), r::toString);
     assertEquals(List.of("0", "1", "2"), files(checkpoint.resolve("commits")), r::toString);
   }
+  /**
+   * A stray batch file with a huge number ({@code offsets/999999999999999999}): the plan is
+   * made from the listing, not by counting down from the greatest batch, so it does not hang.
+   */
+  @Test
+  void aHugeStrayBatchNumberDoesNotHang() throws Exception {
+    Path checkpoint = checkpoint();
+    Files.writeString(checkpoint.resolve("offsets/999999999999999999"), "v1\n{}\n{}");
+    age(checkpoint);
+    ToolFixtures.Run r = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+        java.time.Duration.ofSeconds(20),
+        () -> tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3", "--dry-run"));
+    assertEquals(StrataTool.EXIT_OK, r.code(), r::toString);
+    assertTrue(r.out().contains("would delete offsets/999999999999999999"), r::toString);
+
+    // A refusal looks for the oldest whole version among the listed ones only.
+    Files.writeString(checkpoint.resolve("commits/999999999999999999"), "v1\n{}");
+    ToolFixtures.deleteVersion(checkpoint.resolve("state/0/0"), 2);
+    age(checkpoint);
+    ToolFixtures.Run refused = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+        java.time.Duration.ofSeconds(20),
+        () -> tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3", "--dry-run"));
+    assertEquals(StrataTool.EXIT_REFUSED, refused.code(), refused::toString);
+  }
 }
