@@ -155,7 +155,7 @@ final class RewindCommand implements Callable<Integer> {
             + idleMinutes + " min ago); a running query would write over the rewind. Stop "
             + "the query, or pass --force or --idle-minutes", null);
       }
-      List<String> keys = plan(scan, end);
+      List<String> keys = plan(scan);
       int deleted = 0;
       if (!dryRun) {
         for (String k : keys) {
@@ -175,6 +175,10 @@ final class RewindCommand implements Callable<Integer> {
       return StrataTool.EXIT_OK;
     }
   }
+
+  /** A batch file of either log, or its Hadoop checksum file {@code .<b>.crc}. */
+  private static final java.util.regex.Pattern LOG_FILE =
+      java.util.regex.Pattern.compile("(offsets|commits)/(?:(\\d+)|\\.(\\d+)\\.crc)");
 
   /** Batch ids listed under {@code dir} ({@code offsets/} or {@code commits/}). */
   private static Set<Long> batches(CheckpointScan scan, String dir) {
@@ -277,8 +281,18 @@ final class RewindCommand implements Callable<Integer> {
   private long oldestWhole(ToolContext ctx, CheckpointScan scan,
       Map<String, StoreInspector> inspectors, CommitLogAttempts committed, long newest,
       Set<Long> offsets, Set<Long> commits) throws Exception {
+    // Candidates from the listing (never a count up to newest: a stray batch number may be huge).
+    if (toBatch + 1 > newest) {
+      return -1;
+    }
+    java.util.TreeSet<Long> candidates = new java.util.TreeSet<>();
+    scan.strataStores().stream().findFirst().ifPresent(first -> first.versionObjects()
+        .forEach(o -> candidates.add(StoreLayout.versionOf(o.key()))));
     int tried = 0;
-    for (long v = toBatch + 1; v <= newest && tried < 20; v++) {
+    for (long v : candidates.subSet(toBatch + 1, true, newest, true)) {
+      if (tried >= 20) {
+        break;
+      }
       long version = v;
       if (!offsets.contains(v - 1) || !commits.contains(v - 1)) {
         continue;
@@ -376,23 +390,28 @@ final class RewindCommand implements Callable<Integer> {
   }
 
   /**
-   * What to delete, in order: for each batch from {@code end} (the greater of the latest offset
-   * and the latest commit) down to {@link #toBatch}, its commit (and a local file system's
-   * checksum file) before its offsets.
+   * What to delete, in order: every listed file of batch {@link #toBatch} or later in either
+   * log (its batch file, and a local file system's checksum file {@code .<b>.crc}, also one left
+   * past the logs' end by a hand deletion), newest batch first, each batch's commit before its
+   * offsets. Driven by the listing, so a stray huge batch number costs nothing.
    */
-  private List<String> plan(CheckpointScan scan, long end) {
-    Set<String> listed = new HashSet<>(scan.sparkLogKeys());
-    List<String> keys = new ArrayList<>();
-    for (long b = end; b >= toBatch; b--) {
-      for (String dir : new String[] {"commits/", "offsets/"}) {
-        for (String k : new String[] {dir + b, dir + "." + b + ".crc"}) {
-          if (listed.contains(k)) {
-            keys.add(k);
-          }
+  private List<String> plan(CheckpointScan scan) {
+    record Entry(long batch, int order, String key) { }
+    List<Entry> entries = new ArrayList<>();
+    for (String k : scan.sparkLogKeys()) {
+      java.util.regex.Matcher m = LOG_FILE.matcher(k);
+      String digits = !m.matches() ? null : m.group(2) != null ? m.group(2) : m.group(3);
+      if (digits != null && digits.length() < 19) {
+        long b = Long.parseLong(digits);
+        if (b >= toBatch) {
+          int order = (m.group(1).equals("commits") ? 0 : 2) + (m.group(3) == null ? 0 : 1);
+          entries.add(new Entry(b, order, k));
         }
       }
     }
-    return keys;
+    entries.sort(java.util.Comparator.comparingLong(Entry::batch).reversed()
+        .thenComparingInt(Entry::order));
+    return entries.stream().map(Entry::key).toList();
   }
 
   private void report(ToolContext ctx, long latestOffset, long latestCommit,

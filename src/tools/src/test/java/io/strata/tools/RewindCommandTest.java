@@ -131,6 +131,10 @@ class RewindCommandTest {
     assertEquals(StrataTool.EXIT_REFUSED, missing.code(), missing::toString);
     assertTrue(missing.err().contains("store 0/0/default has no version object of version 3"),
         missing::toString);
+    ToolFixtures.Run last = tool("rewind", uri, "--to-batch", "6");
+    assertEquals(StrataTool.EXIT_REFUSED, last.code(), last::toString);
+    assertTrue(last.err().contains("no later batch up to 5 can be re-run either"),
+        last::toString);
     ToolFixtures.Run named = tool("rewind", uri, "--to-batch", "4");
     assertEquals(StrataTool.EXIT_REFUSED, named.code(), named::toString);
     assertTrue(named.err().contains("which is gone"), named::toString);
