@@ -106,8 +106,9 @@ final class RewindCommand implements Callable<Integer> {
       Set<Long> commits = batches(scan, "commits/");
       if (scan.spark.latestOffset().isEmpty() || scan.spark.latestCommit().isEmpty()) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
-            + ctx.checkpoint + " to batch " + toBatch + ": Spark's offset and commit logs (offsets/, commits/) hold "
-            + "no committed batch (is this the checkpoint's root?)", null);
+            + ctx.checkpoint + " to batch " + toBatch + ": Spark's offset and commit logs "
+            + "(offsets/, commits/) hold no committed batch (is this the checkpoint's root?)",
+            null);
       }
       long latestOffset = scan.spark.latestOffset().getAsLong();
       long latestCommit = scan.spark.latestCommit().getAsLong();
@@ -151,8 +152,8 @@ final class RewindCommand implements Callable<Integer> {
       if (!dryRun && alive.isPresent() && !force) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
             + ctx.checkpoint + " to batch " + toBatch + ": the query looks alive ("
-            + alive.get() + ", less than "
-            + idleMinutes + " min ago); a running query would write over the rewind. Stop "
+            + alive.get() + ", less than " + idleMinutes + " min ago); a running query would "
+            + "write over the rewind. Stop "
             + "the query, or pass --force or --idle-minutes", null);
       }
       List<String> keys = plan(scan);
