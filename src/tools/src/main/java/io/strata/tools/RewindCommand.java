@@ -322,7 +322,9 @@ final class RewindCommand implements Callable<Integer> {
     List<Future<Optional<String>>> checks = new ArrayList<>();
     for (CheckpointScan.Store s : scan.strataStores()) {
       StoreInspector in = inspectors.get(s.id());
-      checks.add(ctx.pool.submit(() -> check(s, in, committed, version)));
+      long storesOfPartition = scan.strataStores().stream()
+          .filter(o -> o.operator() == s.operator() && o.partition() == s.partition()).count();
+      checks.add(ctx.pool.submit(() -> check(s, in, committed, version, storesOfPartition)));
     }
     List<String> out = new ArrayList<>();
     for (Future<Optional<String>> f : checks) {
@@ -332,7 +334,7 @@ final class RewindCommand implements Callable<Integer> {
   }
 
   private static Optional<String> check(CheckpointScan.Store s, StoreInspector in,
-      CommitLogAttempts committed, long version) {
+      CommitLogAttempts committed, long version, long storesOfPartition) {
     boolean attemptKeys = StoreSummary.attemptKeys(s);
     long oldestListed = s.versionObjects().stream().mapToLong(o -> StoreLayout.versionOf(
         o.key())).min().orElse(-1);
@@ -346,7 +348,10 @@ final class RewindCommand implements Callable<Integer> {
       List<String> keys = s.versionObjects().stream().map(ObjectInfo::key)
           .filter(k -> StoreLayout.versionOf(k) == version).toList();
       Optional<Set<String>> named = committed.named(s, version);
-      if (named.isPresent() && committed.committed(s, version, keys).isEmpty()) {
+      // Only when the file names an id for every store of the partition (a store without one
+      // is loaded without an id: the newest attempt, as below).
+      if (named.isPresent() && named.get().size() >= storesOfPartition
+          && committed.committed(s, version, keys).isEmpty()) {
         // Spark passes the id commits/<version-1> names; the load reads exactly that attempt.
         return Optional.of("store " + s.id() + ": commits/" + (version - 1) + " names the "
             + "attempts " + new java.util.TreeSet<>(named.get()) + " of version " + version
