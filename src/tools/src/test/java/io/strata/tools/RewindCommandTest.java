@@ -473,4 +473,15 @@ class RewindCommandTest {
         () -> tool("rewind", checkpoint.toUri().toString(), "--to-batch", "3", "--dry-run"));
     assertEquals(StrataTool.EXIT_REFUSED, refused.code(), refused::toString);
   }
+  /** A store whose newest version is below the batch: the refusal says which versions it has. */
+  @Test
+  void aStoreEndingBelowTheBatchIsNamedWithTheVersionsItHolds() throws Exception {
+    Path checkpoint = checkpoint();
+    ToolFixtures.deleteVersion(checkpoint.resolve("state/0/0"), 6);
+    age(checkpoint);
+    ToolFixtures.Run r = tool("rewind", checkpoint.toUri().toString(), "--to-batch", "6");
+    assertEquals(StrataTool.EXIT_REFUSED, r.code(), r::toString);
+    assertTrue(r.err().contains("store 0/0/default has no version object of version 6 (it "
+        + "holds versions 1 to 5)"), r::toString);
+  }
 }
