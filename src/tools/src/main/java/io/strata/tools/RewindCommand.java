@@ -338,8 +338,10 @@ final class RewindCommand implements Callable<Integer> {
     boolean attemptKeys = StoreSummary.attemptKeys(s);
     long oldestListed = s.versionObjects().stream().mapToLong(o -> StoreLayout.versionOf(
         o.key())).min().orElse(-1);
+    long newestListed = s.versionObjects().stream().mapToLong(o -> StoreLayout.versionOf(
+        o.key())).max().orElse(-1);
     String oldest = oldestListed < 0 ? " (it holds no version object)"
-        : " (its oldest version object is of version " + oldestListed + ")";
+        : " (it holds versions " + oldestListed + " to " + newestListed + ")";
     if (s.versionObjects().stream().noneMatch(o -> StoreLayout.versionOf(o.key()) == version)) {
       return Optional.of("store " + s.id() + " has no version object of version " + version
           + oldest);
