@@ -484,4 +484,43 @@ class RewindCommandTest {
     assertTrue(r.err().contains("store 0/0/default has no version object of version 6 (it "
         + "holds versions 1 to 5)"), r::toString);
   }
+  /**
+   * A join's named stores ({@code state/0/<p>/<name>/}, two of them in two partitions): whole,
+   * the rewind goes on; one of them gone in one partition, it is refused naming that store.
+   */
+  @Test
+  void joinStoresAreCheckedByNameInEveryPartition() throws Exception {
+    Path checkpoint = checkpoint();
+    String[] names = {"left-keyToNumValues", "right-keyToNumValues"};
+    for (int p = 0; p < 2; p++) {
+      for (String name : names) {
+        Path store = checkpoint.resolve("state/1/" + p + "/" + name);
+        try (SyncedStore s = new SyncedStore(new StoreIdentity(1, p, name, store.toString()),
+            ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+            tmp.resolve("local-" + p + name), new StoreSettings(3, 2, 1 << 20, false,
+                SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+          s.load(0, Optional.empty());
+          for (int v = 1; v <= 6; v++) {
+            s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
+                name.getBytes(StandardCharsets.UTF_8));
+            s.commit();
+          }
+        }
+      }
+    }
+    age(checkpoint);
+    String uri = checkpoint.toUri().toString();
+    ToolFixtures.Run dry = tool("rewind", uri, "--to-batch", "3", "--dry-run");
+    assertEquals(StrataTool.EXIT_OK, dry.code(), dry::toString);
+
+    try (Stream<Path> s = Files.walk(checkpoint.resolve("state/1/1/" + names[1]))) {
+      for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
+    ToolFixtures.Run r = tool("rewind", uri, "--to-batch", "3");
+    assertEquals(StrataTool.EXIT_REFUSED, r.code(), r::toString);
+    assertTrue(r.err().contains("store 1/1/" + names[1] + " has no object at all"),
+        r::toString);
+  }
 }
