@@ -275,7 +275,8 @@ final class RewindCommand implements Callable<Integer> {
   /**
    * The oldest version above {@link #toBatch}, up to {@code newest} (at most the end of the
    * logs: a rewind to a later batch has nothing to delete), whose batch a rewind can re-run from
-   * ({@code v - 1} in both logs) and that every store holds whole, or -1: versions some store
+   * ({@code v - 1} in both logs, {@code v - 2} in the offset log) and that every store holds
+   * whole, or -1: versions some store
    * lists no object of are passed over without a request, the others cost a manifest GET per
    * store, at most 20 of them.
    */
@@ -295,7 +296,8 @@ final class RewindCommand implements Callable<Integer> {
         break;
       }
       long version = v;
-      if (!offsets.contains(v - 1) || !commits.contains(v - 1)) {
+      if (!offsets.contains(v - 1) || !commits.contains(v - 1)
+          || (v >= 2 && !offsets.contains(v - 2))) {
         continue;
       }
       boolean listed = scan.strataStores().stream().allMatch(s -> s.versionObjects().stream()
