@@ -523,4 +523,23 @@ class RewindCommandTest {
     assertTrue(r.err().contains("store 1/1/" + names[1] + " has no object at all"),
         r::toString);
   }
+  /**
+   * A gap in the commit log ({@code commits/4} gone): a rewind to 5 is refused naming 6, the
+   * oldest batch above the gap; a rewind to 4, below it, goes on and deletes from the end.
+   */
+  @Test
+  void aGapInTheCommitLogIsNamedAndARewindBelowItGoesOn() throws Exception {
+    Path checkpoint = checkpoint();
+    Files.delete(checkpoint.resolve("commits/4"));
+    age(checkpoint);
+    String uri = checkpoint.toUri().toString();
+    ToolFixtures.Run above = tool("rewind", uri, "--to-batch", "5");
+    assertEquals(StrataTool.EXIT_REFUSED, above.code(), above::toString);
+    assertTrue(above.err().contains("the oldest batch a rewind can re-run from is 6"),
+        above::toString);
+    ToolFixtures.Run below = tool("rewind", uri, "--to-batch", "4");
+    assertEquals(StrataTool.EXIT_OK, below.code(), below::toString);
+    assertEquals(List.of("0", "1", "2", "3"), files(checkpoint.resolve("offsets")));
+    assertEquals(List.of("0", "1", "2", "3"), files(checkpoint.resolve("commits")));
+  }
 }
