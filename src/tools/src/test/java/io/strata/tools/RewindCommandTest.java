@@ -269,6 +269,13 @@ class RewindCommandTest {
       assertTrue(r.err().contains("the query looks alive (state/0/0/" + key), r::toString);
       assertTrue(Files.exists(checkpoint.resolve("offsets/6")), "nothing deleted");
     }
+    // Garbage collection's list of retired runs (gc --apply writes it too) does not count.
+    age(checkpoint);
+    String retired = io.strata.format.StoreLayout.retiredRuns(1);
+    Files.writeString(store.resolve(retired), "retired by gc");
+    ToolFixtures.Run dry = tool("rewind", uri, "--to-batch", "3", "--dry-run", "--json");
+    assertEquals(StrataTool.EXIT_OK, dry.code(), dry::toString);
+    assertTrue(dry.json().get("looksAlive").isNull(), dry::toString);
   }
   /**
    * A store gone as a whole (every object of {@code state/0/1} deleted): the listing has no
