@@ -73,6 +73,7 @@ final class GcCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
+      long idleMillis = QueryLiveness.idleMillis(idleMinutes);
       CheckpointScan scan = ctx.strataScan();
       GcSettings asSet = ctx.settings.gc(ctx.conf);
       // Never fewer versions than reach back to the oldest batch in Spark's logs.
@@ -86,7 +87,7 @@ final class GcCommand implements Callable<Integer> {
             + "loads is unknown (is this the checkpoint's root?). --force collects by each "
             + "store's greatest listed version", null);
       }
-      Optional<String> alive = QueryLiveness.of(scan, now, idleMinutes * 60_000L);
+      Optional<String> alive = QueryLiveness.of(scan, now, idleMillis);
       if (mode.apply && alive.isPresent() && !force) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing gc --apply on "
             + ctx.checkpoint + ": the query looks alive (" + alive.get() + ", less than "

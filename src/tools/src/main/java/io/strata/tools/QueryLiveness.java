@@ -22,6 +22,20 @@ final class QueryLiveness {
   private QueryLiveness() { }
 
   /**
+   * {@code --idle-minutes} in milliseconds.
+   *
+   * @throws ToolException (exit 2) if {@code minutes} is negative or above 1,000,000 (a
+   *     negative idle time would make every query look stopped)
+   */
+  static long idleMillis(long minutes) throws ToolException {
+    if (minutes < 0 || minutes > 1_000_000) {
+      throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --idle-minutes " + minutes
+          + ": expected 0 to 1000000 minutes", null);
+    }
+    return minutes * 60_000L;
+  }
+
+  /**
    * @param scan the checkpoint's listing
    * @param nowMillis now, epoch milliseconds
    * @param idleMillis how long ago the newest write must be for the query to look stopped

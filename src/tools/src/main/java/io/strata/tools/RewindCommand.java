@@ -93,10 +93,7 @@ final class RewindCommand implements Callable<Integer> {
             + ctx.checkpoint + ": it holds state of " + foreign.get()[0] + " (for example "
             + foreign.get()[1] + "), which this tool cannot check", null);
       }
-      if (idleMinutes < 0 || idleMinutes > 1_000_000) {
-        throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --idle-minutes " + idleMinutes
-            + ": expected 0 to 1000000 minutes", null);
-      }
+      long idleMillis = QueryLiveness.idleMillis(idleMinutes);
       if (toBatch < 1) {
         throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --to-batch " + toBatch
             + ": expected a batch >= 1 (batch N-1 stays committed; to run the query from "
@@ -148,7 +145,7 @@ final class RewindCommand implements Callable<Integer> {
             : "the oldest batch a rewind can re-run from is " + whole), null);
       }
       long now = System.currentTimeMillis();
-      Optional<String> alive = QueryLiveness.of(scan, now, idleMinutes * 60_000L);
+      Optional<String> alive = QueryLiveness.of(scan, now, idleMillis);
       if (!dryRun && alive.isPresent() && !force) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
             + ctx.checkpoint + " to batch " + toBatch + ": the query looks alive ("
