@@ -400,7 +400,8 @@ final class RewindCommand implements Callable<Integer> {
    * What to delete, in order: every listed file of batch {@link #toBatch} or later in either
    * log (its batch file, and a local file system's checksum file {@code .<b>.crc}, also one left
    * past the logs' end by a hand deletion), newest batch first, each batch's commit before its
-   * offsets. Driven by the listing, so a stray huge batch number costs nothing.
+   * offsets, each checksum file before its batch file (so a cut never leaves a checksum without
+   * its file). Driven by the listing, so a stray huge batch number costs nothing.
    */
   private List<String> plan(CheckpointScan scan) {
     record Entry(long batch, int order, String key) { }
@@ -411,7 +412,8 @@ final class RewindCommand implements Callable<Integer> {
       if (digits != null && digits.length() < 19) {
         long b = Long.parseLong(digits);
         if (b >= toBatch) {
-          int order = (m.group(1).equals("commits") ? 0 : 2) + (m.group(3) == null ? 0 : 1);
+          // commits before offsets; a checksum file before its batch file
+          int order = (m.group(1).equals("commits") ? 0 : 2) + (m.group(3) == null ? 1 : 0);
           entries.add(new Entry(b, order, k));
         }
       }
