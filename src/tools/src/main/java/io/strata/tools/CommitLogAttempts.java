@@ -117,6 +117,17 @@ final class CommitLogAttempts {
   }
 
   /**
+   * The ids {@code commits/<version - 1>} names for {@code store}'s operator and partition (one
+   * per store of the partition), if that file was read and names any: Spark passes the store's
+   * one to the load of {@code version}, which then reads exactly that attempt.
+   */
+  Optional<Set<String>> named(CheckpointScan.Store store, long version) {
+    Set<String> ids = byVersion.getOrDefault(version, Map.of())
+        .get(store.operator() + "/" + store.partition());
+    return ids == null || ids.isEmpty() ? Optional.empty() : Optional.of(ids);
+  }
+
+  /**
    * Of {@code store}'s version objects of {@code version}, the one whose attempt the commit log
    * names, if it names one.
    *

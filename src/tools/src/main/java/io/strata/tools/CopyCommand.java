@@ -135,7 +135,8 @@ final class CopyCommand implements Callable<Integer> {
         CommitLogAttempts committed = ctx.commitLogAttempts(scan);
         for (CheckpointScan.Store s : scan.strataStores()) {
           StoreInspector in = ctx.inspector(s);
-          Optional<String> why = RewindCommand.check(s, in, committed, batch + 1);
+          Optional<String> why = RewindCommand.check(s, in, committed, batch + 1,
+              RewindCommand.storesOfPartition(scan, s));
           if (why.isPresent()) {
             throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy batch " + batch
                 + " of " + ctx.checkpoint + ": " + why.get(), null);

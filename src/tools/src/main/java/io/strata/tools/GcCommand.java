@@ -31,8 +31,8 @@ import picocli.CommandLine.ParentCommand;
  * left above a rewind point never lift the retention window; a store whose greatest version is
  * below it is damaged and not collected at all. Without either log, {@code --apply} needs
  * {@code --force} and each store's greatest listed version is used. {@code --apply} deletes
- * it, and refuses (exit 4) while the query looks alive (anything in its offset or commit log or
- * a version object written less than {@code --idle-minutes} ago) unless {@code --force} is
+ * it, and refuses (exit 4) while the query looks alive ({@link QueryLiveness}: its offset or commit
+ * log or a store's object written less than {@code --idle-minutes} ago) unless {@code --force} is
  * given; even then it deletes only what a concurrent maintenance round could (versions below
  * the retention, unreferenced objects older than the grace period, and the settled and retired
  * objects of docs/format.md, "Retention and garbage collection", which go without waiting for
@@ -63,8 +63,8 @@ final class GcCommand implements Callable<Integer> {
   boolean force;
 
   @Option(names = "--idle-minutes", paramLabel = "M", defaultValue = "10",
-      description = "With --apply: the query looks alive if it wrote its logs or a version "
-          + "less than M minutes ago (default: ${DEFAULT-VALUE}).")
+      description = "With --apply: the query looks alive if it wrote its logs or an object of "
+          + "a store (a version, a spill) less than M minutes ago (default: ${DEFAULT-VALUE}).")
   long idleMinutes;
 
   private record StoreGc(CheckpointScan.Store store, StoreInspector inspector,
@@ -73,6 +73,7 @@ final class GcCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
+      long idleMillis = QueryLiveness.idleMillis(idleMinutes);
       CheckpointScan scan = ctx.strataScan();
       GcSettings asSet = ctx.settings.gc(ctx.conf);
       // Never fewer versions than reach back to the oldest batch in Spark's logs.
@@ -86,7 +87,7 @@ final class GcCommand implements Callable<Integer> {
             + "loads is unknown (is this the checkpoint's root?). --force collects by each "
             + "store's greatest listed version", null);
       }
-      Optional<String> alive = QueryLiveness.of(scan, now, idleMinutes * 60_000L);
+      Optional<String> alive = QueryLiveness.of(scan, now, idleMillis);
       if (mode.apply && alive.isPresent() && !force) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing gc --apply on "
             + ctx.checkpoint + ": the query looks alive (" + alive.get() + ", less than "

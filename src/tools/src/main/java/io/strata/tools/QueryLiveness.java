@@ -10,14 +10,30 @@ import java.util.Optional;
 /**
  * Whether a checkpoint's query looks alive: the one rule {@code gc --apply} and {@code rewind}
  * refuse by. A query looks alive if the newest of its latest {@code offsets/<b>}, its latest
- * {@code commits/<b>} and its stores' version objects was written less than the idle time ago
- * (by the objects' {@code Last-Modified}, the server's clock). A stopped query writes none of
- * them; a running one writes an offset and a commit every batch and a version object every
- * commit, so a job with a trigger longer than the idle time can look stopped: the commands take
+ * {@code commits/<b>} and its stores' objects (version objects, and what a batch writes before
+ * its version: spills, base snapshot packs, a new run's epoch claim; not garbage collection's
+ * list of retired runs and savepoints' holds) was written less than the idle time ago (by the objects' {@code
+ * Last-Modified}, the server's clock). A stopped query writes none of them; a running one writes
+ * an offset and a commit every batch and a version object every commit, so a job with a trigger
+ * longer than the idle time, whose batches spill nothing, can look stopped: the commands take
  * {@code --idle-minutes} for it.
  */
 final class QueryLiveness {
   private QueryLiveness() { }
+
+  /**
+   * {@code --idle-minutes} in milliseconds.
+   *
+   * @throws ToolException (exit 2) if {@code minutes} is negative or above 1,000,000 (a
+   *     negative idle time would make every query look stopped)
+   */
+  static long idleMillis(long minutes) throws ToolException {
+    if (minutes < 0 || minutes > 1_000_000) {
+      throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --idle-minutes " + minutes
+          + ": expected 0 to 1000000 minutes", null);
+    }
+    return minutes * 60_000L;
+  }
 
   /**
    * @param scan the checkpoint's listing
@@ -39,7 +55,11 @@ final class QueryLiveness {
     }
     for (CheckpointScan.Store s : scan.strataStores()) {
       for (ObjectInfo o : s.objects()) {
-        if (StoreLayout.versionOf(o.key()) >= 0 && o.lastModifiedMillis() > newest) {
+        // Anything a query writes into its store counts; GC's retired-runs list does not (gc
+        // --apply writes it too), nor a savepoint's hold (the tool writes it).
+        if (!o.key().matches("runs/[0-9]+\\.retired")
+            && io.strata.format.StoreLayout.heldVersionObjectOf(o.key()) == null
+            && o.lastModifiedMillis() > newest) {
           newest = o.lastModifiedMillis();
           what = s.relativeLocation() + "/" + o.key();
         }

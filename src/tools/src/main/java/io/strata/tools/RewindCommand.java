@@ -37,6 +37,8 @@ import picocli.CommandLine.ParentCommand;
  *       N - 2} in the offset log, which the restart reads to check it ({@code N >= 1}; Spark
  *       purges its logs by {@code minBatchesToRetain}), else exit 4 naming the oldest batch a
  *       rewind can re-run from;
+ *   <li>no store may be gone as a whole (every partition of an operator up to its greatest
+ *       listed has a store of each name its partitions have);
  *   <li>every Strata store must hold version {@code N} whole: its version object (format 1: the
  *       greatest generation; format 2: the attempt {@code commits/<N-1>} names) and every object
  *       its load reads (one GET of the manifest per store, the rest from the listing), else exit
@@ -77,8 +79,8 @@ final class RewindCommand implements Callable<Integer> {
   boolean force;
 
   @Option(names = "--idle-minutes", paramLabel = "M", defaultValue = "10",
-      description = "The query looks alive if it wrote its logs or a version less than M "
-          + "minutes ago (default: ${DEFAULT-VALUE}).")
+      description = "The query looks alive if it wrote its logs or an object of a store (a "
+          + "version, a spill) less than M minutes ago (default: ${DEFAULT-VALUE}).")
   long idleMinutes;
 
   @Override
@@ -91,6 +93,7 @@ final class RewindCommand implements Callable<Integer> {
             + ctx.checkpoint + ": it holds state of " + foreign.get()[0] + " (for example "
             + foreign.get()[1] + "), which this tool cannot check", null);
       }
+      long idleMillis = QueryLiveness.idleMillis(idleMinutes);
       if (toBatch < 1) {
         throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --to-batch " + toBatch
             + ": expected a batch >= 1 (batch N-1 stays committed; to run the query from "
@@ -100,12 +103,16 @@ final class RewindCommand implements Callable<Integer> {
       Set<Long> commits = batches(scan, "commits/");
       if (scan.spark.latestOffset().isEmpty() || scan.spark.latestCommit().isEmpty()) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
-            + ctx.checkpoint + ": Spark's offset and commit logs (offsets/, commits/) hold "
-            + "no committed batch (is this the checkpoint's root?)", null);
+            + ctx.checkpoint + " to batch " + toBatch + ": Spark's offset and commit logs "
+            + "(offsets/, commits/) hold no committed batch (is this the checkpoint's root?)",
+            null);
       }
       long latestOffset = scan.spark.latestOffset().getAsLong();
       long latestCommit = scan.spark.latestCommit().getAsLong();
-      if (toBatch > latestOffset) {
+      // A commit log running past the offset log (a hand deletion cut short) is rewound too:
+      // Spark does not start from offsets that end below a commit.
+      long end = Math.max(latestOffset, latestCommit);
+      if (toBatch > end) {
         throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --to-batch " + toBatch + ": "
             + "the offset log ends at batch " + latestOffset + ", so the next start already "
             + "runs batch " + (latestCommit + 1) + "; nothing to rewind", null);
@@ -124,9 +131,13 @@ final class RewindCommand implements Callable<Integer> {
       CommitLogAttempts committed = ctx.commitLogAttempts(scan);
       Map<String, StoreInspector> inspectors = new HashMap<>();
       scan.strataStores().forEach(s -> inspectors.put(s.id(), ctx.inspector(s)));
-      List<String> notWhole = notWhole(ctx, scan, inspectors, committed, toBatch);
+      List<String> missing = missingStores(scan, loggedPartitions(ctx, toBatch - 1));
+      List<String> notWhole = new ArrayList<>(missing);
+      notWhole.addAll(notWhole(ctx, scan, inspectors, committed, toBatch));
       if (!notWhole.isEmpty()) {
-        long whole = oldestWhole(ctx, scan, inspectors, committed, latestCommit + 1);
+        // A store gone as a whole has no version at all: no later batch is whole either.
+        long whole = missing.isEmpty() ? oldestWhole(ctx, scan, inspectors, committed,
+            Math.min(latestCommit + 1, end), offsets, commits) : -1;
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
             + ctx.checkpoint + " to batch " + toBatch + ": the state it loads, version "
             + toBatch + ", is no longer whole: " + String.join("; ", notWhole) + "; "
@@ -134,14 +145,15 @@ final class RewindCommand implements Callable<Integer> {
             : "the oldest batch a rewind can re-run from is " + whole), null);
       }
       long now = System.currentTimeMillis();
-      Optional<String> alive = QueryLiveness.of(scan, now, idleMinutes * 60_000L);
+      Optional<String> alive = QueryLiveness.of(scan, now, idleMillis);
       if (!dryRun && alive.isPresent() && !force) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind "
-            + ctx.checkpoint + ": the query looks alive (" + alive.get() + ", less than "
-            + idleMinutes + " min ago); a running query would write over the rewind. Stop "
+            + ctx.checkpoint + " to batch " + toBatch + ": the query looks alive ("
+            + alive.get() + ", less than " + idleMinutes + " min ago); a running query would "
+            + "write over the rewind. Stop "
             + "the query, or pass --force or --idle-minutes", null);
       }
-      List<String> keys = plan(scan, latestOffset);
+      List<String> keys = plan(scan);
       int deleted = 0;
       if (!dryRun) {
         for (String k : keys) {
@@ -151,7 +163,7 @@ final class RewindCommand implements Callable<Integer> {
             throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot delete " + k + " of "
                 + ctx.checkpoint + " (" + deleted + " of " + keys.size() + " deleted; the "
                 + "checkpoint restarts from a batch between " + toBatch + " and "
-                + latestOffset + ", and running the same rewind again finishes it): "
+                + end + ", and running the same rewind again finishes it): "
                 + e.getMessage(), e);
           }
           deleted++;
@@ -161,6 +173,10 @@ final class RewindCommand implements Callable<Integer> {
       return StrataTool.EXIT_OK;
     }
   }
+
+  /** A batch file of either log, or its Hadoop checksum file {@code .<b>.crc}. */
+  private static final java.util.regex.Pattern LOG_FILE =
+      java.util.regex.Pattern.compile("(offsets|commits)/(?:(\\d+)|\\.(\\d+)\\.crc)");
 
   /** Batch ids listed under {@code dir} ({@code offsets/} or {@code commits/}). */
   private static Set<Long> batches(CheckpointScan scan, String dir) {
@@ -193,16 +209,94 @@ final class RewindCommand implements Callable<Integer> {
   }
 
   /**
-   * The oldest version above {@link #toBatch}, up to {@code newest}, that every store holds
-   * whole, or -1: versions some store lists no object of are passed over without a request, the
-   * others cost a manifest GET per store, at most 20 of them.
+   * Stores the listing shows no object of though Spark loads them: every partition of an
+   * operator has a store of each name any of its partitions has (the join's four, for
+   * example), and partitions run from 0 to the greatest listed, or to {@code logged - 1} when
+   * the offset log records the number and the operator lists more than partition 0 (Spark runs
+   * every partition of a stateful operator every batch; an operator without keys, a global
+   * aggregation or a limit, has partition 0 only). An operator gone as a whole, or every
+   * partition but 0 of one, is not seen.
+   *
+   * @param logged {@code spark.sql.shuffle.partitions} of the offset log, or -1
+   */
+  private static List<String> missingStores(CheckpointScan scan, int logged) {
+    Map<Long, Set<Integer>> partitions = new java.util.TreeMap<>();
+    Map<Long, Set<String>> names = new HashMap<>();
+    Set<String> present = new HashSet<>();
+    for (CheckpointScan.Store s : scan.strataStores()) {
+      partitions.computeIfAbsent(s.operator(), x -> new java.util.TreeSet<>())
+          .add(s.partition());
+      names.computeIfAbsent(s.operator(), x -> new java.util.TreeSet<>()).add(s.name());
+      present.add(s.id());
+    }
+    List<String> out = new ArrayList<>();
+    partitions.forEach((op, parts) -> {
+      int listedMax = ((java.util.TreeSet<Integer>) parts).last();
+      int max = listedMax > 0 ? Math.max(listedMax, logged - 1) : listedMax;
+      for (int p = 0; p <= max; p++) {
+        for (String name : names.get(op)) {
+          CheckpointScan.Store s = new CheckpointScan.Store(op, p, name, List.of());
+          if (!present.contains(s.id())) {
+            out.add("store " + s.id() + " has no object at all (" + s.relativeLocation()
+                + " is gone, though operator " + op + " has stores named " + names.get(op)
+                + " in partitions up to " + listedMax
+                + (logged > 0 ? " and offsets/<N-1> records " + logged + " partitions" : "")
+                + ")");
+          }
+        }
+      }
+    });
+    return out;
+  }
+
+  /**
+   * {@code spark.sql.shuffle.partitions} as {@code offsets/<batch>} records it (the number of
+   * state partitions of every stateful operator): one GET; -1 if the file has none or cannot be
+   * read (the check then goes by the listing alone).
+   */
+  private static int loggedPartitions(ToolContext ctx, long batch) {
+    try (java.io.InputStream in = ctx.root().get("offsets/" + batch)) {
+      String[] lines = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)
+          .split("\n", 3);
+      if (lines.length < 2) {
+        return -1;
+      }
+      com.fasterxml.jackson.databind.JsonNode n = ToolContext.JSON.readTree(lines[1])
+          .path("conf").path("spark.sql.shuffle.partitions");
+      return n.isMissingNode() ? -1 : Integer.parseInt(n.asText());
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /**
+   * The oldest version above {@link #toBatch}, up to {@code newest} (at most the end of the
+   * logs: a rewind to a later batch has nothing to delete), whose batch a rewind can re-run from
+   * ({@code v - 1} in both logs, {@code v - 2} in the offset log) and that every store holds
+   * whole, or -1: versions some store
+   * lists no object of are passed over without a request, the others cost a manifest GET per
+   * store, at most 20 of them.
    */
   private long oldestWhole(ToolContext ctx, CheckpointScan scan,
-      Map<String, StoreInspector> inspectors, CommitLogAttempts committed, long newest)
-      throws Exception {
+      Map<String, StoreInspector> inspectors, CommitLogAttempts committed, long newest,
+      Set<Long> offsets, Set<Long> commits) throws Exception {
+    // Candidates from the listing (never a count up to newest: a stray batch number may be huge).
+    if (toBatch + 1 > newest) {
+      return -1;
+    }
+    java.util.TreeSet<Long> candidates = new java.util.TreeSet<>();
+    scan.strataStores().stream().findFirst().ifPresent(first -> first.versionObjects()
+        .forEach(o -> candidates.add(StoreLayout.versionOf(o.key()))));
     int tried = 0;
-    for (long v = toBatch + 1; v <= newest && tried < 20; v++) {
+    for (long v : candidates.subSet(toBatch + 1, true, newest, true)) {
+      if (tried >= 20) {
+        break;
+      }
       long version = v;
+      if (!offsets.contains(v - 1) || !commits.contains(v - 1)
+          || (v >= 2 && !offsets.contains(v - 2))) {
+        continue;
+      }
       boolean listed = scan.strataStores().stream().allMatch(s -> s.versionObjects().stream()
           .anyMatch(o -> StoreLayout.versionOf(o.key()) == version));
       if (!listed) {
@@ -227,7 +321,8 @@ final class RewindCommand implements Callable<Integer> {
     List<Future<Optional<String>>> checks = new ArrayList<>();
     for (CheckpointScan.Store s : scan.strataStores()) {
       StoreInspector in = inspectors.get(s.id());
-      checks.add(ctx.pool.submit(() -> check(s, in, committed, version)));
+      long storesOfPartition = storesOfPartition(scan, s);
+      checks.add(ctx.pool.submit(() -> check(s, in, committed, version, storesOfPartition)));
     }
     List<String> out = new ArrayList<>();
     for (Future<Optional<String>> f : checks) {
@@ -236,21 +331,48 @@ final class RewindCommand implements Callable<Integer> {
     return out;
   }
 
+  /** How many Strata stores {@code s}'s operator has in {@code s}'s partition. */
+  static long storesOfPartition(CheckpointScan scan, CheckpointScan.Store s) {
+    return scan.strataStores().stream()
+        .filter(o -> o.operator() == s.operator() && o.partition() == s.partition()).count();
+  }
+
   /**
    * Why store {@code s} cannot load {@code version}, or empty if it holds it whole: its version
-   * object (as a load locates it) and every object that load reads (a published snapshot
-   * on its lineage, else its base files and deltas) are listed. One manifest GET.
+   * object (as a load locates it: in checkpoint format 2 the attempt the commit log names, once
+   * it names one for each of the partition's {@code storesOfPartition} stores) and every object
+   * that load reads (a published snapshot on its lineage, else its base files and deltas) are
+   * listed. One manifest GET.
    */
   static Optional<String> check(CheckpointScan.Store s, StoreInspector in,
-      CommitLogAttempts committed, long version) {
+      CommitLogAttempts committed, long version, long storesOfPartition) {
     boolean attemptKeys = StoreSummary.attemptKeys(s);
     long oldestListed = s.versionObjects().stream().mapToLong(o -> StoreLayout.versionOf(
         o.key())).min().orElse(-1);
+    long newestListed = s.versionObjects().stream().mapToLong(o -> StoreLayout.versionOf(
+        o.key())).max().orElse(-1);
     String oldest = oldestListed < 0 ? " (it holds no version object)"
-        : " (its oldest version object is of version " + oldestListed + ")";
+        : " (it holds versions " + oldestListed + " to " + newestListed + ")";
     if (s.versionObjects().stream().noneMatch(o -> StoreLayout.versionOf(o.key()) == version)) {
       return Optional.of("store " + s.id() + " has no version object of version " + version
           + oldest);
+    }
+    if (attemptKeys) {
+      List<String> keys = s.versionObjects().stream().map(ObjectInfo::key)
+          .filter(k -> StoreLayout.versionOf(k) == version).toList();
+      Optional<Set<String>> named = committed.named(s, version);
+      // Only when the file names an id for every store of the partition (a store without one
+      // is loaded without an id: the newest attempt, as below).
+      if (named.isPresent() && named.get().size() >= storesOfPartition
+          && committed.committed(s, version, keys).isEmpty()) {
+        // Spark passes the id commits/<version-1> names; the load reads exactly that attempt.
+        return Optional.of("store " + s.id() + ": commits/" + (version - 1) + " names the "
+            + "attempts " + new java.util.TreeSet<>(named.get()) + " of version " + version
+            + " for its partition, and " + s.relativeLocation() + "/"
+            + StoreLayout.versionPrefix(version) + " holds none of them (only "
+            + keys.stream().map(StoreLayout::attemptOf).toList() + "; Spark loads the named "
+            + "attempt, so a load of version " + version + " would fail)");
+      }
     }
     String key;
     Manifest m;
@@ -287,22 +409,30 @@ final class RewindCommand implements Callable<Integer> {
   }
 
   /**
-   * What to delete, in order: for each batch from {@code latestOffset} down to {@link
-   * #toBatch}, its commit (and a local file system's checksum file) before its offsets.
+   * What to delete, in order: every listed file of batch {@link #toBatch} or later in either
+   * log (its batch file, and a local file system's checksum file {@code .<b>.crc}, also one left
+   * past the logs' end by a hand deletion), newest batch first, each batch's commit before its
+   * offsets, each checksum file before its batch file (so a cut never leaves a checksum without
+   * its file). Driven by the listing, so a stray huge batch number costs nothing.
    */
-  private List<String> plan(CheckpointScan scan, long latestOffset) {
-    Set<String> listed = new HashSet<>(scan.sparkLogKeys());
-    List<String> keys = new ArrayList<>();
-    for (long b = latestOffset; b >= toBatch; b--) {
-      for (String dir : new String[] {"commits/", "offsets/"}) {
-        for (String k : new String[] {dir + b, dir + "." + b + ".crc"}) {
-          if (listed.contains(k)) {
-            keys.add(k);
-          }
+  private List<String> plan(CheckpointScan scan) {
+    record Entry(long batch, int order, String key) { }
+    List<Entry> entries = new ArrayList<>();
+    for (String k : scan.sparkLogKeys()) {
+      java.util.regex.Matcher m = LOG_FILE.matcher(k);
+      String digits = !m.matches() ? null : m.group(2) != null ? m.group(2) : m.group(3);
+      if (digits != null && digits.length() < 19) {
+        long b = Long.parseLong(digits);
+        if (b >= toBatch) {
+          // commits before offsets; a checksum file before its batch file
+          int order = (m.group(1).equals("commits") ? 0 : 2) + (m.group(3) == null ? 1 : 0);
+          entries.add(new Entry(b, order, k));
         }
       }
     }
-    return keys;
+    entries.sort(java.util.Comparator.comparingLong(Entry::batch).reversed()
+        .thenComparingInt(Entry::order));
+    return entries.stream().map(Entry::key).toList();
   }
 
   private void report(ToolContext ctx, long latestOffset, long latestCommit,

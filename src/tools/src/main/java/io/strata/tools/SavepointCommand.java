@@ -130,7 +130,8 @@ final class SavepointCommand {
         Map<String, String> held = new TreeMap<>();
         for (CheckpointScan.Store s : scan.strataStores()) {
           StoreInspector in = ctx.inspector(s);
-          Optional<String> why = RewindCommand.check(s, in, committed, version);
+          Optional<String> why = RewindCommand.check(s, in, committed, version,
+              RewindCommand.storesOfPartition(scan, s));
           if (why.isPresent()) {
             throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch "
                 + b + " of " + ctx.checkpoint + ": " + why.get(), null);

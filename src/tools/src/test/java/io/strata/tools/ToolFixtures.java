@@ -50,11 +50,50 @@ final class ToolFixtures {
    * (batch 6 planned, not committed).
    */
   static Path checkpoint(Path tmp) throws IOException {
+    return checkpoint(tmp, 1);
+  }
+
+  /** As {@link #checkpoint(Path)}, with stores {@code state/0/0} to {@code state/0/<p - 1>}. */
+  static Path checkpoint(Path tmp, int partitions) throws IOException {
     Path checkpoint = tmp.resolve("ckpt");
+    for (int p = 0; p < partitions; p++) {
+      Path store = checkpoint.resolve("state/0/" + p);
+      try (SyncedStore s = new SyncedStore(new StoreIdentity(0, p, "default", store.toString()),
+          ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
+          tmp.resolve("local-" + p), new StoreSettings(3, 2, 1 << 20, false,
+              SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+        s.load(0, Optional.empty());
+        for (int v = 1; v <= 6; v++) {
+          s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
+              ("v" + v).getBytes(StandardCharsets.UTF_8));
+          s.commit();
+        }
+      }
+    }
+    Files.createDirectories(checkpoint.resolve("offsets"));
+    Files.createDirectories(checkpoint.resolve("commits"));
+    for (int b = 0; b <= 6; b++) {
+      Files.writeString(checkpoint.resolve("offsets/" + b), "v1\n{\"batchWatermarkMs\":0,"
+          + "\"batchTimestampMs\":" + b + ",\"conf\":{}}\n{\"logOffset\":" + b + "}");
+      if (b < 6) {
+        Files.writeString(checkpoint.resolve("commits/" + b),
+            "v1\n{\"nextBatchWatermarkMs\":0}");
+      }
+    }
+    return checkpoint;
+  }
+
+  /**
+   * {@code <tmp>/ckpt2}: as {@link #checkpoint}, written under Spark's checkpoint format 2: the
+   * store's version objects are per attempt ({@code v/<version>/<attempt>.svo}) and each
+   * {@code commits/<b>} names, in {@code stateUniqueIds}, the attempt of version {@code b + 1}.
+   */
+  static Path checkpointFormat2(Path tmp) throws IOException {
+    Path checkpoint = tmp.resolve("ckpt2");
     Path store = checkpoint.resolve("state/0/0");
     try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
         ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
-        tmp.resolve("local"), new StoreSettings(3, 2, 1 << 20, false,
+        tmp.resolve("local2"), new StoreSettings(3, 2, 1 << 20, true,
             SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
       s.load(0, Optional.empty());
       for (int v = 1; v <= 6; v++) {
@@ -70,7 +109,8 @@ final class ToolFixtures {
           + "\"batchTimestampMs\":" + b + ",\"conf\":{}}\n{\"logOffset\":" + b + "}");
       if (b < 6) {
         Files.writeString(checkpoint.resolve("commits/" + b),
-            "v1\n{\"nextBatchWatermarkMs\":0}");
+            "v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{\"0\":[[\""
+                + attempts(store, b + 1).get(0) + "\"]]}}");
       }
     }
     return checkpoint;
@@ -110,6 +150,15 @@ final class ToolFixtures {
       Files.writeString(checkpoint.resolve("commits/" + b), "v1\n{\"nextBatchWatermarkMs\":0}");
     }
     return checkpoint;
+  }
+
+  /** The attempts of {@code version} of the store at {@code store}, in key order. */
+  static java.util.List<String> attempts(Path store, long version) throws IOException {
+    try (Stream<Path> s = Files.walk(store.resolve("v"))) {
+      return s.filter(Files::isRegularFile).map(p -> store.relativize(p).toString())
+          .filter(k -> StoreLayout.versionOf(k) == version).sorted()
+          .map(StoreLayout::attemptOf).toList();
+    }
   }
 
   /** Deletes every version object of {@code version} of the store at {@code store}. */
