@@ -12,8 +12,8 @@ import java.util.Optional;
  * refuse by. A query looks alive if the newest of its latest {@code offsets/<b>}, its latest
  * {@code commits/<b>} and its stores' objects (version objects, and what a batch writes before
  * its version: spills, base snapshot packs, a new run's epoch claim; not garbage collection's
- * list of retired runs and savepoints' holds) was written less than the idle time ago (by the objects' {@code
- * Last-Modified}, the server's clock). A stopped query writes none of them; a running one writes
+ * list of retired runs and savepoints' holds) was written less than the idle time ago (by the
+ * objects' {@code Last-Modified}, the server's clock). A stopped query writes none of them; a running one writes
  * an offset and a commit every batch and a version object every commit, so a job with a trigger
  * longer than the idle time, whose batches spill nothing, can look stopped: the commands take
  * {@code --idle-minutes} for it.

@@ -7,11 +7,12 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * {@code strata}: inspect, verify, garbage-collect and rewind a Strata checkpoint from S3 alone, with no
- * Spark and no query running. Started as {@code java -jar strata-tools-<version>.jar <command>}
- * or {@code spark-submit --class io.strata.tools.StrataTool strata-tools-<version>.jar
- * <command>}. The commands ({@link DescribeCommand}, {@link HistoryCommand}, {@link
- * VerifyCommand}, {@link GcCommand}, {@link RewindCommand}) read the checkpoint with strata-core's format and
+ * {@code strata}: inspect, verify, garbage-collect, rewind, pin and copy a Strata checkpoint
+ * from S3 alone, with no Spark and no query running. Started as {@code java -jar
+ * strata-tools-<version>.jar <command>} or {@code spark-submit --class io.strata.tools.StrataTool
+ * strata-tools-<version>.jar <command>}. The commands ({@link DescribeCommand}, {@link
+ * HistoryCommand}, {@link VerifyCommand}, {@link GcCommand}, {@link RewindCommand}, {@link
+ * SavepointCommand}, {@link CopyCommand}) read the checkpoint with strata-core's format and
  * reachability code, so they see it exactly as a load and maintenance do.
  *
  * <p>Exit codes: {@value #EXIT_OK} all is well; {@value #EXIT_PROBLEMS} {@code verify} found
