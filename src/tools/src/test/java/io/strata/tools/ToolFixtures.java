@@ -57,18 +57,7 @@ final class ToolFixtures {
   static Path checkpoint(Path tmp, int partitions) throws IOException {
     Path checkpoint = tmp.resolve("ckpt");
     for (int p = 0; p < partitions; p++) {
-      Path store = checkpoint.resolve("state/0/" + p);
-      try (SyncedStore s = new SyncedStore(new StoreIdentity(0, p, "default", store.toString()),
-          ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
-          tmp.resolve("local-" + p), new StoreSettings(3, 2, 1 << 20, false,
-              SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
-        s.load(0, Optional.empty());
-        for (int v = 1; v <= 6; v++) {
-          s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
-              ("v" + v).getBytes(StandardCharsets.UTF_8));
-          s.commit();
-        }
-      }
+      sixVersions(checkpoint.resolve("state/0/" + p), p, tmp.resolve("local-" + p), false);
     }
     Files.createDirectories(checkpoint.resolve("offsets"));
     Files.createDirectories(checkpoint.resolve("commits"));
@@ -84,17 +73,16 @@ final class ToolFixtures {
   }
 
   /**
-   * {@code <tmp>/ckpt2}: as {@link #checkpoint}, written under Spark's checkpoint format 2: the
-   * store's version objects are per attempt ({@code v/<version>/<attempt>.svo}) and each
-   * {@code commits/<b>} names, in {@code stateUniqueIds}, the attempt of version {@code b + 1}.
+   * Versions 1 to 6 of store {@code 0/<partition>/default} at {@code store} (version {@code v}
+   * puts key {@code k<v>}), by strata-core's store with local state in {@code local}; per
+   * attempt keys (Spark's checkpoint format 2) if {@code attemptKeys}.
    */
-  static Path checkpointFormat2(Path tmp) throws IOException {
-    Path checkpoint = tmp.resolve("ckpt2");
-    Path store = checkpoint.resolve("state/0/0");
-    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
-        ObjectStores.open(store.toUri().toString(), () -> null, RequestListener.NONE),
-        tmp.resolve("local2"), new StoreSettings(3, 2, 1 << 20, true,
-            SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
+  private static void sixVersions(Path store, int partition, Path local, boolean attemptKeys)
+      throws IOException {
+    try (SyncedStore s = new SyncedStore(new StoreIdentity(0, partition, "default",
+        store.toString()), ObjectStores.open(store.toUri().toString(), () -> null,
+        RequestListener.NONE), local, new StoreSettings(3, 2, 1 << 20, attemptKeys,
+        SharedMemory.Limits.DEFAULT, GcSettings.DEFAULT), "{}", "{}")) {
       s.load(0, Optional.empty());
       for (int v = 1; v <= 6; v++) {
         s.put(("k" + v).getBytes(StandardCharsets.UTF_8),
@@ -102,6 +90,17 @@ final class ToolFixtures {
         s.commit();
       }
     }
+  }
+
+  /**
+   * {@code <tmp>/ckpt2}: as {@link #checkpoint}, written under Spark's checkpoint format 2: the
+   * store's version objects are per attempt ({@code v/<version>/<attempt>.svo}) and each
+   * {@code commits/<b>} names, in {@code stateUniqueIds}, the attempt of version {@code b + 1}.
+   */
+  static Path checkpointFormat2(Path tmp) throws IOException {
+    Path checkpoint = tmp.resolve("ckpt2");
+    Path store = checkpoint.resolve("state/0/0");
+    sixVersions(store, 0, tmp.resolve("local2"), true);
     Files.createDirectories(checkpoint.resolve("offsets"));
     Files.createDirectories(checkpoint.resolve("commits"));
     for (int b = 0; b <= 6; b++) {
@@ -123,6 +122,14 @@ final class ToolFixtures {
    * to {@code 21} and {@code commits/0} to {@code 21}.
    */
   static Path mergedCheckpoint(Path tmp) throws IOException {
+    return mergedCheckpoint(tmp, 22);
+  }
+
+  /**
+   * As {@link #mergedCheckpoint(Path)} with versions 1 to {@code last} (at least 20) and batches 0
+   * to {@code last - 1} in both logs.
+   */
+  static Path mergedCheckpoint(Path tmp, int last) throws IOException {
     Path checkpoint = tmp.resolve("merged");
     Path store = checkpoint.resolve("state/0/0");
     try (SyncedStore s = new SyncedStore(new StoreIdentity(0, 0, "default", store.toString()),
@@ -131,7 +138,7 @@ final class ToolFixtures {
             SharedMemory.Limits.DEFAULT, new GcSettings(false, 100, 1, 3_600_000L)), "{}",
             "{}")) {
       s.load(0, Optional.empty());
-      for (int v = 1; v <= 22; v++) {
+      for (int v = 1; v <= last; v++) {
         s.put(String.format("k%03d", v).getBytes(StandardCharsets.UTF_8),
             ("v" + v).getBytes(StandardCharsets.UTF_8));
         s.commit();
@@ -145,7 +152,7 @@ final class ToolFixtures {
     }
     Files.createDirectories(checkpoint.resolve("offsets"));
     Files.createDirectories(checkpoint.resolve("commits"));
-    for (int b = 0; b <= 21; b++) {
+    for (int b = 0; b < last; b++) {
       Files.writeString(checkpoint.resolve("offsets/" + b), "v1\n{}\n{\"logOffset\":" + b + "}");
       Files.writeString(checkpoint.resolve("commits/" + b), "v1\n{\"nextBatchWatermarkMs\":0}");
     }
