@@ -261,6 +261,18 @@ final class CheckpointScan {
     return sparkLogKeys;
   }
 
+  /**
+   * True if a restart after committed batch {@code b} finds what it reads in Spark's logs:
+   * {@code offsets/b} and {@code commits/b}, and for {@code b >= 1} {@code offsets/b-1}, which
+   * Spark reads to check its offset log ({@code MicroBatchExecution
+   * .validateOffsetLogAndGetPrevOffset}: "batch b-1 doesn't exist" otherwise).
+   */
+  boolean restartableAfter(long b) {
+    return b >= 0 && sparkLogKeys.contains("offsets/" + b)
+        && sparkLogKeys.contains("commits/" + b)
+        && (b == 0 || sparkLogKeys.contains("offsets/" + (b - 1)));
+  }
+
   /** The stores written by Strata. */
   List<Store> strataStores() {
     return stores.stream().filter(Store::isStrata).toList();

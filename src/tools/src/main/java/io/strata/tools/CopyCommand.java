@@ -124,9 +124,7 @@ final class CopyCommand implements Callable<Integer> {
               + ctx.checkpoint + ": Spark's commit log (commits/) has no committed batch", null);
         }
         batch = at != null && at.batch != null ? at.batch : scan.spark.latestCommit().getAsLong();
-        List<String> logs = scan.sparkLogKeys();
-        if (!logs.contains("offsets/" + batch) || !logs.contains("commits/" + batch)
-            || (batch >= 1 && !logs.contains("offsets/" + (batch - 1)))) {
+        if (!scan.restartableAfter(batch)) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy batch " + batch
               + " of " + ctx.checkpoint + ": a restart from it needs offsets/" + batch
               + ", commits/" + batch + (batch >= 1 ? " and offsets/" + (batch - 1) : "")

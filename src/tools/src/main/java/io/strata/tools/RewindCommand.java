@@ -86,13 +86,7 @@ final class RewindCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
-      CheckpointScan scan = ctx.strataScan();
-      Optional<String[]> foreign = scan.foreignProvider();
-      if (foreign.isPresent()) {
-        throw new ToolException(StrataTool.EXIT_UNREADABLE, "Refusing to rewind "
-            + ctx.checkpoint + ": it holds state of " + foreign.get()[0] + " (for example "
-            + foreign.get()[1] + "), which this tool cannot check", null);
-      }
+      CheckpointScan scan = ctx.strataOnlyScan("Refusing to rewind");
       long idleMillis = QueryLiveness.idleMillis(idleMinutes);
       if (toBatch < 1) {
         throw new ToolException(StrataTool.EXIT_USAGE, "Invalid --to-batch " + toBatch
@@ -118,8 +112,7 @@ final class RewindCommand implements Callable<Integer> {
             + "runs batch " + (latestCommit + 1) + "; nothing to rewind", null);
       }
       long oldest = oldestFromLogs(offsets, commits, latestCommit);
-      if (!offsets.contains(toBatch - 1) || !commits.contains(toBatch - 1)
-          || (toBatch >= 2 && !offsets.contains(toBatch - 2))) {
+      if (!scan.restartableAfter(toBatch - 1)) {
         throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to rewind " + ctx.checkpoint
             + " to batch " + toBatch + ": a restart needs batch " + (toBatch - 1) + " in both "
             + "of Spark's logs (offsets/" + (toBatch - 1) + ", commits/" + (toBatch - 1) + ")"

@@ -73,13 +73,7 @@ final class SavepointCommand {
     @Override
     public Integer call() throws Exception {
       try (ToolContext ctx = new ToolContext(parent.tool, options, checkpoint)) {
-        CheckpointScan scan = ctx.strataScan();
-        Optional<String[]> foreign = scan.foreignProvider();
-        if (foreign.isPresent()) {
-          throw new ToolException(StrataTool.EXIT_UNREADABLE, "Refusing a savepoint of "
-              + ctx.checkpoint + ": it holds state of " + foreign.get()[0] + " (for example "
-              + foreign.get()[1] + ")", null);
-        }
+        CheckpointScan scan = ctx.strataOnlyScan("Refusing a savepoint of");
         String n = name != null ? name : "sp-" + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")
             .withZone(ZoneOffset.UTC).format(Instant.now());
         if (!StoreLayout.isSavepointName(n)) {
@@ -91,9 +85,7 @@ final class SavepointCommand {
               + ctx.checkpoint + ": Spark's commit log (commits/) has no committed batch", null);
         }
         long b = batch != null ? batch : scan.spark.latestCommit().getAsLong();
-        List<String> logKeys = scan.sparkLogKeys();
-        if (!logKeys.contains("offsets/" + b) || !logKeys.contains("commits/" + b)
-            || (b >= 1 && !logKeys.contains("offsets/" + (b - 1)))) {
+        if (!scan.restartableAfter(b)) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch " + b
               + " of " + ctx.checkpoint + ": a restart from it needs offsets/" + b + ", commits/"
               + b + (b >= 1 ? " and offsets/" + (b - 1) : "") + ", which Spark's logs no longer "

@@ -112,6 +112,24 @@ final class ToolContext implements AutoCloseable {
   }
 
   /**
+   * As {@link #strataScan}, also refusing a checkpoint where any store holds another provider's
+   * state (a command that changes the checkpoint must check every store).
+   *
+   * @param refusal how the message begins, e.g. "Refusing to rewind"
+   * @throws ToolException (exit 3) as {@link #strataScan}, or naming the other provider's file
+   */
+  CheckpointScan strataOnlyScan(String refusal) throws ToolException {
+    CheckpointScan scan = strataScan();
+    var foreign = scan.foreignProvider();
+    if (foreign.isPresent()) {
+      throw new ToolException(StrataTool.EXIT_UNREADABLE, refusal + " " + checkpoint + ": it "
+          + "holds state of " + foreign.get()[0] + " (for example " + foreign.get()[1]
+          + "), which this tool cannot check", null);
+    }
+    return scan;
+  }
+
+  /**
    * The attempts Spark's commit log names (checkpoint format 2), for the stores of {@code scan}
    * that have per-attempt keys; none otherwise.
    */
