@@ -2,9 +2,8 @@
 package io.strata.tools;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.strata.format.BaseSnapshot;
-import io.strata.format.Delta;
 import io.strata.format.Manifest;
+import io.strata.format.Reachability;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectInfo;
@@ -173,13 +172,8 @@ final class CopyCommand implements Callable<Integer> {
               + ": store " + s.id() + ": " + s.relativeLocation() + "/" + key + " cannot be "
               + "read: " + e.getMessage(), e);
         }
-        java.util.Set<String> keys = new java.util.TreeSet<>();
+        java.util.Set<String> keys = new java.util.TreeSet<>(Reachability.namedKeys(m));
         keys.add(key);
-        m.base().map(BaseSnapshot::files).orElse(List.of()).forEach(f -> keys.add(
-            f.file().key()));
-        for (Delta d : m.deltas()) {
-          keys.add(d.file().key());
-        }
         // Everything the copy's load reads must be there before anything is written: a copy
         // cut short leaves a destination that is neither loadable nor empty.
         for (String k : keys) {

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.tools;
 
-import io.strata.format.BaseSnapshot;
-import io.strata.format.Delta;
 import io.strata.format.Manifest;
+import io.strata.format.Reachability;
 import io.strata.format.PublishedSnapshot;
 import io.strata.format.StoreLayout;
 import io.strata.objectstore.ObjectInfo;
@@ -385,13 +384,7 @@ final class RewindCommand implements Callable<Integer> {
         restored = p.get().rebase(m);
       }
     }
-    List<String> needed = new ArrayList<>();
-    restored.base().map(BaseSnapshot::files).orElse(List.of())
-        .forEach(f -> needed.add(f.file().key()));
-    for (Delta d : restored.deltas()) {
-      needed.add(d.file().key());
-    }
-    for (String k : needed) {
+    for (String k : new java.util.TreeSet<>(Reachability.namedKeys(restored))) {
       if (!listed.contains(k)) {
         return Optional.of("store " + s.id() + ": " + s.relativeLocation() + "/" + key
             + " names " + s.relativeLocation() + "/" + k + ", which is gone (collected or "
