@@ -100,7 +100,7 @@ import org.junit.jupiter.api.Timeout;
  * delta past it, and so on (the log prints them per batch, with the manifests' own chains).
  *
  * <p>Logs stay under {@code target/moving-it/cluster-1/} (as {@link StandaloneClusterIT}'s). About
- * 5 minutes on 2 shared cores: about 30 s a batch, mostly the new executors' start (JVM, class
+ * 3.5 minutes on 2 shared cores: about 20 to 30 s a batch, mostly the new executors' start (JVM, class
  * loading, code generation, the provider's first set-up). Run it alone with
  *
  * <pre>
@@ -114,7 +114,8 @@ import org.junit.jupiter.api.Timeout;
         + "version-neutral restore code it exercises is the same on each line")
 class MovingPartitionsClusterIT {
   private static final int WORKERS = 2;
-  private static final int BATCHES = 10;
+  /** Two more than the bound: two published snapshots per store (versions 3 and 6) and on. */
+  private static final int BATCHES = 7;
   private static final int SNAPSHOT_INTERVAL = 3;
   private static final int CHAIN_BOUND = SNAPSHOT_INTERVAL + 2;
   private static final long LINGER_MS = 2_000;

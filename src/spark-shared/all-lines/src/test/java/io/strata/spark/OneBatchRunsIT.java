@@ -60,20 +60,20 @@ import org.junit.jupiter.api.Timeout;
  * the same on every line (the mechanism is in {@code strata-core}; the exit on each line is
  * {@link SnapshotAtExitIT}'s). Child logs go to {@code target/one-batch-runs-logs/run-<n>.log}.
  */
-@OnlyOnSparkLines(value = {"4.1"}, reason = "15 driver JVMs: minutes; the rhythm's mechanism is "
+@OnlyOnSparkLines(value = {"4.1"}, reason = "13 driver JVMs: minutes; the rhythm's mechanism is "
     + "in strata-core, and SnapshotAtExitIT covers each line's exit")
 class OneBatchRunsIT {
-  /**
-   * One-batch runs, each in a new driver JVM: one and a half snapshot intervals, so the chain
-   * climbs to the interval and falls back, and the runs outnumber {@link #BOUND}. (Fifty
-   * one-batch runs, each a new run and instance, are strata-core's RetentionBoundTest.)
-   */
-  private static final int RUNS = 15;
   private static final int KEYS = 40;
   /** Strata's default, set explicitly: the harness's in-JVM session uses 3. */
   private static final int SNAPSHOT_INTERVAL = 10;
   /** The longest restore chain allowed: the snapshot interval plus a margin of two. */
   private static final int BOUND = SNAPSHOT_INTERVAL + 2;
+  /**
+   * One-batch runs, each in a new driver JVM: one more than {@link #BOUND}, so the chain climbs
+   * to the interval and falls back, and the runs outnumber the bound. (Fifty
+   * one-batch runs, each a new run and instance, are strata-core's RetentionBoundTest.)
+   */
+  private static final int RUNS = BOUND + 1;
   private static final long CHILD_TIMEOUT_S = 300;
   /** Spark's default {@code minBatchesToRetain}, which the driver runs keep. */
   private static final int RETAINED_VERSIONS = 100;

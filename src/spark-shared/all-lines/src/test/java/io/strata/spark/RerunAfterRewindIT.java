@@ -320,6 +320,10 @@ class RerunAfterRewindIT {
   @ValueSource(ints = {1, 2})
   void rewindRestartedInANewDriverOnWipedLocalDirs(int format) throws Exception {
     format2NewDriversOnlyOn41(format);
+    java.util.Optional<String> line = io.strata.testkit.SparkLineCondition.currentLine();
+    org.junit.jupiter.api.Assumptions.assumeFalse(format == 1 && line.map("4.1"::equals)
+        .orElse(false), "format 1's rewind in a new driver runs on 3.5 (CI time); 4.1 runs "
+            + "format 2's and the zombie case in both formats");
     rewindAndCompare("rewind-new-driver-f" + format, format, Restart.NEW_DRIVER_WIPED, 0);
   }
 
