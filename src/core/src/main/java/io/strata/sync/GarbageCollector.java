@@ -343,18 +343,19 @@ final class GarbageCollector {
   }
 
   /**
-   * {@code protectedKeys} plus the spill deltas of versions above the newest of {@code later}:
-   * the later run's batch in flight, which no retained version of this instance's may name.
+   * {@code protectedKeys} plus the spill deltas of the versions right after those of {@code
+   * later}: the later run's batch in flight, which no retained version of this instance's may
+   * name (only those: this instance's own orphans at other versions still go).
    */
   private static Set<String> withLaterRunSpills(List<Reachability.Listed> listing,
       List<Reachability.Listed> later, Set<String> protectedKeys) {
-    long newest = -1;
+    Set<Long> next = new HashSet<>();
     for (Reachability.Listed l : later) {
-      newest = Math.max(newest, StoreLayout.versionOf(l.key()));
+      next.add(StoreLayout.versionOf(l.key()) + 1);
     }
     Set<String> out = new HashSet<>(protectedKeys);
     for (Reachability.Listed l : listing) {
-      if (StoreLayout.spillVersionOf(l.key()) > newest) {
+      if (next.contains(StoreLayout.spillVersionOf(l.key()))) {
         out.add(l.key());
       }
     }

@@ -33,7 +33,12 @@ class GcAdversarialTwoTest {
 
   private SyncedStore open(String root, boolean format2, String run, int retain,
       OffsetClock clock) {
-    StoreSettings s = new StoreSettings(1, 2, 0, format2, SharedMemory.Limits.DEFAULT,
+    return open(root, format2, run, retain, clock, 0);
+  }
+
+  private SyncedStore open(String root, boolean format2, String run, int retain,
+      OffsetClock clock, long spillBytes) {
+    StoreSettings s = new StoreSettings(1, 2, spillBytes, format2, SharedMemory.Limits.DEFAULT,
         new GcSettings(true, retain, 1, GRACE.toMillis()));
     return new SyncedStore(new StoreIdentity(0, 2, "default", root),
         ObjectStores.open(root, SyncedStoreTest.UNUSED_S3, RequestListener.NONE),
@@ -343,6 +348,56 @@ class GcAdversarialTwoTest {
   @Test
   void aZombieCommittingAboveARewindKeepsItAfterAThirdRunsClaim() throws Exception {
     rewindThenZombieCommits(false, true);
+  }
+
+  /**
+   * Held: as above, but the later run's next batch (version 10) spills before the zombie commits
+   * 11 to 13 and collects at 13: a spill delta of a version below the zombie's newest, written
+   * before all of its roots, would be settled garbage. The spills right after a later run's
+   * commit stay, and the later run's version 10 (named spills included) loads.
+   */
+  @Test
+  void aZombieCommittingAboveARewindKeepsTheLaterRunsSpilledBatch() throws Exception {
+    String root = tmp.resolve("remote-rewind-spill").toUri().toString();
+    OffsetClock clock = new OffsetClock();
+    Map<Long, TreeMap<String, String>> a = new HashMap<>();
+    Map<Long, TreeMap<String, String>> b = new HashMap<>();
+    a.put(0L, new TreeMap<>());
+    try (SyncedStore zombie = open(root, false, run(false), 2, clock)) {
+      zombie.load(0, Optional.empty());
+      for (long v = 1; v <= 10; v++) {
+        commitCollecting(zombie, a, v, "a");
+      }
+      Thread.sleep(1_100);
+      try (SyncedStore later = open(root, false, run(false), 2, clock, 2048)) {
+        later.load(8, Optional.empty());
+        b.put(8L, a.get(8L));
+        commitCollecting(later, b, 9, "b");
+        later.load(9, Optional.empty());
+        TreeMap<String, String> ten = GcWorkload.write(later, b.get(9L), 10, "b");
+        for (int i = 0; i < 100; i++) { // spills several times (2 KiB threshold)
+          String value = "j".repeat(100) + i;
+          later.put(GcWorkload.b("junk-" + i), GcWorkload.b(value));
+          ten.put("junk-" + i, value);
+        }
+        try (var objects = ObjectStores.open(root, SyncedStoreTest.UNUSED_S3,
+            RequestListener.NONE)) {
+          assertTrue(!objects.list("spill/").isEmpty(), "the batch spilled");
+        }
+        Thread.sleep(1_100); // the spills settle before the zombie's next roots
+        zombie.collectGarbage(); // sees B's claim: skips
+        for (long v = 11; v <= 13; v++) {
+          commitCollecting(zombie, a, v, "a");
+        }
+        later.commit();
+        later.awaitLocalIngestion();
+        b.put(10L, ten);
+      }
+    }
+    try (SyncedStore reader = open(root, false, null, 100, new OffsetClock())) {
+      reader.load(10, Optional.empty(), true);
+      GcWorkload.assertState(reader, b.get(10L), "the later run's spilled version 10");
+    }
   }
 
   /**
