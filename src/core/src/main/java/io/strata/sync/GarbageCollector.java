@@ -48,8 +48,7 @@ final class GarbageCollector {
   private volatile long supersededBy = -1;
   /**
    * This instance's newest version when a round first found {@link #supersededBy}'s claim. Past
-   * it, the instance collects again, keeping what a later run committed ({@link
-   * #laterRunCommits}): its run went on committing after the later claim, as the live run does
+   * it, the instance collects again, keeping what later runs need ({@link LaterRuns}): its run went on committing after the later claim, as the live run does
    * after a zombie run's late claim (and even its re-commit of a batch before it died). It does
    * not prove the later run dead: a later run's commit fences only the attempts of the versions
    * it committed, so an earlier run's instance (a zombie driver) goes on committing above a
@@ -58,6 +57,7 @@ final class GarbageCollector {
   private volatile long supersededAtVersion = -1;
   /** The {@link #supersededBy} for which a round last logged that it collects again. */
   private volatile long resumedFor = -1;
+  private final LaterRuns laterRuns;
   private final PublishedSnapshots published;
   private final RunRetirement runs;
   /**
@@ -88,6 +88,7 @@ final class GarbageCollector {
     this.settings = settings;
     this.ownEpoch = ownEpoch;
     this.runs = new RunRetirement(identity, objects, java.time.Clock.systemUTC());
+    this.laterRuns = new LaterRuns(objects);
   }
 
   /** The store this collector works for (for messages). */
@@ -140,7 +141,7 @@ final class GarbageCollector {
     for (Reachability.Listed l : listing) {
       newestClaim = Math.max(newestClaim, StoreLayout.claimEpochOf(l.key()));
     }
-    List<Reachability.Listed> laterCommits = List.of();
+    LaterRuns.Needs later = null;
     if (epoch > 0 && newestClaim > epoch) {
       // A later query run claimed this store (only runs that write claim): this instance may
       // belong to a superseded run, whose idea of the newest version may be versions the later
@@ -148,19 +149,19 @@ final class GarbageCollector {
       // committed since the claim appeared (a zombie run that claimed late and died: waiting for
       // it would stop collection until the query restarts, issue 43, fault campaign run 3). Even
       // then the later run may be alive below this instance's versions (a rewind, this instance
-      // a zombie that goes on committing above it, unfenced there): what it committed, the
-      // versions it built them on and its in-flight spills stay.
+      // a zombie that goes on committing above it, unfenced there): the version its claim says
+      // it loaded, what it committed, the versions it built them on and its in-flight spills
+      // stay (LaterRuns).
       if (supersededBy != newestClaim) {
         supersededBy = newestClaim;
         supersededAtVersion = knownNewestVersion;
         LOG.info("{} garbage collection round {}: skipped; this instance's query run has "
             + "epoch {} and a later run claimed epoch {}, which collects instead (unless this "
-            + "run commits past version {}: then this instance collects again, keeping what a "
-            + "later run committed)", identity, round, epoch, newestClaim, knownNewestVersion);
+            + "run commits past version {}: then this instance collects again, keeping what "
+            + "later runs loaded and committed)", identity, round, epoch, newestClaim, knownNewestVersion);
       }
-      laterCommits = knownNewestVersion <= supersededAtVersion ? null
-          : laterRunCommits(listing, epoch);
-      if (laterCommits == null) {
+      later = knownNewestVersion <= supersededAtVersion ? null : laterRuns.of(listing, epoch);
+      if (later == null) {
         return new GcDecision(round, knownNewestVersion, listing, null, null, Set.of(),
             Set.of(), 0, listRequests, newestClaim, start, nowMillis, List.of());
       }
@@ -168,16 +169,16 @@ final class GarbageCollector {
         resumedFor = newestClaim;
         LOG.info("{} garbage collection round {}: collects again at version {} (past version "
             + "{}, where it saw the claim of epoch {}), keeping {} version objects later runs "
-            + "committed or built on: {}", identity, round, knownNewestVersion,
-            supersededAtVersion, newestClaim, laterCommits.size(),
-            laterCommits.stream().map(Reachability.Listed::key).sorted().toList());
+            + "loaded, committed or built on: {}", identity, round, knownNewestVersion,
+            supersededAtVersion, newestClaim, later.roots().size(),
+            later.roots().stream().map(Reachability.Listed::key).toList());
       }
     }
     Reachability.Plan plan = Reachability.plan(listing, knownNewestVersion,
         settings.versionsToRetain());
-    if (!laterCommits.isEmpty()) {
-      plan = keepingLaterRun(plan, laterCommits);
-      protectedKeys = withLaterRunSpills(listing, laterCommits, protectedKeys);
+    if (later != null) {
+      plan = LaterRuns.keeping(plan, later);
+      protectedKeys = LaterRuns.protecting(listing, later, protectedKeys);
     }
     long grace = settings.gracePeriodMillis();
 
@@ -262,104 +263,6 @@ final class GarbageCollector {
     unreadable.sort(null);
     return new GcDecision(round, knownNewestVersion, listing, plan, verdict, named, usable,
         reads, listRequests, -1, start, nowMillis, unreadable);
-  }
-
-  /**
-   * The version objects a query run with an epoch above {@code epoch} may have committed, and
-   * those it built them on: of every version with more than one generation listed (format 1),
-   * the greatest if it was written no earlier than a {@link Reachability#SETTLE_MARGIN_MILLIS}
-   * before the oldest listed claim above {@code epoch} (the object store's clock: a run claims
-   * before it commits), with the greatest generation of the version below. A later run's commit
-   * of a version an earlier run committed takes a greater generation; one of a version no
-   * earlier run committed cannot be passed by an earlier run's commits (they meet it and are
-   * fenced), so it stays at or above this instance's retention floor. An earlier run's own
-   * re-commit after the claim (over a still earlier run) counts too: that only keeps more.
-   *
-   * @return the objects, in no order; null if a time needed is unknown (skip the round)
-   */
-  static List<Reachability.Listed> laterRunCommits(List<Reachability.Listed> listing,
-      long epoch) {
-    long claimedAt = Long.MAX_VALUE;
-    for (Reachability.Listed l : listing) {
-      if (StoreLayout.claimEpochOf(l.key()) > epoch) {
-        if (!l.ageKnown()) {
-          return null;
-        }
-        claimedAt = Math.min(claimedAt, l.lastModifiedMillis());
-      }
-    }
-    java.util.Map<Long, Reachability.Listed> newest = new java.util.HashMap<>();
-    Set<Long> regenerated = new HashSet<>();
-    for (Reachability.Listed l : listing) {
-      long g = StoreLayout.generationOf(l.key());
-      if (g < 0) {
-        continue;
-      }
-      Reachability.Listed before = newest.putIfAbsent(StoreLayout.versionOf(l.key()), l);
-      if (before != null) {
-        regenerated.add(StoreLayout.versionOf(l.key()));
-        if (StoreLayout.generationOf(before.key()) < g) {
-          newest.put(StoreLayout.versionOf(l.key()), l);
-        }
-      }
-    }
-    java.util.Map<String, Reachability.Listed> out = new java.util.HashMap<>();
-    for (long v : regenerated) {
-      Reachability.Listed top = newest.get(v);
-      if (!top.ageKnown()) {
-        return null;
-      }
-      if (top.lastModifiedMillis() + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt) {
-        out.put(top.key(), top);
-        Reachability.Listed below = newest.get(v - 1);
-        if (below != null) {
-          out.put(below.key(), below);
-        }
-      }
-    }
-    return new ArrayList<>(out.values());
-  }
-
-  /**
-   * {@code plan} with {@code later} ({@link #laterRunCommits}) as roots whatever their version,
-   * as a savepoint's holds are: they, every object their manifests name and the published
-   * snapshots they can use stay (the settled time stays the retention's).
-   */
-  private static Reachability.Plan keepingLaterRun(Reachability.Plan plan,
-      List<Reachability.Listed> later) {
-    List<Reachability.Listed> roots = new ArrayList<>(plan.roots());
-    Set<String> held = new HashSet<>(plan.held());
-    Set<String> rooted = new HashSet<>();
-    roots.forEach(r -> rooted.add(r.key()));
-    for (Reachability.Listed l : later) {
-      held.add(l.key());
-      if (rooted.add(l.key())) {
-        roots.add(l);
-      }
-    }
-    roots.sort(java.util.Comparator.comparing(Reachability.Listed::key));
-    return new Reachability.Plan(plan.newestVersion(), plan.oldestRetainedVersion(), roots,
-        plan.settledBeforeMillis(), held);
-  }
-
-  /**
-   * {@code protectedKeys} plus the spill deltas of the versions right after those of {@code
-   * later}: the later run's batch in flight, which no retained version of this instance's may
-   * name (only those: this instance's own orphans at other versions still go).
-   */
-  private static Set<String> withLaterRunSpills(List<Reachability.Listed> listing,
-      List<Reachability.Listed> later, Set<String> protectedKeys) {
-    Set<Long> next = new HashSet<>();
-    for (Reachability.Listed l : later) {
-      next.add(StoreLayout.versionOf(l.key()) + 1);
-    }
-    Set<String> out = new HashSet<>(protectedKeys);
-    for (Reachability.Listed l : listing) {
-      if (next.contains(StoreLayout.spillVersionOf(l.key()))) {
-        out.add(l.key());
-      }
-    }
-    return out;
   }
 
   /**

@@ -36,6 +36,12 @@ import java.util.stream.Stream;
  * period. Everything else is <em>beyond</em> the bound. The slack is the versions a store
  * commits between two rounds of its collection (Spark's {@code minVersionsToDelete}, 30 by
  * default): the bound holds after a round, and a sample may fall just before one.
+ *
+ * <p>Also within the bound (format 1, docs/format.md "The bound"): while claims of runs later
+ * than the run that committed the newest version are listed, what an earlier run's collection
+ * keeps for them: the version each claim says its load loaded ({@code loadsVersion}), the
+ * newest generation of every re-committed version written after the oldest such claim (with
+ * the version below), what those name, and the spills of the version after each.
  */
 final class CheckpointCensus {
   /** One store's count. */
@@ -141,6 +147,7 @@ final class CheckpointCensus {
       allowed.add(olderPublished);
       allowed.addAll(named(root, olderPublished));
     }
+    allowed.addAll(keptForLaterRuns(root, objects, newest));
     int runs = 0;
     int published = 0;
     List<String> beyond = new ArrayList<>();
@@ -165,6 +172,93 @@ final class CheckpointCensus {
     }
     return new Store(bucketDir.relativize(root).toString(), newest, objects.size(), published,
         runs, beyond);
+  }
+
+  /**
+   * What an earlier run's collection keeps for claims of later runs (see the class comment),
+   * mirroring strata-core's {@code LaterRuns}: the epoch of the newest version's newest
+   * generation is the live run's; claims above it are later runs'.
+   */
+  private Set<String> keptForLaterRuns(Path root, Map<String, Long> objects, long newest)
+      throws IOException {
+    String top = null;
+    Map<Long, String> newestGen = new TreeMap<>();
+    Set<Long> regenerated = new HashSet<>();
+    for (String k : objects.keySet()) {
+      long v = StoreLayout.versionOf(k);
+      long g = StoreLayout.generationOf(k);
+      if (v < 0 || g < 0) {
+        continue;
+      }
+      String before = newestGen.putIfAbsent(v, k);
+      if (before != null) {
+        regenerated.add(v);
+        if (StoreLayout.generationOf(before) < g) {
+          newestGen.put(v, k);
+        }
+      }
+    }
+    top = newestGen.get(newest);
+    if (top == null) {
+      return Set.of(); // format 2, or nothing committed
+    }
+    long liveEpoch;
+    try {
+      byte[] all = Files.readAllBytes(root.resolve(top));
+      liveEpoch = ManifestCodec.decode(VersionObjectCodec.manifestFromTail(all,
+          VersionObjectCodec.footer(all, all.length))).epoch();
+    } catch (Exception e) {
+      return Set.of();
+    }
+    long claimedAt = Long.MAX_VALUE;
+    Set<Long> loaded = new HashSet<>();
+    for (Map.Entry<String, Long> o : objects.entrySet()) {
+      if (StoreLayout.claimEpochOf(o.getKey()) > liveEpoch) {
+        claimedAt = Math.min(claimedAt, o.getValue());
+        try {
+          long v = io.strata.format.RunClaim.decode(Files.readAllBytes(root.resolve(
+              o.getKey()))).loadsVersion();
+          if (v >= 0) {
+            loaded.add(v);
+          }
+        } catch (Exception gone) {
+          // retired meanwhile, or undecodable: the collector skips then
+        }
+      }
+    }
+    if (claimedAt == Long.MAX_VALUE) {
+      return Set.of();
+    }
+    Set<String> keys = new HashSet<>();
+    Set<Long> spillOf = new HashSet<>();
+    for (long v : loaded) {
+      spillOf.add(v + 1);
+      for (String k : objects.keySet()) {
+        if (StoreLayout.versionOf(k) == v) {
+          keys.add(k);
+        }
+      }
+    }
+    for (long v : regenerated) {
+      String k = newestGen.get(v);
+      if (objects.get(k) + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt) {
+        keys.add(k);
+        spillOf.add(v + 1);
+        if (newestGen.containsKey(v - 1)) {
+          keys.add(newestGen.get(v - 1));
+        }
+      }
+    }
+    Set<String> out = new HashSet<>(keys);
+    for (String k : keys) {
+      out.addAll(named(root, k));
+    }
+    for (String k : objects.keySet()) {
+      if (spillOf.contains(StoreLayout.spillVersionOf(k))) {
+        out.add(k);
+      }
+    }
+    return out;
   }
 
   /** The keys (relative to the store root) the object {@code key} names; cached. */
