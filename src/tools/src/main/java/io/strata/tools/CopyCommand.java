@@ -62,6 +62,12 @@ final class CopyCommand implements Callable<Integer> {
   @ArgGroup(exclusive = true)
   At at;
 
+  @Option(names = "--new-query-id", description = "Give DEST's query a new id (Spark's "
+      + "metadata file): a fork that runs beside SRC's query, even in the same Spark session, "
+      + "is then another query to Spark, its listeners and its UI. Without it DEST keeps SRC's "
+      + "id, as a move wants.")
+  boolean newQueryId;
+
   static final class At {
     @Option(names = "--batch", paramLabel = "N", description = "A committed batch of SRC.")
     Long batch;
@@ -73,6 +79,29 @@ final class CopyCommand implements Callable<Integer> {
   /** {@code location} ending with exactly one '/', for prefix comparisons. */
   private static String asDirectory(String location) {
     return location.endsWith("/") ? location : location + "/";
+  }
+
+  /** Spark's stream metadata file, {@code {"id":"<query id>"}} (Spark's StreamMetadata). */
+  static final String METADATA = "metadata";
+
+  /**
+   * {@code metadata} (Spark's StreamMetadata JSON) with its {@code id} replaced by {@code id},
+   * every other field kept.
+   *
+   * @throws ToolException (exit 3) naming {@code from} if it is not a JSON object with an id
+   */
+  static byte[] withQueryId(byte[] metadata, String id, String from) throws ToolException {
+    try {
+      JsonNode node = ToolContext.JSON.readTree(metadata);
+      if (node == null || !node.isObject() || !node.has("id")) {
+        throw new IOException("expected a JSON object with an \"id\"");
+      }
+      ((com.fasterxml.jackson.databind.node.ObjectNode) node).put("id", id);
+      return ToolContext.JSON.writeValueAsBytes(node);
+    } catch (IOException e) {
+      throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot give the copy a new query "
+          + "id: " + from + " is not Spark's stream metadata (" + e.getMessage() + ")", e);
+    }
   }
 
   /** One object to copy: from its key in the source to its key in the destination. */
@@ -219,6 +248,7 @@ final class CopyCommand implements Callable<Integer> {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy into "
               + destination + ": it is not empty (a copy makes a new checkpoint)", null);
         }
+        String newId = newQueryId ? java.util.UUID.randomUUID().toString() : null;
         Progress progress = new Progress(ctx.err, System.console() != null && !options.json,
             items.size(), 0);
         List<Future<Long>> copies = new ArrayList<>();
@@ -227,6 +257,9 @@ final class CopyCommand implements Callable<Integer> {
             byte[] bytes;
             try (InputStream in = src.get(it.from())) {
               bytes = in.readAllBytes();
+            }
+            if (newId != null && it.to().equals(METADATA)) {
+              bytes = withQueryId(bytes, newId, it.from());
             }
             dest.putIfAbsent(it.to(), ObjectBody.of(bytes));
             progress.done(bytes.length);
@@ -256,7 +289,7 @@ final class CopyCommand implements Callable<Integer> {
             + ": " + Table.count(items.size(), "object") + ", " + Table.bytes(bytes) + " in "
             + (2 * items.size()) + " requests after the listing (a GET and a create-only PUT "
             + "each); the query started on " + destination + " runs batch " + (batch + 1)
-            + " next.");
+            + " next" + (newId != null ? ", as query " + newId + " (a new id)" : "") + ".");
         return StrataTool.EXIT_OK;
       } finally {
         dest.close();
