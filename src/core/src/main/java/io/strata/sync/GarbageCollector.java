@@ -88,7 +88,7 @@ final class GarbageCollector {
     this.settings = settings;
     this.ownEpoch = ownEpoch;
     this.runs = new RunRetirement(identity, objects, java.time.Clock.systemUTC());
-    this.laterRuns = new LaterRuns(objects);
+    this.laterRuns = new LaterRuns(objects, reader);
   }
 
   /** The store this collector works for (for messages). */
@@ -160,7 +160,8 @@ final class GarbageCollector {
             + "run commits past version {}: then this instance collects again, keeping what "
             + "later runs loaded and committed)", identity, round, epoch, newestClaim, knownNewestVersion);
       }
-      later = knownNewestVersion <= supersededAtVersion ? null : laterRuns.of(listing, epoch);
+      later = knownNewestVersion <= supersededAtVersion ? null
+          : laterRuns.of(listing, epoch, knownNewestVersion - settings.versionsToRetain());
       if (later == null) {
         return new GcDecision(round, knownNewestVersion, listing, null, null, Set.of(),
             Set.of(), 0, listRequests, newestClaim, start, nowMillis, List.of());

@@ -33,8 +33,10 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <li>what later runs committed over the earlier run: of every version with more than one
  *       generation, the newest if it was written no earlier than {@link
  *       Reachability#SETTLE_MARGIN_MILLIS} before the oldest later claim (the object store's
- *       clock: a run claims before it commits), with the newest generation of the version
- *       below;
+ *       clock: a run claims before it commits), and of every version below the instance's
+ *       retention with one generation, that one if written then and its manifest's epoch is
+ *       greater than the instance's (the later run committed into a generation the instance
+ *       had freed), each with the newest generation of the version below;
  *   <li>the spill deltas of the version after each of those (a later run's batch in flight).
  * </ul>
  *
@@ -50,12 +52,25 @@ final class LaterRuns {
   record Needs(List<Reachability.Listed> roots, Set<Long> spillVersions) { }
 
   private final ObjectStore objects;
+  /** Reads (and caches) the epoch of a single-generation version object's manifest. */
+  private final VersionObjectReader reader;
   /** Claim key to its {@link RunClaim#loadsVersion}, -1 if unknown; claims are immutable. */
   private final Map<String, Long> loads = new ConcurrentHashMap<>();
+  /**
+   * Version object (key, size, last-modified) to its manifest's epoch, -1 if unreadable: a
+   * format-1 key below the retention can be written again (a zombie attempt), so the time is
+   * part of the identity.
+   */
+  private final Map<String, Long> epochs = new ConcurrentHashMap<>();
 
-  /** @param objects the store's object store (claims are read from its {@code runs/}) */
-  LaterRuns(ObjectStore objects) {
+  /**
+   * @param objects the store's object store (claims are read from its {@code runs/})
+   * @param reader reads the manifests of single-generation version objects written after a
+   *     later claim (their epoch), through its cache
+   */
+  LaterRuns(ObjectStore objects, VersionObjectReader reader) {
     this.objects = objects;
+    this.reader = reader;
   }
 
   /**
@@ -63,10 +78,12 @@ final class LaterRuns {
    *
    * @param listing the round's listing of the store's root
    * @param epoch the collecting instance's epoch, at least 1
+   * @param floor the oldest version the collecting instance's retention keeps ({@code N - R})
    * @return the needs, or null if one is unknown (the round must not delete)
-   * @throws IOException if reading a claim fails for another reason than its absence
+   * @throws IOException if reading a claim or a manifest fails for another reason than its
+   *     absence or damage
    */
-  Needs of(List<Reachability.Listed> listing, long epoch) throws IOException {
+  Needs of(List<Reachability.Listed> listing, long epoch, long floor) throws IOException {
     long claimedAt = Long.MAX_VALUE;
     Set<Long> loaded = new HashSet<>();
     for (Reachability.Listed l : listing) {
@@ -109,18 +126,36 @@ final class LaterRuns {
     }
     Set<Long> spills = new HashSet<>();
     loaded.forEach(v -> spills.add(v + 1));
-    for (long v : regenerated) {
-      Reachability.Listed top = newest.get(v);
-      if (!top.ageKnown()) {
-        return null;
+    // A later run's commit is a version object whose manifest has a greater epoch. One that
+    // re-committed a version the earlier run still lists has more than one generation; one
+    // that committed a version whose earlier generation this instance had already collected
+    // (below its floor, the later run's batch slower than the zombie's) took the freed first
+    // generation: only its manifest tells (read once, usually cached: this instance's own
+    // commits are). Versions at or above the floor are retained anyway.
+    Set<Long> committedLater = new HashSet<>(regenerated);
+    for (Map.Entry<Long, Reachability.Listed> e : newest.entrySet()) {
+      Reachability.Listed top = e.getValue();
+      if (e.getKey() < floor && !regenerated.contains(e.getKey()) && (!top.ageKnown()
+          || top.lastModifiedMillis() + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt)
+          && epochOf(e.getKey(), top) > epoch) {
+        committedLater.add(e.getKey());
       }
-      if (top.lastModifiedMillis() + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt) {
-        roots.add(top);
-        spills.add(v + 1);
-        Reachability.Listed below = newest.get(v - 1);
-        if (below != null) {
-          roots.add(below);
+    }
+    for (long v : committedLater) {
+      Reachability.Listed top = newest.get(v);
+      if (regenerated.contains(v)) {
+        if (!top.ageKnown()) {
+          return null;
         }
+        if (top.lastModifiedMillis() + Reachability.SETTLE_MARGIN_MILLIS < claimedAt) {
+          continue; // re-committed before every later claim: not a later run's
+        }
+      }
+      roots.add(top);
+      spills.add(v + 1);
+      Reachability.Listed below = newest.get(v - 1);
+      if (below != null) {
+        roots.add(below);
       }
     }
     Map<String, Reachability.Listed> distinct = new HashMap<>();
@@ -164,6 +199,39 @@ final class LaterRuns {
       }
     }
     return out;
+  }
+
+  /**
+   * The epoch in the manifest of version object {@code l} of {@code version}: from the
+   * manifest cache, else read once (one tail GET); -1 if it is gone or cannot be decoded (no
+   * load can read it then: it is collected by the usual rules).
+   *
+   * @throws IOException if the object store fails
+   */
+  private long epochOf(long version, Reachability.Listed l) throws IOException {
+    long cached = reader.cache().epoch(l.key(), l.size());
+    if (cached >= 0) {
+      return cached;
+    }
+    String id = l.key() + "@" + l.size() + "@" + l.lastModifiedMillis();
+    Long known = epochs.get(id);
+    if (known != null) {
+      return known;
+    }
+    long e;
+    try {
+      e = reader.readAt(version, l.key(), null).epoch();
+    } catch (StateLoadException failed) {
+      if (failed.reason() == StateLoadException.Reason.STORAGE) {
+        throw failed;
+      }
+      if (failed.reason() != StateLoadException.Reason.CORRUPT) {
+        return -1; // gone since the listing: nothing to keep
+      }
+      e = -1;
+    }
+    epochs.put(id, e);
+    return e;
   }
 
   /** The claim's {@link RunClaim#loadsVersion}; -1 if unknown, unreadable or gone. */

@@ -508,6 +508,62 @@ class GcAdversarialTwoTest {
     }
   }
 
+  /**
+   * Review gcrev2: a later run's commit into a generation slot the earlier run freed. Run A
+   * commits 1..10 (R = 2); run B rewinds (claims, loads 8) and its first batch runs long; A's
+   * instance, a zombie that goes on committing, commits 11 to 13 and collects by its own
+   * retention (floor 11), deleting its own versions 9 and 10 (settled, named by no retained
+   * manifest). Then B commits 9: the slot {@code v/9/g0000000001.svo} is free, so B's commit
+   * takes generation 1, the version has one generation and rule (b) of {@link LaterRuns} (a
+   * version with more than one generation) does not see it. A commits 14 to 16 and collects:
+   * before the fix B's version 9 (its only committed state, 9 &lt; A's floor) was deleted once
+   * settled, and B's next cold load of 9 failed. A later run's commit is told by its manifest's
+   * epoch, not by its generation.
+   */
+  @Test
+  void aLaterRunsCommitIntoASlotTheEarlierRunFreedSurvives() throws Exception {
+    String root = tmp.resolve("remote-freed-slot").toUri().toString();
+    OffsetClock clock = new OffsetClock();
+    Map<Long, TreeMap<String, String>> a = new HashMap<>();
+    Map<Long, TreeMap<String, String>> b = new HashMap<>();
+    a.put(0L, new TreeMap<>());
+    try (SyncedStore zombie = open(root, false, run(false), 2, clock)) {
+      zombie.load(0, Optional.empty());
+      for (long v = 1; v <= 10; v++) {
+        commitCollecting(zombie, a, v, "a");
+      }
+      Thread.sleep(1_100);
+      try (SyncedStore later = open(root, false, run(false), 2, clock)) {
+        later.load(8, Optional.empty()); // claims (loadsVersion 8), restores the rewind point
+        b.put(8L, a.get(8L));
+        zombie.collectGarbage(); // sees B's claim at version 10: skips
+        for (long v = 11; v <= 13; v++) {
+          commitCollecting(zombie, a, v, "a");
+          Thread.sleep(1_100); // A's older versions settle: 9 and 10 go
+        }
+        try (var objects = ObjectStores.open(root, SyncedStoreTest.UNUSED_S3,
+            RequestListener.NONE)) {
+          assertTrue(objects.list("v/00000000000000000009/").isEmpty(),
+              "A's version 9 was collected: " + objects.list("v/"));
+        }
+        b.put(9L, GcWorkload.write(later, b.get(8L), 9, "b"));
+        String key = later.commit().key();
+        later.awaitLocalIngestion();
+        assertEquals(io.strata.format.StoreLayout.generationVersionObject(9, 1), key,
+            "B's version 9 took the freed first generation");
+        Thread.sleep(1_100);
+        for (long v = 14; v <= 16; v++) {
+          commitCollecting(zombie, a, v, "a");
+          Thread.sleep(1_100); // B's 9 settles before A's roots
+        }
+      }
+    }
+    try (SyncedStore reader = open(root, false, null, 100, new OffsetClock())) {
+      reader.load(9, Optional.empty(), true);
+      GcWorkload.assertState(reader, b.get(9L), "the later run's version 9");
+    }
+  }
+
   private void rewindThenZombieCommits(boolean format2, boolean thirdClaim) throws Exception {
     String root = tmp.resolve("remote-rewind-zombie-" + format2 + thirdClaim).toUri().toString();
     OffsetClock clock = new OffsetClock();

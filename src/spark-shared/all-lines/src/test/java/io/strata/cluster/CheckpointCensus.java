@@ -52,6 +52,8 @@ final class CheckpointCensus {
   private final String prefix;
   /** Keys each immutable object names (version objects' manifests, published snapshots). */
   private final Map<String, Set<String>> namedCache = new ConcurrentHashMap<>();
+  /** Epochs of version objects' manifests (immutable while listed). */
+  private final Map<String, Long> epochCache = new ConcurrentHashMap<>();
 
   /**
    * @param dataDir S3Proxy's data directory
@@ -147,7 +149,7 @@ final class CheckpointCensus {
       allowed.add(olderPublished);
       allowed.addAll(named(root, olderPublished));
     }
-    allowed.addAll(keptForLaterRuns(root, objects, newest));
+    allowed.addAll(keptForLaterRuns(root, objects, newest, from));
     int runs = 0;
     int published = 0;
     List<String> beyond = new ArrayList<>();
@@ -179,8 +181,8 @@ final class CheckpointCensus {
    * mirroring strata-core's {@code LaterRuns}: the epoch of the newest version's newest
    * generation is the live run's; claims above it are later runs'.
    */
-  private Set<String> keptForLaterRuns(Path root, Map<String, Long> objects, long newest)
-      throws IOException {
+  private Set<String> keptForLaterRuns(Path root, Map<String, Long> objects, long newest,
+      long from) throws IOException {
     String top = null;
     Map<Long, String> newestGen = new TreeMap<>();
     Set<Long> regenerated = new HashSet<>();
@@ -239,9 +241,20 @@ final class CheckpointCensus {
         }
       }
     }
-    for (long v : regenerated) {
+    Set<Long> committedLater = new HashSet<>(regenerated);
+    for (Map.Entry<Long, String> e : newestGen.entrySet()) {
+      // a later run's commit into a generation the collector had freed (one generation): told
+      // by its manifest's epoch (only below the bound's versions: those are allowed anyway)
+      if (e.getKey() < from && !regenerated.contains(e.getKey())
+          && objects.get(e.getValue()) + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt
+          && epochOf(root, e.getValue()) > liveEpoch) {
+        committedLater.add(e.getKey());
+      }
+    }
+    for (long v : committedLater) {
       String k = newestGen.get(v);
-      if (objects.get(k) + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt) {
+      if (!regenerated.contains(v)
+          || objects.get(k) + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt) {
         keys.add(k);
         spillOf.add(v + 1);
         if (newestGen.containsKey(v - 1)) {
@@ -250,8 +263,20 @@ final class CheckpointCensus {
       }
     }
     Set<String> out = new HashSet<>(keys);
+    List<io.strata.format.PublishedSnapshot.TipIndex> tips = new ArrayList<>();
     for (String k : keys) {
       out.addAll(named(root, k));
+      io.strata.format.Manifest m = manifestOf(root, k);
+      if (m != null) {
+        tips.add(io.strata.format.PublishedSnapshot.TipIndex.of(m));
+      }
+    }
+    // the published snapshots those roots can use, and their files (the collector keeps them)
+    List<Reachability.Listed> listing = new ArrayList<>();
+    objects.forEach((k, t) -> listing.add(new Reachability.Listed(k, 0, t)));
+    for (String p : Reachability.usablePublishedSnapshots(listing, tips)) {
+      out.add(p);
+      out.addAll(named(root, p));
     }
     for (String k : objects.keySet()) {
       if (spillOf.contains(StoreLayout.spillVersionOf(k))) {
@@ -259,6 +284,32 @@ final class CheckpointCensus {
       }
     }
     return out;
+  }
+
+  /** The manifest in version object {@code key}, or null if gone or damaged. */
+  private static io.strata.format.Manifest manifestOf(Path root, String key) {
+    try {
+      byte[] all = Files.readAllBytes(root.resolve(key));
+      return ManifestCodec.decode(VersionObjectCodec.manifestFromTail(all,
+          VersionObjectCodec.footer(all, all.length)));
+    } catch (Exception e) {
+      return null;
+    }
+  }
+
+  /** The epoch in version object {@code key}'s manifest, or -1 if gone or damaged; cached. */
+  private long epochOf(Path root, String key) {
+    String id = root.resolve(key).toString();
+    Long known = epochCache.get(id);
+    if (known != null) {
+      return known;
+    }
+    io.strata.format.Manifest m = manifestOf(root, key);
+    if (m == null) {
+      return -1;
+    }
+    epochCache.put(id, m.epoch());
+    return m.epoch();
   }
 
   /** The keys (relative to the store root) the object {@code key} names; cached. */
