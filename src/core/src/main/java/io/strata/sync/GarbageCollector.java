@@ -426,15 +426,25 @@ final class GarbageCollector {
     return Set.copyOf(next);
   }
 
-  /** True if the round may retire earlier runs' claims: it was not skipped and found some. */
+  /**
+   * True if the round may retire earlier runs' claims: it was not skipped, found some, and this
+   * instance's newest version is at least every version listed. An earlier run with versions
+   * above it may still be committing: the live run, when the instance with the newest claim is
+   * a zombie run's that claimed late and re-committed a batch below the live run's versions (its
+   * retirement would fence the live run's next instance of the store); or a zombie of an earlier
+   * run above a rewind point, which a later commit fences anyway. The newest run retires them
+   * once it has passed them.
+   */
   private static boolean runsRetirable(GcDecision d) {
     int runKeys = 0;
+    long listedNewest = -1;
     for (Reachability.Listed l : d.listing()) {
       if (l.key().startsWith(StoreLayout.RUNS)) {
         runKeys++;
       }
+      listedNewest = Math.max(listedNewest, StoreLayout.versionOf(l.key()));
     }
-    return runKeys > 2;
+    return runKeys > 2 && d.knownNewestVersion() >= listedNewest;
   }
 
   /**
