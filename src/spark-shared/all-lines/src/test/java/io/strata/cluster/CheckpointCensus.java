@@ -263,6 +263,15 @@ final class CheckpointCensus {
       }
     }
     Set<String> out = new HashSet<>(keys);
+    // a format-1 version's generations are kept together (Reachability.garbage): the earlier
+    // run's superseded generation of a kept re-commit stays too (not a root: only the object)
+    Set<Long> keptVersions = new HashSet<>();
+    keys.forEach(k -> keptVersions.add(StoreLayout.versionOf(k)));
+    for (String k : objects.keySet()) {
+      if (StoreLayout.generationOf(k) >= 0 && keptVersions.contains(StoreLayout.versionOf(k))) {
+        out.add(k);
+      }
+    }
     List<io.strata.format.PublishedSnapshot.TipIndex> tips = new ArrayList<>();
     for (String k : keys) {
       out.addAll(named(root, k));
