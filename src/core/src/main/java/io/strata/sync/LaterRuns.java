@@ -133,6 +133,9 @@ final class LaterRuns {
     // generation: only its manifest tells (read once, usually cached: this instance's own
     // commits are). Versions at or above the floor are retained anyway.
     Set<Long> committedLater = new HashSet<>(regenerated);
+    Set<String> listedIds = new HashSet<>();
+    newest.values().forEach(l -> listedIds.add(idOf(l)));
+    epochs.keySet().retainAll(listedIds); // only what is still listed: bounded by the listing
     for (Map.Entry<Long, Reachability.Listed> e : newest.entrySet()) {
       Reachability.Listed top = e.getValue();
       if (e.getKey() < floor && !regenerated.contains(e.getKey()) && (!top.ageKnown()
@@ -213,7 +216,7 @@ final class LaterRuns {
     if (cached >= 0) {
       return cached;
     }
-    String id = l.key() + "@" + l.size() + "@" + l.lastModifiedMillis();
+    String id = idOf(l);
     Long known = epochs.get(id);
     if (known != null) {
       return known;
@@ -232,6 +235,10 @@ final class LaterRuns {
     }
     epochs.put(id, e);
     return e;
+  }
+
+  private static String idOf(Reachability.Listed l) {
+    return l.key() + "@" + l.size() + "@" + l.lastModifiedMillis();
   }
 
   /** The claim's {@link RunClaim#loadsVersion}; -1 if unknown, unreadable or gone. */
