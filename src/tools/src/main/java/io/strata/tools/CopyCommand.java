@@ -41,7 +41,10 @@ import picocli.CommandLine.ParentCommand;
  * non-empty {@code dest} is refused (exit 4), and so is a {@code dest} that shares a prefix with
  * {@code src} (exit 2). {@code dest} is opened with its own bucket's settings. Before anything is
  * written, every object to copy must be listed in {@code src} (else exit 4, naming the store and
- * the object); a transfer that fails is exit 3, naming how many objects were written.
+ * the object); a transfer that fails is exit 3, naming how many objects were written. Spark's
+ * files are copied byte for byte but for two: {@code metadata} with {@code --new-query-id}, and
+ * operator metadata of version 2, whose schema file paths name the checkpoint's own location
+ * and are moved to {@code dest}'s ({@link OperatorMetadataPaths}).
  *
  * <p>Objects pass through the tool (a GET and a create-only PUT each, {@code --threads} at a
  * time); a server-side copy is not used yet.
@@ -260,6 +263,10 @@ final class CopyCommand implements Callable<Integer> {
             }
             if (newId != null && it.to().equals(METADATA)) {
               bytes = withQueryId(bytes, newId, it.from());
+            }
+            if (OperatorMetadataPaths.namesLocations(it.to())) {
+              bytes = OperatorMetadataPaths.relocate(bytes, ctx.checkpoint, destination,
+                  it.to());
             }
             dest.putIfAbsent(it.to(), ObjectBody.of(bytes));
             progress.done(bytes.length);

@@ -183,4 +183,54 @@ class CopyCommandTest {
     assertTrue(Files.readString(move.resolve("metadata")).contains(id));
     assertTrue(Files.readString(source.resolve("metadata")).contains(id));
   }
+
+  /**
+   * Operator metadata of version 2 (Spark 4.x, {@code transformWithState}) names its schema
+   * files by absolute path: in a copy each path under the source names the same file under the
+   * destination (4.1's {@code stateSchemaFilePaths} list and 4.0's {@code stateSchemaFilePath}),
+   * a path elsewhere is kept, and the source's file is unchanged.
+   */
+  @Test
+  void operatorMetadataV2NamesTheCopysSchemaFiles() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    Path meta = source.resolve("state/0/_metadata/v2/3");
+    Files.createDirectories(meta.getParent());
+    String under = "file:" + source.toAbsolutePath() + "/state/0/_stateSchema/default/0_a";
+    String file = "v2\n{\"operatorInfo\":{\"operatorId\":0,\"operatorName\":\"tws\"},"
+        + "\"stateStoreInfo\":[{\"storeName\":\"default\",\"numColsPrefixKey\":0,"
+        + "\"numPartitions\":2,\"stateSchemaFilePaths\":[\"" + under + "\","
+        + "\"s3a://elsewhere/x/0_b\"]},{\"storeName\":\"other\",\"numColsPrefixKey\":0,"
+        + "\"numPartitions\":2,\"stateSchemaFilePath\":\"" + under + "\"}],"
+        + "\"operatorPropertiesJson\":\"{}\"}";
+    Files.writeString(meta, file);
+    Path copy = tmp.resolve("copy");
+    ToolFixtures.Run run = ToolFixtures.tool("copy", source.toUri().toString(),
+        copy.toUri().toString());
+    assertEquals(StrataTool.EXIT_OK, run.code(), run::toString);
+
+    String copied = Files.readString(copy.resolve("state/0/_metadata/v2/3"));
+    assertTrue(copied.startsWith("v2\n"), copied);
+    com.fasterxml.jackson.databind.JsonNode json = ToolContext.JSON.readTree(
+        copied.substring(3));
+    String moved = "file:" + copy.toAbsolutePath() + "/state/0/_stateSchema/default/0_a";
+    com.fasterxml.jackson.databind.JsonNode stores = json.get("stateStoreInfo");
+    assertEquals(moved, stores.get(0).get("stateSchemaFilePaths").get(0).asText(), copied);
+    assertEquals("s3a://elsewhere/x/0_b", stores.get(0).get("stateSchemaFilePaths").get(1)
+        .asText(), copied);
+    assertEquals(moved, stores.get(1).get("stateSchemaFilePath").asText(), copied);
+    assertEquals("{}", json.get("operatorPropertiesJson").asText(), copied);
+    assertEquals(file, Files.readString(meta), "the source's file is unchanged");
+  }
+
+  /** S3 schemes are one family: the path keeps the scheme Spark wrote, the copy's bucket. */
+  @Test
+  void aSchemaPathMovesWithinTheS3FamilyAndOnlyFromUnderTheSource() {
+    assertEquals(java.util.Optional.of("s3a://dst/new/ckpt/state/0/_stateSchema/d/0_a"),
+        OperatorMetadataPaths.moved("s3a://src/ckpt/state/0/_stateSchema/d/0_a",
+            "s3://src/ckpt/", "s3://dst/new/ckpt"));
+    assertEquals(java.util.Optional.empty(), OperatorMetadataPaths.moved(
+        "s3a://src/ckpt-2/state/0/x", "s3://src/ckpt", "s3://dst/c"), "a sibling prefix");
+    assertEquals(java.util.Optional.empty(), OperatorMetadataPaths.moved(
+        "s3a://other/ckpt/state/0/x", "s3://src/ckpt", "s3://dst/c"), "another bucket");
+  }
 }
