@@ -370,9 +370,7 @@ class GcAdversarialTwoTest {
     a.put(0L, new TreeMap<>());
     try (SyncedStore zombie = open(root, false, run(false), 2, clock)) {
       zombie.load(0, Optional.empty());
-      for (long v = 1; v <= 10; v++) {
-        commitCollecting(zombie, a, v, "a");
-      }
+      commitCollecting(zombie, a, 1, 10, "a");
       Thread.sleep(1_100);
       try (SyncedStore later = open(root, false, run(false), 2, clock, 2048)) {
         later.load(8, Optional.empty());
@@ -391,9 +389,7 @@ class GcAdversarialTwoTest {
         }
         Thread.sleep(1_100); // the spills settle before the zombie's next roots
         zombie.collectGarbage(); // sees B's claim: skips
-        for (long v = 11; v <= 13; v++) {
-          commitCollecting(zombie, a, v, "a");
-        }
+        commitCollecting(zombie, a, 11, 13, "a");
         later.commit();
         later.awaitLocalIngestion();
         b.put(10L, ten);
@@ -438,9 +434,7 @@ class GcAdversarialTwoTest {
     live.put(0L, new TreeMap<>());
     try (SyncedStore owner = open(root, false, run(false), 2, clock)) {
       owner.load(0, Optional.empty());
-      for (long v = 1; v <= 2; v++) {
-        commitCollecting(owner, live, v, "v");
-      }
+      commitCollecting(owner, live, 1, 2, "v");
       try (SyncedStore zombie = open(root, false, run(false), 2, clock)) {
         zombie.load(1, Optional.empty()); // its late task re-runs the batch of version 2
         GcWorkload.write(zombie, live.get(1L), 2, "z");
@@ -457,12 +451,7 @@ class GcAdversarialTwoTest {
       long versionObjects = objects.list("v/").size();
       assertTrue(versionObjects <= 7, "version objects left: " + versionObjects);
     }
-    for (long v = 10; v <= 12; v++) {
-      try (SyncedStore reader = open(root, false, null, 100, new OffsetClock())) {
-        reader.load(v, Optional.empty(), true);
-        GcWorkload.assertState(reader, live.get(v), "the live run's version " + v);
-      }
-    }
+    assertLoadsCold(root, false, live, "the live run's version ", 10L, 11L, 12L);
   }
 
   /**
@@ -484,28 +473,19 @@ class GcAdversarialTwoTest {
     a.put(0L, new TreeMap<>());
     try (SyncedStore zombie = open(root, false, run(false), 2, clock)) {
       zombie.load(0, Optional.empty());
-      for (long v = 1; v <= 10; v++) {
-        commitCollecting(zombie, a, v, "a");
-      }
+      commitCollecting(zombie, a, 1, 10, "a");
       Thread.sleep(1_100); // A's objects settle before its next roots
       try (SyncedStore later = open(root, false, run(false), 2, clock)) {
         later.load(8, Optional.empty()); // claims, then restores the rewind point
         b.put(8L, a.get(8L));
         zombie.collectGarbage(); // sees B's claim: skips
-        for (long v = 11; v <= 13; v++) {
-          commitCollecting(zombie, a, v, "a");
-        }
+        commitCollecting(zombie, a, 11, 13, "a");
         b.put(9L, GcWorkload.write(later, b.get(8L), 9, "b"));
         later.commit(); // on what it loaded; no snapshot of 9 yet
         later.awaitLocalIngestion();
       }
     }
-    for (long v = 9; v >= 8; v--) {
-      try (SyncedStore reader = open(root, false, null, 100, new OffsetClock())) {
-        reader.load(v, Optional.empty(), true);
-        GcWorkload.assertState(reader, b.get(v), "the later run's version " + v);
-      }
-    }
+    assertLoadsCold(root, false, b, "the later run's version ", 9L, 8L);
   }
 
   /**
@@ -529,9 +509,7 @@ class GcAdversarialTwoTest {
     a.put(0L, new TreeMap<>());
     try (SyncedStore zombie = open(root, false, run(false), 2, clock)) {
       zombie.load(0, Optional.empty());
-      for (long v = 1; v <= 10; v++) {
-        commitCollecting(zombie, a, v, "a");
-      }
+      commitCollecting(zombie, a, 1, 10, "a");
       Thread.sleep(1_100);
       try (SyncedStore later = open(root, false, run(false), 2, clock)) {
         later.load(8, Optional.empty()); // claims (loadsVersion 8), restores the rewind point
@@ -585,9 +563,7 @@ class GcAdversarialTwoTest {
     live.put(0L, new TreeMap<>());
     try (SyncedStore owner = open(root, false, run(false), 2, clock)) {
       owner.load(0, Optional.empty());
-      for (long v = 1; v <= 2; v++) {
-        commitCollecting(owner, live, v, "v");
-      }
+      commitCollecting(owner, live, 1, 2, "v");
       String zombieRun = run(false);
       try (var objects = ObjectStores.open(root, SyncedStoreTest.UNUSED_S3,
           RequestListener.NONE)) {
@@ -627,17 +603,13 @@ class GcAdversarialTwoTest {
     String liveRun = run(false);
     try (SyncedStore owner = open(root, false, liveRun, 2, clock)) {
       owner.load(0, Optional.empty());
-      for (long v = 1; v <= 2; v++) {
-        commitCollecting(owner, live, v, "v");
-      }
+      commitCollecting(owner, live, 1, 2, "v");
       try (SyncedStore zombie = open(root, false, run(false), 2, clock)) {
         zombie.load(1, Optional.empty()); // its late task re-runs the batch of version 2
         GcWorkload.write(zombie, live.get(1L), 2, "z");
         zombie.commit();
         zombie.awaitLocalIngestion(); // its first round: phase one
-        for (long v = 3; v <= 6; v++) {
-          commitCollecting(owner, live, v, "v");
-        }
+        commitCollecting(owner, live, 3, 6, "v");
         zombie.collectGarbage(); // a later round of the leftover instance: phase two
       }
     }
@@ -656,9 +628,7 @@ class GcAdversarialTwoTest {
     a.put(0L, new TreeMap<>());
     try (SyncedStore zombie = open(root, format2, run(format2), 2, clock)) {
       zombie.load(0, Optional.empty());
-      for (long v = 1; v <= 10; v++) {
-        commitCollecting(zombie, a, v, "a");
-      }
+      commitCollecting(zombie, a, 1, 10, "a");
       Thread.sleep(1_100); // A's objects settle before B's
       try (SyncedStore later = open(root, format2, run(format2), 2, clock)) {
         later.load(8, Optional.empty()); // the rewind point
@@ -673,16 +643,10 @@ class GcAdversarialTwoTest {
       }
       zombie.collectGarbage(); // sees the newest claim: skips
       Thread.sleep(1_100); // B's version 9 settles before A's next roots
-      for (long v = 11; v <= 13; v++) {
-        commitCollecting(zombie, a, v, "a");
-      }
+      commitCollecting(zombie, a, 11, 13, "a");
     }
-    for (long v = 9; v >= 8; v--) { // B's committed version, then its rewind point
-      try (SyncedStore reader = open(root, format2, null, 100, new OffsetClock())) {
-        reader.load(v, Optional.empty(), true); // format 2: the newest attempt, B's
-        GcWorkload.assertState(reader, b.get(v), "the later run's version " + v);
-      }
-    }
+    // B's committed version, then its rewind point
+    assertLoadsCold(root, format2, b, "the later run's version ", 9L, 8L);
   }
 
   private static String run(boolean format2) {
@@ -697,5 +661,27 @@ class GcAdversarialTwoTest {
     s.maintenance();
     assertTrue(s.awaitSnapshotUpload(30_000), "snapshot upload");
     s.collectGarbage();
+  }
+  /** {@link #commitCollecting(SyncedStore, Map, long, String)} of versions {@code from..to}. */
+  private static void commitCollecting(SyncedStore s, Map<Long, TreeMap<String, String>> states,
+      long from, long to, String tag) throws Exception {
+    for (long v = from; v <= to; v++) {
+      commitCollecting(s, states, v, tag);
+    }
+  }
+
+  /**
+   * Each of {@code versions}, in that order, loads cold on a fresh local directory (a reader of
+   * no run) with exactly the state {@code states} holds for it.
+   */
+  private void assertLoadsCold(String root, boolean format2,
+      Map<Long, TreeMap<String, String>> states, String what, long... versions)
+      throws Exception {
+    for (long v : versions) {
+      try (SyncedStore reader = open(root, format2, null, 100, new OffsetClock())) {
+        reader.load(v, Optional.empty(), true); // format 2: the newest attempt
+        GcWorkload.assertState(reader, states.get(v), what + v);
+      }
+    }
   }
 }
