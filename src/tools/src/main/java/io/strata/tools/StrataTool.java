@@ -3,6 +3,7 @@ package io.strata.tools;
 
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -52,6 +53,17 @@ public final class StrataTool implements Runnable {
 
   private static final String LOG_LEVEL = "org.slf4j.simpleLogger.defaultLogLevel";
 
+  /** The simple logger's per-logger key prefix; relocated with SLF4J in the shaded jar. */
+  private static final String LOGGER_LEVEL = "org.slf4j.simpleLogger.log.";
+
+  /**
+   * Bundled libraries whose DEBUG lines print what a request sends: Apache HttpClient's
+   * {@code headers} and {@code wire} loggers, and the AWS SDK's signer, which logs the canonical
+   * request (every signed header, a session token included). Relocated in the shaded jar.
+   */
+  private static final List<String> REQUEST_LOGGERS = List.of("org.apache.hc",
+      "software.amazon.awssdk");
+
   final PrintStream out;
   final PrintStream err;
 
@@ -70,6 +82,15 @@ public final class StrataTool implements Runnable {
     // prints; WARN and above still show. The shaded jar relocates this key with SLF4J.
     if (System.getProperty(LOG_LEVEL) == null) {
       System.setProperty(LOG_LEVEL, "warn");
+    }
+    // A DEBUG default shows Strata's lines, never the bundled HTTP client's and SDK's: they
+    // print request headers, and a session token is one ("credentials never appear in logs").
+    // A level set for one of those loggers by name is the user's explicit choice.
+    for (String logger : REQUEST_LOGGERS) {
+      String key = String.join("", LOGGER_LEVEL, logger); // not folded: each part relocated
+      if (System.getProperty(key) == null) {
+        System.setProperty(key, "info");
+      }
     }
     int code = run(args, System.out, System.err);
     System.out.flush();
