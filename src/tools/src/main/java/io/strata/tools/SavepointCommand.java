@@ -70,6 +70,12 @@ final class SavepointCommand {
         description = "1 to 64 of A-Z a-z 0-9 _ . - (default: sp-<UTC time>).")
     String name;
 
+    @Option(names = "--idle-minutes", paramLabel = "M", defaultValue = "10",
+        description = "A query whose logs and stores were written less than M minutes ago "
+            + "looks alive: its collection may run meanwhile, so its batch must lie "
+            + MARGIN + " versions above the retention's floor (default: ${DEFAULT-VALUE}).")
+    long idleMinutes;
+
     @Override
     public Integer call() throws Exception {
       try (ToolContext ctx = new ToolContext(parent.tool, options, checkpoint)) {
@@ -99,6 +105,8 @@ final class SavepointCommand {
               + ctx.checkpoint + " exists (strata savepoint list; drop it first)", null);
         }
         long version = b + 1;
+        long idleMillis = QueryLiveness.idleMillis(idleMinutes);
+        Optional<String> alive = QueryLiveness.of(scan, System.currentTimeMillis(), idleMillis);
         int retain = ctx.settings.gc(ctx.conf).versionsToRetain();
         long floor = scan.spark.restartVersion() - retain;
         // The running query collects by its own minBatchesToRetain, which the tool may not be
@@ -108,15 +116,18 @@ final class SavepointCommand {
         String by = "minBatchesToRetain " + retain;
         if (oldest > 0 && oldest > floor) {
           floor = oldest;
-          by = "the oldest batch in Spark's logs, which the query purges by its own "
-              + "minBatchesToRetain";
+          by = "the oldest batch in Spark's logs (a running query purges them by its own "
+              + "minBatchesToRetain)";
         }
-        if (version < floor + MARGIN) {
+        // Only a running query collects while the holds are written: a stopped one's state is
+        // pinned whatever its distance to the floor (the whole-version check below still holds).
+        if (alive.isPresent() && version < floor + MARGIN) {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing a savepoint of batch " + b
-              + " of " + ctx.checkpoint + ": its state, version " + version + ", is within "
-              + MARGIN + " versions of the retention's floor (" + floor + ", " + by + "), so "
-              + "garbage collection may delete it while the savepoint is made; pin a batch >= "
-              + (floor + MARGIN - 1), null);
+              + " of " + ctx.checkpoint + ": the query looks alive (" + alive.get() + ", less "
+              + "than " + idleMinutes + " min ago) and its state, version " + version + ", is "
+              + "within " + MARGIN + " versions of the retention's floor (" + floor + ", " + by
+              + "), so its garbage collection may delete it while the savepoint is made; pin a "
+              + "batch >= " + (floor + MARGIN - 1) + ", or stop the query first", null);
         }
         CommitLogAttempts committed = ctx.commitLogAttempts(scan);
         Map<String, String> held = new TreeMap<>();

@@ -71,21 +71,40 @@ class SavepointCommandTest {
    * The margin against the running query's own collection is measured from the retention the
    * query runs with, which Spark's purged logs show (here minBatchesToRetain 5: logs from batch
    * 17 on, so its rounds collect below version 17), not from the tool's default of 100: batch
-   * 18 (version 19) is refused without any {@code --conf}, and nothing is written.
+   * 18 (version 19) of a query that looks alive (its newest commit written just now) is
+   * refused without any {@code --conf}, and nothing is written. Once the query looks stopped
+   * (the same commit older than {@code --idle-minutes}), nothing collects meanwhile and the
+   * same batch is pinned (a checkpoint made by {@code strata copy} holds only its newest logs,
+   * and its query has not run: new-user review of issue 44).
    */
   @Test
-  void aBatchNearTheQuerysOwnRetentionFloorIsRefused() throws Exception {
+  void aBatchNearTheRetentionFloorIsRefusedOnlyWhileTheQueryLooksAlive() throws Exception {
     Path checkpoint = ToolFixtures.mergedCheckpoint(tmp);
     for (int b = 0; b <= 16; b++) { // as Spark purges its logs with minBatchesToRetain 5
       Files.delete(checkpoint.resolve("offsets/" + b));
       Files.delete(checkpoint.resolve("commits/" + b));
     }
+    java.nio.file.attribute.FileTime stopped = java.nio.file.attribute.FileTime.fromMillis(
+        System.currentTimeMillis() - 3_600_000L);
+    Files.setLastModifiedTime(checkpoint.resolve("commits/21"),
+        java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis()));
     ToolFixtures.Run create = ToolFixtures.tool("savepoint", "create",
         checkpoint.toUri().toString(), "--batch", "18", "--name", "late");
     assertEquals(StrataTool.EXIT_REFUSED, create.code(), create::toString);
-    assertTrue(create.err().contains("floor (17"), create::toString);
+    assertTrue(create.err().contains("floor (17") && create.err().contains("looks alive"),
+        create::toString);
     assertFalse(Files.exists(checkpoint.resolve("state/0/0/holds")), create::toString);
     assertFalse(Files.exists(checkpoint.resolve("_strata")), create::toString);
+
+    try (java.util.stream.Stream<Path> all = Files.walk(checkpoint)) {
+      for (Path p : all.filter(Files::isRegularFile).toList()) {
+        Files.setLastModifiedTime(p, stopped); // nothing written for an hour
+      }
+    }
+    ToolFixtures.Run pinned = ToolFixtures.tool("savepoint", "create",
+        checkpoint.toUri().toString(), "--batch", "18", "--name", "late");
+    assertEquals(StrataTool.EXIT_OK, pinned.code(), pinned::toString);
+    assertTrue(Files.exists(checkpoint.resolve("state/0/0/holds/late")), pinned::toString);
   }
   /**
    * {@code list} does not call a savepoint complete when a version object it holds is gone
