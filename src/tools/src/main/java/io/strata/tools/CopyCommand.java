@@ -292,6 +292,19 @@ final class CopyCommand implements Callable<Integer> {
               + "not a usable checkpoint: delete it, then copy again)", failed);
         }
         progress.finish();
+        if (options.json) {
+          Map<String, Object> j = new LinkedHashMap<>();
+          j.put("source", ctx.checkpoint);
+          j.put("destination", destination);
+          j.put("batch", batch);
+          j.put("nextBatch", batch + 1);
+          j.put("objects", items.size());
+          j.put("bytes", bytes);
+          j.put("requestsAfterListing", 2 * items.size());
+          j.put("newQueryId", newId);
+          ctx.printJson(j);
+          return StrataTool.EXIT_OK;
+        }
         ctx.out.println("Copied batch " + batch + " of " + ctx.checkpoint + " to " + destination
             + ": " + Table.count(items.size(), "object") + ", " + Table.bytes(bytes) + " in "
             + (2 * items.size()) + " requests after the listing (a GET and a create-only PUT "

@@ -173,6 +173,18 @@ final class SavepointCommand {
         root.putIfAbsent(ROOT + n + "/" + RECORD,
             ObjectBody.of(ToolContext.JSON.writeValueAsBytes(record)));
         requests++;
+        if (options.json) {
+          Map<String, Object> j = new LinkedHashMap<>();
+          j.put("checkpoint", ctx.checkpoint);
+          j.put("savepoint", n);
+          j.put("batch", b);
+          j.put("version", version);
+          j.put("stores", held.size());
+          j.put("sparkFiles", copied.size());
+          j.put("requestsAfterListing", requests);
+          ctx.printJson(j);
+          return StrataTool.EXIT_OK;
+        }
         ctx.out.println("Savepoint " + n + " of " + ctx.checkpoint + ": batch " + b + ", state "
             + "version " + version + " held in " + Table.count(held.size(), "store") + ", "
             + Table.count(copied.size(), "Spark file") + " copied; " + requests + " requests "
@@ -227,18 +239,31 @@ final class SavepointCommand {
         }
         holds.keySet().forEach(k -> records.putIfAbsent(k, null));
         Table t = new Table("NAME", "BATCH", "VERSION", "HOLDS", "CREATED", "STATE");
+        List<Map<String, Object>> json = new ArrayList<>();
         int stores = scan.strataStores().size();
         records.forEach((n, r) -> {
           int[] c = holds.getOrDefault(n, new int[2]);
           int h = c[0];
+          String state = r == null ? "incomplete (drop it)" : h < stores ? "holds missing"
+              : c[1] < h ? "held state gone (" + (h - c[1]) + " of "
+              + h + " held version objects missing)" : "complete";
           t.row(n, r == null ? null : r.get("batch"), r == null ? null : r.get("version"),
               h + " of " + stores, r == null ? null
-                  : Table.time(((Number) r.get("createdAtMillis")).longValue()),
-              r == null ? "incomplete (drop it)" : h < stores ? "holds missing"
-                  : c[1] < h ? "held state gone (" + (h - c[1]) + " of "
-                  + h + " held version objects missing)" : "complete");
+                  : Table.time(((Number) r.get("createdAtMillis")).longValue()), state);
+          Map<String, Object> j = new LinkedHashMap<>();
+          j.put("name", n);
+          j.put("batch", r == null ? null : r.get("batch"));
+          j.put("version", r == null ? null : r.get("version"));
+          j.put("holds", h);
+          j.put("stores", stores);
+          j.put("createdAtMillis", r == null ? null : r.get("createdAtMillis"));
+          j.put("complete", r != null && h == stores && c[1] == h);
+          j.put("state", state);
+          json.add(j);
         });
-        if (t.isEmpty()) {
+        if (options.json) {
+          ctx.printJson(Map.of("checkpoint", ctx.checkpoint, "savepoints", json));
+        } else if (t.isEmpty()) {
           ctx.out.println("No savepoint in " + ctx.checkpoint);
         } else {
           t.print(ctx.out);
@@ -316,6 +341,14 @@ final class SavepointCommand {
             throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot delete " + k + " of "
                 + "savepoint " + name + ": " + e.getMessage() + " (run the drop again)", e);
           }
+        }
+        if (options.json) {
+          Map<String, Object> j = new LinkedHashMap<>();
+          j.put("checkpoint", ctx.checkpoint);
+          j.put("dropped", name);
+          j.put("objectsDeleted", keys.size());
+          ctx.printJson(j);
+          return StrataTool.EXIT_OK;
         }
         ctx.out.println("Dropped savepoint " + name + " of " + ctx.checkpoint + ": "
             + Table.count(keys.size(), "object") + " deleted; garbage collection collects what "

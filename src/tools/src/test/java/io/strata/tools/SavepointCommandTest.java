@@ -123,4 +123,33 @@ class SavepointCommandTest {
     assertTrue(list.out().contains("five") && !list.out().contains("complete")
         && list.out().contains("held state gone"), list::toString);
   }
+
+  /**
+   * {@code --json} (README: every command) gives one JSON document on standard output for
+   * {@code savepoint create}, {@code list} and {@code drop}, and for {@code copy} (new-user
+   * review of issue 44: they printed text).
+   */
+  @Test
+  void savepointAndCopyPrintOneJsonDocumentWithJson() throws Exception {
+    Path checkpoint = ToolFixtures.mergedCheckpoint(tmp);
+    String uri = checkpoint.toUri().toString();
+    ToolFixtures.Run create = ToolFixtures.tool("savepoint", "create", uri, "--batch", "5",
+        "--name", "five", "--json");
+    assertEquals(StrataTool.EXIT_OK, create.code(), create::toString);
+    com.fasterxml.jackson.databind.JsonNode c = ToolContext.JSON.readTree(create.out());
+    assertEquals("five", c.get("savepoint").asText(), create::toString);
+    assertEquals(6, c.get("version").asLong(), create::toString);
+    ToolFixtures.Run list = ToolFixtures.tool("savepoint", "list", uri, "--json");
+    com.fasterxml.jackson.databind.JsonNode l = ToolContext.JSON.readTree(list.out());
+    assertEquals("five", l.get("savepoints").get(0).get("name").asText(), list::toString);
+    assertTrue(l.get("savepoints").get(0).get("complete").asBoolean(), list::toString);
+    ToolFixtures.Run copy = ToolFixtures.tool("copy", uri, tmp.resolve("copy").toUri()
+        .toString(), "--savepoint", "five", "--json");
+    assertEquals(StrataTool.EXIT_OK, copy.code(), copy::toString);
+    assertEquals(6, ToolContext.JSON.readTree(copy.out()).get("nextBatch").asLong(),
+        copy::toString);
+    ToolFixtures.Run drop = ToolFixtures.tool("savepoint", "drop", uri, "five", "--json");
+    assertEquals("five", ToolContext.JSON.readTree(drop.out()).get("dropped").asText(),
+        drop::toString);
+  }
 }
