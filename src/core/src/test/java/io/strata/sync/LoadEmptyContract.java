@@ -279,6 +279,39 @@ abstract class LoadEmptyContract {
   }
 
   /**
+   * A whole partition's state arrives in one version: a large rewrite spills while it is
+   * written, and the commit's manifest names its spill deltas (all of version 6) before its own
+   * delta, nothing older; a cold load holds every row.
+   */
+  @Test
+  void aLargeRewriteSpillsAndStaysSelfContained() throws Exception {
+    String root = root("spill");
+    oldLayout(root, false, new HashMap<>());
+    StoreSettings s = new StoreSettings(2, 2, 2048, false, SharedMemory.Limits.DEFAULT,
+        new GcSettings(true, 100, 1, GRACE.toMillis())).withRun(run());
+    TreeMap<String, String> six = new TreeMap<>();
+    try (SyncedStore w = new SyncedStore(new StoreIdentity(0, 1, "default", root),
+        objects(root), tmp.resolve("exec-" + (executors++)), s, "{}", "{}", new OffsetClock())) {
+      w.loadEmpty(5);
+      for (int i = 0; i < 200; i++) {
+        w.put(b("row-" + i), b("value-" + i + "-" + "x".repeat(40)));
+        six.put("row-" + i, "value-" + i + "-" + "x".repeat(40));
+      }
+      Manifest m = w.commit().manifest();
+      assertSelfContained(m, 5);
+      assertTrue(m.deltas().size() > 2, "spilled at least twice: " + m.deltas());
+      for (Delta d : m.deltas()) {
+        assertEquals(6, d.version());
+        assertEquals(m.attempt(), d.attempt());
+      }
+    }
+    try (SyncedStore r = open(root, null)) {
+      r.load(6, Optional.empty(), true);
+      GcWorkload.assertState(r, six, "every row of the spilled rewrite");
+    }
+  }
+
+  /**
    * Checkpoint format 2: the commit's attempt id is new (Spark's new checkpoint id), the
    * manifest names no parent attempt (Spark's base checkpoint id: none); a load by that id, and
    * a version built on it, load cold; a retried rewrite writes its own attempt, and each id
