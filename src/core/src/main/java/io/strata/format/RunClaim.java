@@ -16,22 +16,40 @@ import java.util.Objects;
  * See docs/format.md, "Query runs and epochs".
  *
  * <p>JSON, one object: {@code {"formatVersion": 1, "storeId": ..., "epoch": n, "runId": ...,
- * "createdAtMillis": t}}. A reader refuses a greater format version.
+ * "createdAtMillis": t, "loadsVersion": v}}. A reader refuses a greater format version;
+ * {@code loadsVersion} is optional (claims of builds before 0.4 lack it: -1).
  *
  * @param storeId {@code <operatorId>/<partitionId>/<storeName>}
  * @param epoch the claimed epoch, at least 1
  * @param runId Spark's query run id ({@code sql.streaming.runId})
  * @param createdAtMillis the claimer's clock, for people; never used for decisions
+ * @param loadsVersion the version the run's load that claimed the epoch loads (its first in
+ *     the store: the rewind point after a rewind), which the garbage collection of an earlier
+ *     run's instances keeps while the claim is listed (docs/format.md, "What a stale or
+ *     concurrent instance can delete"); -1 if unknown
  */
-public record RunClaim(String storeId, long epoch, String runId, long createdAtMillis) {
+public record RunClaim(String storeId, long epoch, String runId, long createdAtMillis,
+    long loadsVersion) {
   /** The format version this build writes and the greatest it reads. */
   public static final int FORMAT_VERSION = 1;
   private static final ObjectMapper MAPPER = new ObjectMapper();
 
+  /**
+   * @throws IllegalArgumentException if {@code epoch} or {@code runId} is not valid in a key,
+   *     or {@code loadsVersion} is below -1
+   */
   public RunClaim {
     Objects.requireNonNull(storeId, "storeId");
     Objects.requireNonNull(runId, "runId");
     StoreLayout.runMarker(epoch, runId); // validates both
+    if (loadsVersion < -1) {
+      throw new IllegalArgumentException("loadsVersion " + loadsVersion + " is below -1");
+    }
+  }
+
+  /** A claim whose load's version is unknown ({@code loadsVersion} -1). */
+  public RunClaim(String storeId, long epoch, String runId, long createdAtMillis) {
+    this(storeId, epoch, runId, createdAtMillis, -1);
   }
 
   /** The claim as the bytes of its object. */
@@ -42,6 +60,9 @@ public record RunClaim(String storeId, long epoch, String runId, long createdAtM
     root.put("epoch", epoch);
     root.put("runId", runId);
     root.put("createdAtMillis", createdAtMillis);
+    if (loadsVersion >= 0) {
+      root.put("loadsVersion", loadsVersion);
+    }
     return root.toString().getBytes(StandardCharsets.UTF_8);
   }
 
@@ -72,7 +93,8 @@ public record RunClaim(String storeId, long epoch, String runId, long createdAtM
     }
     try {
       return new RunClaim(store.asText(), number(root, "epoch"), run.asText(),
-          number(root, "createdAtMillis"));
+          number(root, "createdAtMillis"), root.has("loadsVersion")
+              ? number(root, "loadsVersion") : -1);
     } catch (IllegalArgumentException e) {
       throw new ManifestFormatException("invalid run claim: " + e.getMessage(), e);
     }

@@ -157,7 +157,7 @@ final class CommitConflicts {
         if (readOnly) {
           epochs.find();
         } else {
-          epochs.epoch();
+          epochs.epoch(version);
         }
       } catch (StateLoadException e) {
         throw e;

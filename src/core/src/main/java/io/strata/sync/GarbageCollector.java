@@ -47,13 +47,17 @@ final class GarbageCollector {
   private final LongSupplier ownEpoch;
   private volatile long supersededBy = -1;
   /**
-   * This instance's newest version when a round first found {@link #supersededBy}'s claim: once
-   * the instance is past it, its run went on committing after the later claim appeared, which
-   * it could not have done had the later run committed any version at or below its own (that
-   * commit fences every later attempt of the earlier run), so the later run holds no version
-   * this instance's retention would cut under: it collects again.
+   * This instance's newest version when a round first found {@link #supersededBy}'s claim. Past
+   * it, the instance collects again, keeping what later runs need ({@link LaterRuns}): its run went on committing after the later claim, as the live run does
+   * after a zombie run's late claim (and even its re-commit of a batch before it died). It does
+   * not prove the later run dead: a later run's commit fences only the attempts of the versions
+   * it committed, so an earlier run's instance (a zombie driver) goes on committing above a
+   * later run's rewind point, and the later run's versions must stay.
    */
   private volatile long supersededAtVersion = -1;
+  /** The {@link #supersededBy} for which a round last logged that it collects again. */
+  private volatile long resumedFor = -1;
+  private final LaterRuns laterRuns;
   private final PublishedSnapshots published;
   private final RunRetirement runs;
   /**
@@ -84,6 +88,7 @@ final class GarbageCollector {
     this.settings = settings;
     this.ownEpoch = ownEpoch;
     this.runs = new RunRetirement(identity, objects, java.time.Clock.systemUTC());
+    this.laterRuns = new LaterRuns(objects, reader);
   }
 
   /** The store this collector works for (for messages). */
@@ -136,29 +141,46 @@ final class GarbageCollector {
     for (Reachability.Listed l : listing) {
       newestClaim = Math.max(newestClaim, StoreLayout.claimEpochOf(l.key()));
     }
+    LaterRuns.Needs later = null;
     if (epoch > 0 && newestClaim > epoch) {
       // A later query run claimed this store (only runs that write claim): this instance may
       // belong to a superseded run, whose idea of the newest version may be versions the later
       // run rewound past. Collecting is the later run's job, unless this instance's run has
-      // committed since the claim appeared: then the later run committed nothing at or below
-      // this instance's versions (a zombie run that claimed late and died), and waiting for it
-      // would stop collection until the query restarts (issue 43, fault campaign run 3).
+      // committed since the claim appeared (a zombie run that claimed late and died: waiting for
+      // it would stop collection until the query restarts, issue 43, fault campaign run 3). Even
+      // then the later run may be alive below this instance's versions (a rewind, this instance
+      // a zombie that goes on committing above it, unfenced there): the version its claim says
+      // it loaded, what it committed, the versions it built them on and its in-flight spills
+      // stay (LaterRuns).
       if (supersededBy != newestClaim) {
         supersededBy = newestClaim;
         supersededAtVersion = knownNewestVersion;
         LOG.info("{} garbage collection round {}: skipped; this instance's query run has "
             + "epoch {} and a later run claimed epoch {}, which collects instead (unless this "
-            + "run commits past version {}: then the later run committed nothing and this "
-            + "instance collects again)", identity, round, epoch, newestClaim,
-            knownNewestVersion);
+            + "run commits past version {}: then this instance collects again, keeping what "
+            + "later runs loaded and committed)", identity, round, epoch, newestClaim, knownNewestVersion);
       }
-      if (knownNewestVersion <= supersededAtVersion) {
+      later = knownNewestVersion <= supersededAtVersion ? null
+          : laterRuns.of(listing, epoch, knownNewestVersion - settings.versionsToRetain());
+      if (later == null) {
         return new GcDecision(round, knownNewestVersion, listing, null, null, Set.of(),
             Set.of(), 0, listRequests, newestClaim, start, nowMillis, List.of());
+      }
+      if (resumedFor != newestClaim) {
+        resumedFor = newestClaim;
+        LOG.info("{} garbage collection round {}: collects again at version {} (past version "
+            + "{}, where it saw the claim of epoch {}), keeping {} version objects later runs "
+            + "loaded, committed or built on: {}", identity, round, knownNewestVersion,
+            supersededAtVersion, newestClaim, later.roots().size(),
+            later.roots().stream().map(Reachability.Listed::key).toList());
       }
     }
     Reachability.Plan plan = Reachability.plan(listing, knownNewestVersion,
         settings.versionsToRetain());
+    if (later != null) {
+      plan = LaterRuns.keeping(plan, later);
+      protectedKeys = LaterRuns.protecting(listing, later, protectedKeys);
+    }
     long grace = settings.gracePeriodMillis();
 
     // Without any root named, everything old would be garbage: if even that is nothing, no
@@ -404,15 +426,25 @@ final class GarbageCollector {
     return Set.copyOf(next);
   }
 
-  /** True if the round may retire earlier runs' claims: it was not skipped and found some. */
+  /**
+   * True if the round may retire earlier runs' claims: it was not skipped, found some, and this
+   * instance's newest version is at least every version listed. An earlier run with versions
+   * above it may still be committing: the live run, when the instance with the newest claim is
+   * a zombie run's that claimed late and re-committed a batch below the live run's versions (its
+   * retirement would fence the live run's next instance of the store); or a zombie of an earlier
+   * run above a rewind point, which a later commit fences anyway. The newest run retires them
+   * once it has passed them.
+   */
   private static boolean runsRetirable(GcDecision d) {
     int runKeys = 0;
+    long listedNewest = -1;
     for (Reachability.Listed l : d.listing()) {
       if (l.key().startsWith(StoreLayout.RUNS)) {
         runKeys++;
       }
+      listedNewest = Math.max(listedNewest, StoreLayout.versionOf(l.key()));
     }
-    return runKeys > 2;
+    return runKeys > 2 && d.knownNewestVersion() >= listedNewest;
   }
 
   /**

@@ -29,7 +29,7 @@ import java.util.Set;
  */
 final class ManifestCache {
   private record Entry(long objectSize, Set<String> baseKeys, List<String> deltaKeys,
-      PublishedSnapshot.TipIndex tips) { }
+      PublishedSnapshot.TipIndex tips, long epoch) { }
 
   private final int capacity;
   private final LinkedHashMap<String, Entry> entries;
@@ -85,7 +85,16 @@ final class ManifestCache {
       }
     }
     entries.put(key, new Entry(objectSize, baseKeys, List.copyOf(deltaKeys),
-        PublishedSnapshot.TipIndex.of(m)));
+        PublishedSnapshot.TipIndex.of(m), m.epoch()));
+  }
+
+  /**
+   * The query-run epoch in the cached manifest of {@code key} (0 without one), or -1 if the
+   * cache has no entry for {@code key} at {@code objectSize}.
+   */
+  synchronized long epoch(String key, long objectSize) {
+    Entry e = entries.get(key);
+    return e == null || e.objectSize() != objectSize ? -1 : e.epoch();
   }
 
   /**

@@ -91,9 +91,11 @@ final class RunEpochs {
    * This run's epoch in the store: known after the first call; the first costs one LIST, plus
    * two create-only PUTs if the run claims its epoch.
    *
+   * @param loadsVersion the version the load that asks loads, recorded in the claim ({@link
+   *     RunClaim#loadsVersion}: an earlier run's collection keeps it while the claim is listed)
    * @throws IOException if storage fails or the claim keeps losing races
    */
-  long epoch() throws IOException {
+  long epoch(long loadsVersion) throws IOException {
     if (epoch > 0) {
       return epoch;
     }
@@ -104,7 +106,8 @@ final class RunEpochs {
       }
       refuseIfRetired();
       long next = mineAndMax[1] + 1;
-      RunClaim claim = new RunClaim(identity.id(), next, runId, clock.millis());
+      RunClaim claim = new RunClaim(identity.id(), next, runId, clock.millis(),
+          Math.max(-1, loadsVersion));
       try {
         objects.putIfAbsent(StoreLayout.runClaim(next), ObjectBody.of(claim.encode()));
       } catch (ObjectAlreadyExistsException e) {

@@ -80,6 +80,25 @@ class QueryRunFormatTest {
         .replace("\"formatVersion\":1", "\"formatVersion\":2").getBytes(StandardCharsets.UTF_8)));
   }
 
+  /**
+   * A claim records the version its load loads ({@code loadsVersion}, optional in format 1):
+   * claims of builds before 0.4 lack it and decode as unknown (-1), which garbage collection
+   * takes for "skip the round".
+   */
+  @Test
+  void aRunClaimRecordsTheVersionItsLoadLoadsAndOlderClaimsDecodeAsUnknown() throws Exception {
+    RunClaim claim = new RunClaim("0/3/default", 2, RUN, 1700000000000L, 41);
+    String json = new String(claim.encode(), StandardCharsets.UTF_8);
+    assertEquals(golden("run-claim-v1.json").replace("}", ",\"loadsVersion\":41}"), json);
+    assertEquals(claim, RunClaim.decode(json.getBytes(StandardCharsets.UTF_8)));
+    assertEquals(-1, RunClaim.decode(golden("run-claim-v1.json")
+        .getBytes(StandardCharsets.UTF_8)).loadsVersion());
+    assertThrows(ManifestFormatException.class, () -> RunClaim.decode(
+        json.replace("41", "\"x\"").getBytes(StandardCharsets.UTF_8)));
+    assertThrows(IllegalArgumentException.class,
+        () -> new RunClaim("0/3/default", 2, RUN, 0, -2));
+  }
+
   @Test
   void layout2Keys() {
     assertEquals("v/00000000000000000009/g0000000002.svo",

@@ -71,12 +71,13 @@ final class CheckpointScan {
 
   /**
    * Spark's offset and commit logs: the batch ids listed, with their newest objects, and every
-   * commit file ({@code commits/<batch>}, keys relative to the checkpoint), and the oldest
-   * batch either log still lists.
+   * commit file ({@code commits/<batch>}, keys relative to the checkpoint), the oldest batch
+   * either log still lists, and the oldest batch the commit log lists.
    */
   record SparkLogs(OptionalLong latestOffset, OptionalLong latestCommit,
       Optional<ObjectInfo> latestOffsetObject, Optional<ObjectInfo> latestCommitObject,
-      boolean metadata, List<ObjectInfo> commitObjects, OptionalLong oldestBatch) {
+      boolean metadata, List<ObjectInfo> commitObjects, OptionalLong oldestBatch,
+      OptionalLong oldestCommit) {
     /**
      * The state version a restart loads: the latest committed batch + 1 (the next batch loads
      * it); without a commit log the latest planned batch (a restart re-runs it, loading its own
@@ -106,15 +107,21 @@ final class CheckpointScan {
 
     /**
      * The retention to verify: at most {@code minBatchesToRetain}, and no further back than the
-     * oldest batch still in Spark's logs (older versions the query's own maintenance may have
-     * collected by a smaller {@code minBatchesToRetain} than the tool was given).
+     * oldest version a restart can still load, the oldest committed batch + 1 (older versions
+     * the query's own maintenance may have collected by a smaller {@code minBatchesToRetain}
+     * than the tool was given; and an {@code offsets/} file older than every commit, such as
+     * the {@code offsets/N-1} a copy or savepoint of batch N keeps for Spark's restart check,
+     * names no version a restart loads). Without a commit log, the oldest batch either log
+     * lists.
      */
     int checkedRetention(int minBatchesToRetain) {
       long n = restartVersion();
-      if (n < 0 || oldestBatch.isEmpty()) {
+      OptionalLong oldest = oldestCommit.isPresent() ? OptionalLong.of(
+          oldestCommit.getAsLong() + 1) : oldestBatch;
+      if (n < 0 || oldest.isEmpty()) {
         return minBatchesToRetain;
       }
-      return (int) Math.max(0, Math.min(minBatchesToRetain, n - oldestBatch.getAsLong()));
+      return (int) Math.max(0, Math.min(minBatchesToRetain, n - oldest.getAsLong()));
     }
 
     /** True if Spark wrote anything here (an offset or commit log, or its metadata file). */
@@ -176,6 +183,7 @@ final class CheckpointScan {
     List<ObjectInfo> commits = new ArrayList<>();
     List<String> logKeys = new ArrayList<>();
     long oldest = -1;
+    long oldestCommit = -1;
     long bytes = 0;
     for (ObjectInfo o : listing) {
       bytes += o.size();
@@ -200,6 +208,7 @@ final class CheckpointScan {
       b = batch(k, "commits/");
       if (b >= 0) {
         commits.add(o);
+        oldestCommit = oldestCommit < 0 ? b : Math.min(oldestCommit, b);
       }
       if (b > commit) {
         commit = b;
@@ -235,7 +244,8 @@ final class CheckpointScan {
         offset < 0 ? OptionalLong.empty() : OptionalLong.of(offset),
         commit < 0 ? OptionalLong.empty() : OptionalLong.of(commit),
         Optional.ofNullable(lastOffset), Optional.ofNullable(lastCommit), metadata,
-        List.copyOf(commits), oldest < 0 ? OptionalLong.empty() : OptionalLong.of(oldest));
+        List.copyOf(commits), oldest < 0 ? OptionalLong.empty() : OptionalLong.of(oldest),
+        oldestCommit < 0 ? OptionalLong.empty() : OptionalLong.of(oldestCommit));
     Set<String> top = new java.util.TreeSet<>();
     listing.forEach(o -> top.add(o.key().contains("/")
         ? o.key().substring(0, o.key().indexOf('/')) : o.key()));

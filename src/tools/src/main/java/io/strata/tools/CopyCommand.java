@@ -41,7 +41,10 @@ import picocli.CommandLine.ParentCommand;
  * non-empty {@code dest} is refused (exit 4), and so is a {@code dest} that shares a prefix with
  * {@code src} (exit 2). {@code dest} is opened with its own bucket's settings. Before anything is
  * written, every object to copy must be listed in {@code src} (else exit 4, naming the store and
- * the object); a transfer that fails is exit 3, naming how many objects were written.
+ * the object); a transfer that fails is exit 3, naming how many objects were written. Spark's
+ * files are copied byte for byte but for two: {@code metadata} with {@code --new-query-id}, and
+ * operator metadata of version 2, whose schema file paths name the checkpoint's own location
+ * and are moved to {@code dest}'s ({@link OperatorMetadataPaths}).
  *
  * <p>Objects pass through the tool (a GET and a create-only PUT each, {@code --threads} at a
  * time); a server-side copy is not used yet.
@@ -62,6 +65,12 @@ final class CopyCommand implements Callable<Integer> {
   @ArgGroup(exclusive = true)
   At at;
 
+  @Option(names = "--new-query-id", description = "Give DEST's query a new id (Spark's "
+      + "metadata file): a fork that runs beside SRC's query, even in the same Spark session, "
+      + "is then another query to Spark, its listeners and its UI. Without it DEST keeps SRC's "
+      + "id, as a move wants.")
+  boolean newQueryId;
+
   static final class At {
     @Option(names = "--batch", paramLabel = "N", description = "A committed batch of SRC.")
     Long batch;
@@ -73,6 +82,29 @@ final class CopyCommand implements Callable<Integer> {
   /** {@code location} ending with exactly one '/', for prefix comparisons. */
   private static String asDirectory(String location) {
     return location.endsWith("/") ? location : location + "/";
+  }
+
+  /** Spark's stream metadata file, {@code {"id":"<query id>"}} (Spark's StreamMetadata). */
+  static final String METADATA = "metadata";
+
+  /**
+   * {@code metadata} (Spark's StreamMetadata JSON) with its {@code id} replaced by {@code id},
+   * every other field kept.
+   *
+   * @throws ToolException (exit 3) naming {@code from} if it is not a JSON object with an id
+   */
+  static byte[] withQueryId(byte[] metadata, String id, String from) throws ToolException {
+    try {
+      JsonNode node = ToolContext.JSON.readTree(metadata);
+      if (node == null || !node.isObject() || !node.has("id")) {
+        throw new IOException("expected a JSON object with an \"id\"");
+      }
+      ((com.fasterxml.jackson.databind.node.ObjectNode) node).put("id", id);
+      return ToolContext.JSON.writeValueAsBytes(node);
+    } catch (IOException e) {
+      throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot give the copy a new query "
+          + "id: " + from + " is not Spark's stream metadata (" + e.getMessage() + ")", e);
+    }
   }
 
   /** One object to copy: from its key in the source to its key in the destination. */
@@ -219,6 +251,7 @@ final class CopyCommand implements Callable<Integer> {
           throw new ToolException(StrataTool.EXIT_REFUSED, "Refusing to copy into "
               + destination + ": it is not empty (a copy makes a new checkpoint)", null);
         }
+        String newId = newQueryId ? java.util.UUID.randomUUID().toString() : null;
         Progress progress = new Progress(ctx.err, System.console() != null && !options.json,
             items.size(), 0);
         List<Future<Long>> copies = new ArrayList<>();
@@ -227,6 +260,13 @@ final class CopyCommand implements Callable<Integer> {
             byte[] bytes;
             try (InputStream in = src.get(it.from())) {
               bytes = in.readAllBytes();
+            }
+            if (newId != null && it.to().equals(METADATA)) {
+              bytes = withQueryId(bytes, newId, it.from());
+            }
+            if (OperatorMetadataPaths.namesLocations(it.to())) {
+              bytes = OperatorMetadataPaths.relocate(bytes, ctx.checkpoint, destination,
+                  it.to());
             }
             dest.putIfAbsent(it.to(), ObjectBody.of(bytes));
             progress.done(bytes.length);
@@ -256,7 +296,7 @@ final class CopyCommand implements Callable<Integer> {
             + ": " + Table.count(items.size(), "object") + ", " + Table.bytes(bytes) + " in "
             + (2 * items.size()) + " requests after the listing (a GET and a create-only PUT "
             + "each); the query started on " + destination + " runs batch " + (batch + 1)
-            + " next.");
+            + " next" + (newId != null ? ", as query " + newId + " (a new id)" : "") + ".");
         return StrataTool.EXIT_OK;
       } finally {
         dest.close();

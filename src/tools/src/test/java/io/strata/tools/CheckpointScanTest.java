@@ -101,11 +101,11 @@ class CheckpointScanTest {
     CheckpointScan.SparkLogs logs = CheckpointScan.of(listing(keys.toArray(String[]::new))).spark;
     assertEquals(45, logs.restartVersion());
     assertEquals(40, logs.oldestBatch().getAsLong());
-    // Spark can still roll back to batch 40 (version 40): gc keeps at least that far back,
-    // verify checks no further back.
+    // Spark's logs reach back to batch 40 (version 40): gc keeps at least that far back;
+    // verify checks no further back than a restart can load, after the oldest commit (41).
     assertEquals(100, logs.retention(100));
     assertEquals(5, logs.retention(2));
-    assertEquals(5, logs.checkedRetention(100));
+    assertEquals(4, logs.checkedRetention(100));
     assertEquals(2, logs.checkedRetention(2));
 
     CheckpointScan.SparkLogs noCommits = CheckpointScan.of(listing("offsets/3", "offsets/4"))

@@ -48,13 +48,15 @@ class CopyCommandTest {
     try (Stream<Path> s = Files.walk(source)) {
       s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     }
-    // TODO(issue 44): plain `verify` of a copy also checks the version before (the copy holds
-    // offsets/N-1 for Spark's restart check, which verify's retention counts); check N+1 only.
+    // A copy of batch N holds offsets/N-1 for Spark's restart check but only version N+1:
+    // plain verify checks what a restart can load (from the oldest commit + 1), so it passes.
     String[][] checks = {{fromSavepoint.toUri().toString(), "6"},
         {newest.toUri().toString(), "22"}};
     for (String[] c : checks) {
       ToolFixtures.Run verify = ToolFixtures.tool("verify", c[0], "--version", c[1]);
       assertEquals(StrataTool.EXIT_OK, verify.code(), verify::toString);
+      ToolFixtures.Run plain = ToolFixtures.tool("verify", c[0]);
+      assertEquals(StrataTool.EXIT_OK, plain.code(), plain::toString);
     }
     ToolFixtures.Run describe = ToolFixtures.tool("describe", fromSavepoint.toUri().toString(),
         "--json");
@@ -152,5 +154,83 @@ class CopyCommandTest {
     assertEquals(StrataTool.EXIT_REFUSED, copy.code(), copy::toString);
     assertTrue(copy.err().contains("state/0/0"), copy::toString);
     assertFalse(Files.exists(dest), copy::toString);
+  }
+  /**
+   * {@code --new-query-id}: the copy's Spark metadata file names a new query id (so a fork can
+   * run beside its source, even in one Spark session), every other field kept; the source's is
+   * unchanged, and a copy without the option keeps the source's id (a move).
+   */
+  @Test
+  void aForkGetsANewQueryIdAndAMoveKeepsIt() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    String id = "2f1c7e4e-9d4b-4a52-b1c5-4b1d8f0d6a11";
+    Files.writeString(source.resolve("metadata"), "{\"id\":\"" + id + "\",\"extra\":1}");
+    String src = source.toUri().toString();
+    Path fork = tmp.resolve("fork");
+    Path move = tmp.resolve("move");
+    ToolFixtures.Run a = ToolFixtures.tool("copy", src, fork.toUri().toString(),
+        "--new-query-id");
+    assertEquals(StrataTool.EXIT_OK, a.code(), a::toString);
+    ToolFixtures.Run b = ToolFixtures.tool("copy", src, move.toUri().toString());
+    assertEquals(StrataTool.EXIT_OK, b.code(), b::toString);
+
+    com.fasterxml.jackson.databind.JsonNode forked = ToolContext.JSON.readTree(
+        Files.readString(fork.resolve("metadata")));
+    assertFalse(forked.get("id").asText().equals(id), forked::toString);
+    java.util.UUID.fromString(forked.get("id").asText());
+    assertEquals(1, forked.get("extra").asInt(), forked::toString);
+    assertTrue(a.out().contains(forked.get("id").asText()), a::toString);
+    assertTrue(Files.readString(move.resolve("metadata")).contains(id));
+    assertTrue(Files.readString(source.resolve("metadata")).contains(id));
+  }
+
+  /**
+   * Operator metadata of version 2 (Spark 4.x, {@code transformWithState}) names its schema
+   * files by absolute path: in a copy each path under the source names the same file under the
+   * destination (4.1's {@code stateSchemaFilePaths} list and 4.0's {@code stateSchemaFilePath}),
+   * a path elsewhere is kept, and the source's file is unchanged.
+   */
+  @Test
+  void operatorMetadataV2NamesTheCopysSchemaFiles() throws Exception {
+    Path source = ToolFixtures.mergedCheckpoint(tmp);
+    Path meta = source.resolve("state/0/_metadata/v2/3");
+    Files.createDirectories(meta.getParent());
+    String under = "file:" + source.toAbsolutePath() + "/state/0/_stateSchema/default/0_a";
+    String file = "v2\n{\"operatorInfo\":{\"operatorId\":0,\"operatorName\":\"tws\"},"
+        + "\"stateStoreInfo\":[{\"storeName\":\"default\",\"numColsPrefixKey\":0,"
+        + "\"numPartitions\":2,\"stateSchemaFilePaths\":[\"" + under + "\","
+        + "\"s3a://elsewhere/x/0_b\"]},{\"storeName\":\"other\",\"numColsPrefixKey\":0,"
+        + "\"numPartitions\":2,\"stateSchemaFilePath\":\"" + under + "\"}],"
+        + "\"operatorPropertiesJson\":\"{}\"}";
+    Files.writeString(meta, file);
+    Path copy = tmp.resolve("copy");
+    ToolFixtures.Run run = ToolFixtures.tool("copy", source.toUri().toString(),
+        copy.toUri().toString());
+    assertEquals(StrataTool.EXIT_OK, run.code(), run::toString);
+
+    String copied = Files.readString(copy.resolve("state/0/_metadata/v2/3"));
+    assertTrue(copied.startsWith("v2\n"), copied);
+    com.fasterxml.jackson.databind.JsonNode json = ToolContext.JSON.readTree(
+        copied.substring(3));
+    String moved = "file:" + copy.toAbsolutePath() + "/state/0/_stateSchema/default/0_a";
+    com.fasterxml.jackson.databind.JsonNode stores = json.get("stateStoreInfo");
+    assertEquals(moved, stores.get(0).get("stateSchemaFilePaths").get(0).asText(), copied);
+    assertEquals("s3a://elsewhere/x/0_b", stores.get(0).get("stateSchemaFilePaths").get(1)
+        .asText(), copied);
+    assertEquals(moved, stores.get(1).get("stateSchemaFilePath").asText(), copied);
+    assertEquals("{}", json.get("operatorPropertiesJson").asText(), copied);
+    assertEquals(file, Files.readString(meta), "the source's file is unchanged");
+  }
+
+  /** S3 schemes are one family: the path keeps the scheme Spark wrote, the copy's bucket. */
+  @Test
+  void aSchemaPathMovesWithinTheS3FamilyAndOnlyFromUnderTheSource() {
+    assertEquals(java.util.Optional.of("s3a://dst/new/ckpt/state/0/_stateSchema/d/0_a"),
+        OperatorMetadataPaths.moved("s3a://src/ckpt/state/0/_stateSchema/d/0_a",
+            "s3://src/ckpt/", "s3://dst/new/ckpt"));
+    assertEquals(java.util.Optional.empty(), OperatorMetadataPaths.moved(
+        "s3a://src/ckpt-2/state/0/x", "s3://src/ckpt", "s3://dst/c"), "a sibling prefix");
+    assertEquals(java.util.Optional.empty(), OperatorMetadataPaths.moved(
+        "s3a://other/ckpt/state/0/x", "s3://src/ckpt", "s3://dst/c"), "another bucket");
   }
 }

@@ -36,6 +36,12 @@ import java.util.stream.Stream;
  * period. Everything else is <em>beyond</em> the bound. The slack is the versions a store
  * commits between two rounds of its collection (Spark's {@code minVersionsToDelete}, 30 by
  * default): the bound holds after a round, and a sample may fall just before one.
+ *
+ * <p>Also within the bound (format 1, docs/format.md "The bound"): while claims of runs later
+ * than the run that committed the newest version are listed, what an earlier run's collection
+ * keeps for them: the version each claim says its load loaded ({@code loadsVersion}), the
+ * newest generation of every re-committed version written after the oldest such claim (with
+ * the version below), what those name, and the spills of the version after each.
  */
 final class CheckpointCensus {
   /** One store's count. */
@@ -46,6 +52,8 @@ final class CheckpointCensus {
   private final String prefix;
   /** Keys each immutable object names (version objects' manifests, published snapshots). */
   private final Map<String, Set<String>> namedCache = new ConcurrentHashMap<>();
+  /** Epochs of version objects' manifests (immutable while listed). */
+  private final Map<String, Long> epochCache = new ConcurrentHashMap<>();
 
   /**
    * @param dataDir S3Proxy's data directory
@@ -141,6 +149,7 @@ final class CheckpointCensus {
       allowed.add(olderPublished);
       allowed.addAll(named(root, olderPublished));
     }
+    allowed.addAll(keptForLaterRuns(root, objects, newest, from));
     int runs = 0;
     int published = 0;
     List<String> beyond = new ArrayList<>();
@@ -165,6 +174,151 @@ final class CheckpointCensus {
     }
     return new Store(bucketDir.relativize(root).toString(), newest, objects.size(), published,
         runs, beyond);
+  }
+
+  /**
+   * What an earlier run's collection keeps for claims of later runs (see the class comment),
+   * mirroring strata-core's {@code LaterRuns}: the epoch of the newest version's newest
+   * generation is the live run's; claims above it are later runs'.
+   */
+  private Set<String> keptForLaterRuns(Path root, Map<String, Long> objects, long newest,
+      long from) throws IOException {
+    String top = null;
+    Map<Long, String> newestGen = new TreeMap<>();
+    Set<Long> regenerated = new HashSet<>();
+    for (String k : objects.keySet()) {
+      long v = StoreLayout.versionOf(k);
+      long g = StoreLayout.generationOf(k);
+      if (v < 0 || g < 0) {
+        continue;
+      }
+      String before = newestGen.putIfAbsent(v, k);
+      if (before != null) {
+        regenerated.add(v);
+        if (StoreLayout.generationOf(before) < g) {
+          newestGen.put(v, k);
+        }
+      }
+    }
+    top = newestGen.get(newest);
+    if (top == null) {
+      return Set.of(); // format 2, or nothing committed
+    }
+    long liveEpoch;
+    try {
+      byte[] all = Files.readAllBytes(root.resolve(top));
+      liveEpoch = ManifestCodec.decode(VersionObjectCodec.manifestFromTail(all,
+          VersionObjectCodec.footer(all, all.length))).epoch();
+    } catch (Exception e) {
+      return Set.of();
+    }
+    long claimedAt = Long.MAX_VALUE;
+    Set<Long> loaded = new HashSet<>();
+    for (Map.Entry<String, Long> o : objects.entrySet()) {
+      if (StoreLayout.claimEpochOf(o.getKey()) > liveEpoch) {
+        claimedAt = Math.min(claimedAt, o.getValue());
+        try {
+          long v = io.strata.format.RunClaim.decode(Files.readAllBytes(root.resolve(
+              o.getKey()))).loadsVersion();
+          if (v >= 0) {
+            loaded.add(v);
+          }
+        } catch (Exception gone) {
+          // retired meanwhile, or undecodable: the collector skips then
+        }
+      }
+    }
+    if (claimedAt == Long.MAX_VALUE) {
+      return Set.of();
+    }
+    Set<String> keys = new HashSet<>();
+    Set<Long> spillOf = new HashSet<>();
+    for (long v : loaded) {
+      spillOf.add(v + 1);
+      for (String k : objects.keySet()) {
+        if (StoreLayout.versionOf(k) == v) {
+          keys.add(k);
+        }
+      }
+    }
+    Set<Long> committedLater = new HashSet<>(regenerated);
+    for (Map.Entry<Long, String> e : newestGen.entrySet()) {
+      // a later run's commit into a generation the collector had freed (one generation): told
+      // by its manifest's epoch (only below the bound's versions: those are allowed anyway)
+      if (e.getKey() < from && !regenerated.contains(e.getKey())
+          && objects.get(e.getValue()) + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt
+          && epochOf(root, e.getValue()) > liveEpoch) {
+        committedLater.add(e.getKey());
+      }
+    }
+    for (long v : committedLater) {
+      String k = newestGen.get(v);
+      if (!regenerated.contains(v)
+          || objects.get(k) + Reachability.SETTLE_MARGIN_MILLIS >= claimedAt) {
+        keys.add(k);
+        spillOf.add(v + 1);
+        if (newestGen.containsKey(v - 1)) {
+          keys.add(newestGen.get(v - 1));
+        }
+      }
+    }
+    Set<String> out = new HashSet<>(keys);
+    // a format-1 version's generations are kept together (Reachability.garbage): the earlier
+    // run's superseded generation of a kept re-commit stays too (not a root: only the object)
+    Set<Long> keptVersions = new HashSet<>();
+    keys.forEach(k -> keptVersions.add(StoreLayout.versionOf(k)));
+    for (String k : objects.keySet()) {
+      if (StoreLayout.generationOf(k) >= 0 && keptVersions.contains(StoreLayout.versionOf(k))) {
+        out.add(k);
+      }
+    }
+    List<io.strata.format.PublishedSnapshot.TipIndex> tips = new ArrayList<>();
+    for (String k : keys) {
+      out.addAll(named(root, k));
+      io.strata.format.Manifest m = manifestOf(root, k);
+      if (m != null) {
+        tips.add(io.strata.format.PublishedSnapshot.TipIndex.of(m));
+      }
+    }
+    // the published snapshots those roots can use, and their files (the collector keeps them)
+    List<Reachability.Listed> listing = new ArrayList<>();
+    objects.forEach((k, t) -> listing.add(new Reachability.Listed(k, 0, t)));
+    for (String p : Reachability.usablePublishedSnapshots(listing, tips)) {
+      out.add(p);
+      out.addAll(named(root, p));
+    }
+    for (String k : objects.keySet()) {
+      if (spillOf.contains(StoreLayout.spillVersionOf(k))) {
+        out.add(k);
+      }
+    }
+    return out;
+  }
+
+  /** The manifest in version object {@code key}, or null if gone or damaged. */
+  private static io.strata.format.Manifest manifestOf(Path root, String key) {
+    try {
+      byte[] all = Files.readAllBytes(root.resolve(key));
+      return ManifestCodec.decode(VersionObjectCodec.manifestFromTail(all,
+          VersionObjectCodec.footer(all, all.length)));
+    } catch (Exception e) {
+      return null;
+    }
+  }
+
+  /** The epoch in version object {@code key}'s manifest, or -1 if gone or damaged; cached. */
+  private long epochOf(Path root, String key) {
+    String id = root.resolve(key).toString();
+    Long known = epochCache.get(id);
+    if (known != null) {
+      return known;
+    }
+    io.strata.format.Manifest m = manifestOf(root, key);
+    if (m == null) {
+      return -1;
+    }
+    epochCache.put(id, m.epoch());
+    return m.epoch();
   }
 
   /** The keys (relative to the store root) the object {@code key} names; cached. */

@@ -55,6 +55,10 @@ import software.amazon.awssdk.services.s3.S3Client;
  */
 @OncePerSparkLine(reason = "retries, timeouts and lost writes are handled by the AWS SDK and "
     + "strata-core, with no Scala on their path")
+@io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1"}, reason = "the SDK's retries and "
+    + "strata-core's handling are line-independent, and SparkErrors is one source for every "
+    + "line; 3.5 and 4.1 run it (CI time), the examples' FlightsDemoS3FaultsIT runs 10 % faults "
+    + "on 4.1's build as well")
 class SparkS3FaultsIT {
   private static final int KEYS = 8;
   private static final String STRATA = "spark.sql.streaming.stateStore.strata.";
