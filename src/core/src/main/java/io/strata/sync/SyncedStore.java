@@ -248,10 +248,11 @@ public final class SyncedStore implements AutoCloseable {
    * on it, load on any instance. Pending writes and column families are dropped; families
    * created after this call are the new version's. Who wins the new version is decided as for
    * any commit: under checkpoint format 1 with a query run, this claims the run's epoch (one LIST
-   * of {@code runs/} and two create-only PUTs, once per run and store), so a re-run in a later
-   * run supersedes it and an earlier run's attempt is fenced; under format 2 the commit's
-   * attempt id is new. Until that commit, a {@link #load} of {@code version} restores it from
-   * the object store (the empty database is never taken for it).
+   * of {@code runs/} and two create-only PUTs, once per run and store; the claim's {@code
+   * loadsVersion} is {@code version}, so an earlier run's collection keeps this batch's spill
+   * deltas), so a re-run in a later run supersedes it and an earlier run's attempt is fenced;
+   * under format 2 the commit's attempt id is new. Until that commit, a {@link #load} of {@code
+   * version} restores it from the object store (the empty database is never taken for it).
    *
    * @param version the version to stand at, &gt;= 0 (Spark's batch id)
    * @throws StateLoadException reason {@code STORAGE} if the run's epoch cannot be found or

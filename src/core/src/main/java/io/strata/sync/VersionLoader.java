@@ -99,7 +99,10 @@ final class VersionLoader {
 
   /**
    * Makes the local database an empty one at {@code version}, reading no version of the store:
-   * see {@link SyncedStore#loadEmpty}. Claims the query run's epoch (a load for writing).
+   * see {@link SyncedStore#loadEmpty}. Claims the query run's epoch (a load for writing) with
+   * {@code version} as the claim's {@link io.strata.format.RunClaim#loadsVersion}: the empty
+   * store reads nothing of it, but an earlier run's instance that collects past the claim keeps
+   * the spill deltas of the version after it, this store's batch in flight ({@link LaterRuns}).
    */
   void loadEmpty(long version) throws IOException {
     begin(version, false);

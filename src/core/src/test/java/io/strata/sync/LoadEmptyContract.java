@@ -12,10 +12,13 @@ import io.strata.engine.SharedMemory;
 import io.strata.format.ColumnFamily;
 import io.strata.format.Delta;
 import io.strata.format.Manifest;
+import io.strata.format.RunClaim;
 import io.strata.format.StoreLayout;
+import io.strata.metrics.GcStats;
 import io.strata.objectstore.ObjectInfo;
 import io.strata.objectstore.ObjectStore;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -26,6 +29,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -57,8 +61,14 @@ abstract class LoadEmptyContract {
    */
   private SyncedStore open(String root, String run, boolean attemptKeys, int retain,
       OffsetClock clock) {
-    StoreSettings s = new StoreSettings(2, 2, 0, attemptKeys, SharedMemory.Limits.DEFAULT,
-        new GcSettings(true, retain, 1, GRACE.toMillis()));
+    return open(root, run, attemptKeys, retain, clock, 0);
+  }
+
+  /** As above; a batch spills above {@code spillBytes} of pending writes (0: never). */
+  private SyncedStore open(String root, String run, boolean attemptKeys, int retain,
+      OffsetClock clock, long spillBytes) {
+    StoreSettings s = new StoreSettings(2, 2, spillBytes, attemptKeys,
+        SharedMemory.Limits.DEFAULT, new GcSettings(true, retain, 1, GRACE.toMillis()));
     return new SyncedStore(new StoreIdentity(0, 1, "default", root), objects(root),
         tmp.resolve("exec-" + (executors++)), run == null ? s : s.withRun(run), "{}", "{}",
         clock);
@@ -396,6 +406,104 @@ abstract class LoadEmptyContract {
       r.load(6, Optional.empty(), true);
       GcWorkload.assertState(r, Map.of("x", "retry-a"), "the retry's first attempt wins");
     }
+  }
+
+  /**
+   * Garbage collection by an earlier query run's instance while a rewrite runs (checkpoint
+   * format 1; docs/format.md, "What a stale or concurrent instance can delete"). The empty open
+   * at 5 claims the writer run's epoch with {@code loadsVersion} 5, the version it stands at:
+   * it reads nothing of 5, but its batch in flight is version 6, and an earlier run's instance
+   * that collects past a later claim keeps, of the spill deltas, only those of the version after
+   * the claim's {@code loadsVersion} (and after what later runs committed). Here the earlier
+   * run's instance (retention 2) goes on committing 6 to 8 and collecting while the rewrite has
+   * spilled and not committed; its rounds collect again (5 stays, and what it names) but keep
+   * the rewrite's spills, so the rewrite's commit of 6 (the next generation over the earlier
+   * run's) loads cold with exactly its rows. A claim recording 6 would let those spills go,
+   * though the commit names them; one recording nothing stops the earlier run's collection.
+   */
+  @Test
+  void anEarlierRunCollectingDuringARewriteKeepsTheRewritesSpills() throws Exception {
+    String root = root("earlier-run-gc");
+    OffsetClock clock = new OffsetClock();
+    Map<Long, TreeMap<String, String>> a = new HashMap<>();
+    a.put(0L, new TreeMap<>());
+    String writer = run();
+    TreeMap<String, String> six = new TreeMap<>();
+    try (SyncedStore earlier = open(root, run(), false, 2, clock);
+        ObjectStore objects = objects(root)) {
+      earlier.load(0, Optional.empty());
+      for (long v = 1; v <= 5; v++) {
+        commitCollecting(earlier, a, v);
+      }
+      Thread.sleep(1_100); // the earlier run's objects settle before its next roots
+      try (SyncedStore w = open(root, writer, false, 2, clock, 2048)) {
+        w.loadEmpty(5);
+        assertEquals(5, claimOf(objects, writer).loadsVersion(),
+            "the empty open's claim records the version it stands at");
+        for (int i = 0; i < 100; i++) { // spills several times (2 KiB threshold)
+          String value = "r".repeat(100) + i;
+          w.put(b("row-" + i), b(value));
+          six.put("row-" + i, value);
+        }
+        assertFalse(objects.list(StoreLayout.SPILLS).isEmpty(), "the rewrite spilled");
+        Thread.sleep(1_100); // the spills settle before the earlier run's next rounds
+        assertEquals(-1, earlier.collectGarbage().oldestRetainedVersion(),
+            "sees the writer's claim: skips");
+        GcStats last = GcStats.NONE;
+        for (long v = 6; v <= 8; v++) {
+          last = commitCollecting(earlier, a, v);
+        }
+        assertEquals(6, last.oldestRetainedVersion(),
+            "past the claim the earlier run collects again, by its own retention");
+        assertTrue(versionObjects(objects).containsAll(List.of(5L, 6L, 7L, 8L)),
+            "5 (the claim's loadsVersion) and the retained 6..8 stay");
+        CommitResult c = w.commit();
+        assertEquals(StoreLayout.generationVersionObject(6, 2), c.key(), "the next generation");
+        assertSelfContained(c.manifest(), 5);
+        assertTrue(c.manifest().deltas().size() > 1, "names its spills: " + c.manifest());
+      }
+    }
+    try (SyncedStore r = open(root, null)) {
+      r.load(6, Optional.empty(), true);
+      GcWorkload.assertState(r, six, "the rewrite's spilled version 6, cold");
+    }
+  }
+
+  /** Commits version {@code v} on {@code v - 1}'s state, snapshots it; the round after. */
+  private static GcStats commitCollecting(SyncedStore s, Map<Long, TreeMap<String, String>> states,
+      long v) throws Exception {
+    states.put(v, GcWorkload.write(s, states.get(v - 1), v, "a"));
+    s.commit();
+    s.awaitLocalIngestion();
+    s.maintenance();
+    assertTrue(s.awaitSnapshotUpload(30_000), "snapshot upload");
+    return s.collectGarbage();
+  }
+
+  /** The claim of query run {@code run} under {@code runs/}. */
+  private static RunClaim claimOf(ObjectStore objects, String run) throws Exception {
+    for (ObjectInfo o : objects.list(StoreLayout.RUNS)) {
+      if (StoreLayout.claimEpochOf(o.key()) > 0) {
+        try (InputStream in = objects.get(o.key())) {
+          RunClaim c = RunClaim.decode(in.readAllBytes());
+          if (c.runId().equals(run)) {
+            return c;
+          }
+        }
+      }
+    }
+    throw new AssertionError("no claim of run " + run);
+  }
+
+  /** The versions that have a version object in the store. */
+  private static Set<Long> versionObjects(ObjectStore objects) throws IOException {
+    Set<Long> out = new TreeSet<>();
+    for (ObjectInfo o : objects.list(StoreLayout.VERSIONS)) {
+      if (StoreLayout.versionOf(o.key()) >= 0) {
+        out.add(StoreLayout.versionOf(o.key()));
+      }
+    }
+    return out;
   }
 
   /**
