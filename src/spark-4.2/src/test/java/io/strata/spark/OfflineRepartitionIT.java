@@ -4,6 +4,7 @@ package io.strata.spark;
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.count;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -13,11 +14,13 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.SparkThrowable;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.java.function.VoidFunction2;
@@ -28,9 +31,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.streaming.checkpointing.CommitLog;
-import org.apache.spark.sql.execution.streaming.checkpointing.CommitMetadataBase;
 import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeq;
-import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqBase;
 import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqLog;
 import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqMetadata;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
@@ -54,18 +55,22 @@ import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * Spark 4.2's offline state repartitioning, on a Strata checkpoint on S3 (S3Proxy), with Spark's
- * own write half: a streaming aggregation runs 3 batches with 4 partitions; then, as Spark's
- * {@code OfflineStateRepartitionRunner} does, {@code offsets/3} is the last committed batch's
- * entry with the new partition count, the state of batch 2 (read with {@code
- * format("statestore")}) is shuffled by its key ({@code repartition(n, key)}, the live query's
- * placement) and written by {@code StatePartitionAllColumnFamiliesWriter} into every new
- * partition (Strata's {@code getStore(3, None, loadEmpty = true)}, commit of version 4, close),
- * and {@code commits/3} names the new checkpoint ids. The state of batch 3 read back equals the
- * state of batch 2; the query resumes with the new partition count and its next batch's counts
- * are exact. Spark's runner itself cannot be used: its reader accepts only Spark's RocksDB
- * provider (by class name, {@code StateDataSource.scala:74-81}), so the rows are read with the
- * ordinary state data source and turned back into the stored {@code UnsafeRow} bytes.
+ * Spark 4.2's offline state repartitioning on a Strata checkpoint on S3 (S3Proxy). A streaming
+ * aggregation runs batches 0 and 1 with 4 partitions. Spark's own runner ({@code
+ * streamingCheckpointManager().repartition}, {@code OfflineStateRepartitionRunner.run}) is
+ * called first and must fail as the docs say: it writes {@code offsets/2} (batch 1's entry with
+ * the new partition count) and then refuses the provider by class name ({@code
+ * STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER}, thrown by {@code
+ * StateDataSource.getTable} for its {@code _readAllColumnFamilies} read). The rest of the
+ * runner's work is then done here with Spark's own write half: the state of batch 1 (read with
+ * the ordinary {@code format("statestore")}, turned back into the stored {@code UnsafeRow} bytes)
+ * is shuffled by its key ({@code repartition(n, key)}, the live query's placement) and written
+ * by {@code StatePartitionAllColumnFamiliesWriter} into every new partition (Strata's {@code
+ * getStore(2, None, loadEmpty = true)}, commit of version 3, close), and {@code commits/2} is
+ * batch 1's with the new checkpoint ids (the runner's {@code commitBatch}). The state of batch
+ * 2 read back equals batch 1's, spread over the new partitions; the query resumes and its next
+ * batch's counts are exact. One Spark session for both cases (4 to 7 partitions in checkpoint
+ * format 1, 4 to 3 in format 2).
  */
 class OfflineRepartitionIT {
   private static final int KEYS = 20;
@@ -105,9 +110,11 @@ class OfflineRepartitionIT {
     SparkSession s = h.spark.newSession();
     s.conf().set("spark.sql.streaming.stateStore.providerClass", SparkS3Harness.PROVIDER);
     s.conf().set("spark.sql.streaming.noDataMicroBatches.enabled", "false");
-    s.conf().set("spark.sql.streaming.stateStore.checkpointFormatVersion", "" + format);
+    s.conf().set(FORMAT, "" + format);
     return s;
   }
+
+  private static final String FORMAT = "spark.sql.streaming.stateStore.checkpointFormatVersion";
 
   /** Runs the query to the end of its input (AvailableNow, one file a batch). */
   private static void run(String name, SparkSession s, Path in, String checkpoint)
@@ -147,6 +154,16 @@ class OfflineRepartitionIT {
     return out;
   }
 
+  /** The condition of the first {@link SparkThrowable} in {@code e}'s cause chain. */
+  private static String condition(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SparkThrowable st && st.getCondition() != null) {
+        return st.getCondition();
+      }
+    }
+    return null;
+  }
+
   @ParameterizedTest(name = "checkpoint format {0}, {1} partitions")
   @CsvSource({"1, 7", "2, 3"})
   void sparksStateWriterRepartitionsAStrataCheckpoint(int format, int after) throws Exception {
@@ -155,50 +172,104 @@ class OfflineRepartitionIT {
     String checkpoint = h.s3Checkpoint(name);
     SparkSession s = session(format);
     Map<String, Long> totals = new HashMap<>();
-    for (int b = 0; b < 3; b++) {
+    for (int b = 0; b < 2; b++) {
       writeBatch(in, b, totals);
     }
     run(name, s, in, checkpoint);
-    assertEquals(new TreeMap<>(totals), OUTPUT.get(name).get(2L), "batch 2's counts");
-
+    assertEquals(new TreeMap<>(totals), OUTPUT.get(name).get(1L), "batch 1's counts");
     TreeSet<Integer> oldPartitions = new TreeSet<>();
-    List<String> before = state(checkpoint, 2, oldPartitions);
+    List<String> before = state(checkpoint, 1, oldPartitions);
     assertEquals(KEYS, before.size(), "one state row per key: " + before);
-    assertTrue(oldPartitions.size() > 1 && oldPartitions.last() < BEFORE,
-        "spread over the old partitions: " + oldPartitions);
 
-    // offsets/3: batch 2's entry with the new partition count (the runner's
-    // createNewBatchFromLastCommitted).
+    // Spark's runner: offsets/2 first, then the refusal of the provider (docs: README, "Not yet
+    // in 0.3"). Run on the root session (S3A for the checkpoint path), in the query's format.
+    h.spark.conf().set(FORMAT, "" + format);
+    Exception refused;
+    try {
+      refused = assertThrows(Exception.class, () -> h.withS3A(() -> {
+        ((org.apache.spark.sql.classic.SparkSession) h.spark).streamingCheckpointManager()
+            .repartition(checkpoint, after, true);
+        return null;
+      }));
+    } finally {
+      h.spark.conf().unset(FORMAT);
+    }
+    assertEquals("STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER", condition(refused),
+        refused.toString());
     OffsetSeqLog offsets = new OffsetSeqLog(s, checkpoint + "/offsets", false);
-    OffsetSeq last = (OffsetSeq) offsets.get(2L).get();
-    OffsetSeqMetadata md = last.metadataOpt().get();
-    assertEquals("" + BEFORE, md.conf().get("spark.sql.shuffle.partitions").get());
-    assertTrue(offsets.add(3L, new OffsetSeq(last.offsets(), Option.apply(new OffsetSeqMetadata(
-        md.batchWatermarkMs(), md.batchTimestampMs(),
-        md.conf().updated("spark.sql.shuffle.partitions", "" + after))))));
+    OffsetSeq two = (OffsetSeq) offsets.get(2L).get();
+    assertEquals("" + after, two.metadataOpt().get().conf().get("spark.sql.shuffle.partitions")
+        .get(), "the runner wrote offsets/2 with the new partition count before it failed");
+    CommitLog commits = new CommitLog(s, checkpoint + "/commits", false);
+    assertTrue(commits.get(2L).isEmpty(), "and no commit of batch 2");
 
-    // The writer, in every new partition, on the executors (the runner's StateRewriter).
+    // The rewrite: Spark's writer in every new partition, on the executors (StateRewriter's
+    // rewriteStore), with the store conf of offsets/2 (createConfsFromOffsetLog).
     long start = System.nanoTime();
     SQLConf conf = ((org.apache.spark.sql.classic.SparkSession) s).sessionState().conf().clone();
-    conf.setConfString("spark.sql.shuffle.partitions", "" + after);
-    StateStoreConf storeConf = new StateStoreConf(conf, Scala.map(Map.of()));
-    SerializableConfiguration hadoop = new SerializableConfiguration(
-        ((org.apache.spark.sql.classic.SparkSession) s).sessionState().newHadoopConf());
+    OffsetSeqMetadata.setSessionConf(two.metadataOpt().get(), conf);
     Dataset<Row> old = h.withS3A(() -> h.spark.read().format("statestore")
-        .option("batchId", 2).load(checkpoint));
+        .option("batchId", 1).load(checkpoint));
     StructType keySchema = (StructType) old.schema().apply("key").dataType();
     StructType valueSchema = (StructType) old.schema().apply("value").dataType();
     StateStoreColFamilySchema cf = new StateStoreColFamilySchema("default", (short) 0, keySchema,
         (short) 0, valueSchema, Option.apply(new NoPrefixKeyStateEncoderSpec(keySchema)),
         Option.empty());
-    scala.collection.immutable.Map<String, StatePartitionWriterColumnFamilyInfo> families =
-        Scala.map(Map.of("default", new StatePartitionWriterColumnFamilyInfo(cf, false)));
-    String target = checkpoint;
-    FlatMapFunction<java.util.Iterator<InternalRow>, String> write = rows -> {
+    Rewrite write = new Rewrite(new StateStoreConf(conf, Scala.map(Map.of())),
+        new SerializableConfiguration(((org.apache.spark.sql.classic.SparkSession) s)
+            .sessionState().newHadoopConf()), checkpoint, keySchema, valueSchema,
+        Scala.map(Map.of("default", new StatePartitionWriterColumnFamilyInfo(cf, false))));
+    List<String> infos = h.withS3A(() -> old.repartition(after, col("key")).queryExecution()
+        .toRdd().toJavaRDD().mapPartitions(write).collect());
+    long rewriteMs = (System.nanoTime() - start) / 1_000_000;
+    assertEquals(after, infos.size(), "every new partition committed: " + infos);
+    String[][] ids = new String[after][];
+    for (String i : infos) {
+      String[] f = i.split(",", -1);
+      assertEquals("3", f[1], "version 3 (batch 2 + 1): " + i);
+      assertEquals("false", f[3], "no base checkpoint id: " + i);
+      assertTrue(!f[2].isEmpty(), "a checkpoint id (the commit log keeps it in format 2): " + i);
+      ids[Integer.parseInt(f[0])] = new String[] {f[2]};
+    }
+
+    // commits/2 (the runner's commitBatch): batch 1's, with the new checkpoint ids (format 2).
+    Map<Object, String[][]> byOperator = new HashMap<>();
+    byOperator.put(0L, ids);
+    assertTrue(commits.add(2L, commits.get(1L).get().withStateUniqueIds(
+        format == 1 ? Option.empty() : Option.apply(Scala.map(byOperator)))));
+
+    TreeSet<Integer> newPartitions = new TreeSet<>();
+    assertEquals(before, state(checkpoint, 2, newPartitions),
+        "the state of batch 2 is batch 1's, repartitioned");
+    assertTrue(newPartitions.size() > 1 && newPartitions.last() < after
+        && (after < BEFORE || newPartitions.last() >= BEFORE),
+        "spread over the new partitions: " + newPartitions);
+
+    // The query resumes with the new partition count: batch 3 counts on the rewritten state.
+    writeBatch(in, 2, totals);
+    run(name, session(format), in, checkpoint);
+    assertEquals(new TreeMap<>(totals), OUTPUT.get(name).get(3L),
+        "batch 3's counts after the repartition (batch 2 read no input)");
+    System.out.println("OfflineRepartitionIT: format " + format + ", " + BEFORE + " -> " + after
+        + " partitions rewritten in " + rewriteMs + " ms");
+  }
+
+  /**
+   * One new partition's write, on an executor: the state data source's rows (key, value,
+   * partition_id) as the runner's all-column-families rows (partition_key, key bytes, value
+   * bytes, column family), written by Spark's {@code StatePartitionAllColumnFamiliesWriter};
+   * returns "partition,version,checkpoint id,has base id".
+   */
+  private record Rewrite(StateStoreConf storeConf, SerializableConfiguration hadoop,
+      String checkpoint, StructType keySchema, StructType valueSchema,
+      scala.collection.immutable.Map<String, StatePartitionWriterColumnFamilyInfo> families)
+      implements FlatMapFunction<Iterator<InternalRow>, String> {
+    @Override
+    public Iterator<String> call(Iterator<InternalRow> rows) {
       UnsafeProjection keys = UnsafeProjection.create(keySchema);
       UnsafeProjection values = UnsafeProjection.create(valueSchema);
       UTF8String family = UTF8String.fromString("default");
-      java.util.Iterator<InternalRow> raw = new java.util.Iterator<>() {
+      Iterator<InternalRow> raw = new Iterator<>() {
         @Override
         public boolean hasNext() {
           return rows.hasNext();
@@ -213,50 +284,11 @@ class OfflineRepartitionIT {
         }
       };
       StateStoreCheckpointInfo info = new StatePartitionAllColumnFamiliesWriter(storeConf,
-          hadoop.value(), TaskContext.getPartitionId(), target, 0L, "default", 3L, families,
+          hadoop.value(), TaskContext.getPartitionId(), checkpoint, 0L, "default", 2L, families,
           Option.empty()).write(CollectionConverters.asScala(raw));
       return List.of(info.partitionId() + "," + info.batchVersion() + ","
           + info.stateStoreCkptId().getOrElse(() -> "") + ","
           + info.baseStateStoreCkptId().isDefined()).iterator();
-    };
-    List<String> infos = h.withS3A(() -> old.repartition(after, col("key")).queryExecution()
-        .toRdd().toJavaRDD().mapPartitions(write).collect());
-    long rewriteMs = (System.nanoTime() - start) / 1_000_000;
-    assertEquals(after, infos.size(), "every new partition committed: " + infos);
-    String[][] ids = new String[after][];
-    for (String i : infos) {
-      String[] f = i.split(",", -1);
-      assertEquals("4", f[1], "version 4 (batch 3 + 1): " + i);
-      assertEquals("false", f[3], "no base checkpoint id: " + i);
-      assertTrue(!f[2].isEmpty(), "a checkpoint id: " + i);
-      ids[Integer.parseInt(f[0])] = new String[] {f[2]};
     }
-
-    // commits/3 (the runner's commitBatch): batch 2's, with the new checkpoint ids (format 2).
-    CommitLog commits = new CommitLog(s, checkpoint + "/commits", false);
-    CommitMetadataBase committed = commits.get(2L).get();
-    Map<Object, String[][]> byOperator = new HashMap<>();
-    byOperator.put(0L, ids);
-    assertTrue(commits.add(3L, format == 1 ? committed
-        : committed.withStateUniqueIds(Option.apply(Scala.map(byOperator)))));
-
-    TreeSet<Integer> newPartitions = new TreeSet<>();
-    assertEquals(before, state(checkpoint, 3, newPartitions),
-        "the state of batch 3 is batch 2's, repartitioned");
-    assertTrue(newPartitions.size() > 1 && newPartitions.last() < after
-        && (after < BEFORE || newPartitions.last() >= BEFORE),
-        "spread over the new partitions: " + newPartitions);
-
-    // The query resumes with the new partition count: batch 4 counts on the rewritten state.
-    writeBatch(in, 3, totals);
-    run(name, session(format), in, checkpoint);
-    assertEquals(new TreeMap<>(totals), OUTPUT.get(name).get(4L),
-        "batch 4's counts after the repartition (batch 3 read no input)");
-    TreeSet<Integer> resumed = new TreeSet<>();
-    assertEquals(KEYS, state(checkpoint, 4, resumed).size());
-    assertTrue(resumed.last() < after && (after < BEFORE || resumed.last() >= BEFORE),
-        "batch 4 ran with " + after + " partitions: " + resumed);
-    System.out.println("OfflineRepartitionIT: format " + format + ", " + BEFORE + " -> " + after
-        + " partitions rewritten in " + rewriteMs + " ms");
   }
 }
