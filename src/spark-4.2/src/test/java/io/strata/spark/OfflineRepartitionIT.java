@@ -61,7 +61,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * called first and must fail as the docs say: it writes {@code offsets/2} (batch 1's entry with
  * the new partition count) and then refuses the provider by class name ({@code
  * STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER}, thrown by {@code
- * StateDataSource.getTable} for its {@code _readAllColumnFamilies} read). The rest of the
+ * StateDataSource.getTable} for its {@code _readAllColumnFamilies} read), and the query then
+ * refuses to restart ({@code STREAMING_UNFINISHED_REPARTITION_DETECTED}). The rest of the
  * runner's work is then done here with Spark's own write half: the state of batch 1 (read with
  * the ordinary {@code format("statestore")}, turned back into the stored {@code UnsafeRow} bytes)
  * is shuffled by its key ({@code repartition(n, key)}, the live query's placement) and written
@@ -154,14 +155,15 @@ class OfflineRepartitionIT {
     return out;
   }
 
-  /** The condition of the first {@link SparkThrowable} in {@code e}'s cause chain. */
-  private static String condition(Throwable e) {
+  /** The conditions of the {@link SparkThrowable}s in {@code e}'s cause chain, outermost first. */
+  private static List<String> conditions(Throwable e) {
+    List<String> out = new ArrayList<>();
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof SparkThrowable st && st.getCondition() != null) {
-        return st.getCondition();
+        out.add(st.getCondition());
       }
     }
-    return null;
+    return out;
   }
 
   @ParameterizedTest(name = "checkpoint format {0}, {1} partitions")
@@ -194,14 +196,18 @@ class OfflineRepartitionIT {
     } finally {
       h.spark.conf().unset(FORMAT);
     }
-    assertEquals("STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER", condition(refused),
-        refused.toString());
+    assertTrue(conditions(refused).contains(
+        "STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER"), refused.toString());
     OffsetSeqLog offsets = new OffsetSeqLog(s, checkpoint + "/offsets", false);
     OffsetSeq two = (OffsetSeq) offsets.get(2L).get();
     assertEquals("" + after, two.metadataOpt().get().conf().get("spark.sql.shuffle.partitions")
         .get(), "the runner wrote offsets/2 with the new partition count before it failed");
     CommitLog commits = new CommitLog(s, checkpoint + "/commits", false);
     assertTrue(commits.get(2L).isEmpty(), "and no commit of batch 2");
+    Exception restart = assertThrows(Exception.class,
+        () -> run(name, session(format), in, checkpoint));
+    assertTrue(conditions(restart).contains("STREAMING_UNFINISHED_REPARTITION_DETECTED"),
+        "Spark refuses to restart the query on the unfinished repartition batch: " + restart);
 
     // The rewrite: Spark's writer in every new partition, on the executors (StateRewriter's
     // rewriteStore), with the store conf of offsets/2 (createConfsFromOffsetLog).
