@@ -21,7 +21,9 @@ import java.util.Optional;
  * @param attempt unique id of the commit attempt that wrote it (also Spark's checkpoint id in
  *     checkpoint format v2)
  * @param parentVersion the version it was built on ({@code version - 1})
- * @param parentAttempt attempt id of the parent; empty when the parent is version 0 (empty)
+ * @param parentAttempt attempt id of the parent; empty when the parent is the empty state:
+ *     version 0, or a store opened empty at {@code parentVersion} (docs/format.md, "Opening a
+ *     store empty")
  * @param base the base snapshot; empty when the deltas start from the empty state
  * @param deltas the deltas after the base, ordered by version
  * @param keySchema Spark key schema (JSON) for diagnostics and validation

@@ -24,9 +24,10 @@ import java.util.Objects;
  * @param runId Spark's query run id ({@code sql.streaming.runId})
  * @param createdAtMillis the claimer's clock, for people; never used for decisions
  * @param loadsVersion the version the run's load that claimed the epoch loads (its first in
- *     the store: the rewind point after a rewind), which the garbage collection of an earlier
- *     run's instances keeps while the claim is listed (docs/format.md, "What a stale or
- *     concurrent instance can delete"); -1 if unknown
+ *     the store: the rewind point after a rewind; for a store opened empty, the version it
+ *     stands at), which the garbage collection of an earlier run's instances keeps, with the
+ *     spill deltas of the version after it, while the claim is listed (docs/format.md, "What a
+ *     stale or concurrent instance can delete"); -1 if unknown
  */
 public record RunClaim(String storeId, long epoch, String runId, long createdAtMillis,
     long loadsVersion) {

@@ -137,10 +137,12 @@ final class LocalDatabase {
    * Whether the live database holds exactly {@code version} (and {@code attempt}, when given)
    * and {@link LocalIntegrity} finds none of its SSTs changed on disk. A changed SST is logged:
    * RocksDB never rewrites one, so the database is damaged and the object store holds the
-   * verified copy of the version.
+   * verified copy of the version. A database without a manifest above version 0 (opened empty
+   * at that version, {@link VersionLoader#loadEmpty}, and not committed) is never reused: it
+   * stands for the empty state, not for the version as committed.
    */
   Reuse reuseFor(long version, Optional<String> attempt) {
-    if (live == null || version != this.version
+    if (live == null || version != this.version || (manifest == null && version != 0)
         || !(attempt.isEmpty() || version == 0 || attempt.equals(attempt()))) {
       return Reuse.NO;
     }
@@ -188,7 +190,10 @@ final class LocalDatabase {
     return Files.isDirectory(tmp) ? tmp : Files.createDirectories(tmp);
   }
 
-  /** Publishes {@code fresh}, holding {@code v} ({@code m}, null for 0), as the live one. */
+  /**
+   * Publishes {@code fresh}, holding {@code v} ({@code m}; null for version 0, or for an empty
+   * database opened at {@code v}), as the live one.
+   */
   void replace(LocalStore fresh, Manifest m, long v) {
     LocalStore old = live;
     live = fresh;

@@ -139,6 +139,18 @@ final class SnapshotScheduler {
   }
 
   /**
+   * The live database was replaced by an empty one standing at {@code version} ({@link
+   * SyncedStore#loadEmpty}), whose lineage starts there, as after a base snapshot of {@code
+   * version}: no commit starts a snapshot before {@code snapshotInterval} versions later (the
+   * first commit's one delta holds the whole state; its manifest's {@link
+   * Manifest#versionsSinceBase()} counts from version 0). Call after {@link #databaseReplaced()}.
+   */
+  void lineageStarted(long version) {
+    guard.assertHeld();
+    commitSnapshotFloor = version + settings.snapshotInterval();
+  }
+
+  /**
    * A cold load restored the live database at a cost of {@code stats}: if it replayed at least
    * {@code snapshotInterval} deltas, schedules a snapshot of it in the background, or, for a
    * load the caller will not commit ({@code readOnly}: Spark's read stores and the state data

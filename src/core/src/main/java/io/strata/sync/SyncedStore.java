@@ -47,15 +47,14 @@ public final class SyncedStore implements AutoCloseable {
   private final String valueSchema;
   private final TransferPools pools;
   private final VersionObjectReader reader;
-  private final Restorer restorer;
   private final GcTrigger gc;
   private final BaseSnapshotUploader snapshots;
-  private final PublishedSnapshots published;
   private final LocalReads reads;
   // The owners of the decisions (see the class comment).
   private final SnapshotScheduler scheduler;
   private final CommitConflicts conflicts;
   private final DeferredIngestion ingestion;
+  private final VersionLoader loader;
 
   // The version life cycle, guarded by the guard (volatile ones are also read without it).
   private final StoreGuard guard = new StoreGuard();
@@ -120,9 +119,9 @@ public final class SyncedStore implements AutoCloseable {
       GcSettings gcSettings = settings.gc();
       this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(),
           ManifestCache.forStore(gcSettings, settings.snapshotInterval()));
-      this.restorer = new Restorer(identity, objects, pools.transfers(),
+      Restorer restorer = new Restorer(identity, objects, pools.transfers(),
           settings.transferThreads(), settings.memory());
-      this.published = new PublishedSnapshots(identity, objects);
+      PublishedSnapshots published = new PublishedSnapshots(identity, objects);
       this.gc = new GcTrigger(gcSettings, clock,
           new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,
               () -> runEpochs == null ? -1 : runEpochs.known(), published), guard,
@@ -140,6 +139,8 @@ public final class SyncedStore implements AutoCloseable {
       this.scheduler = new SnapshotScheduler(identity, settings, clock, guard, db, building,
           snapshots, pools.background(), pools.commitSnapshots(), () -> !closed,
           () -> ingestion.settle());
+      this.loader = new VersionLoader(settings, guard, db, building, conflicts, reader,
+          restorer, published, snapshots, scheduler, this::invalidateLocal);
     } catch (RuntimeException | Error e) {
       pools.close(); // gives back the lease on the shared pools: nothing else holds it
       throw e;
@@ -231,43 +232,41 @@ public final class SyncedStore implements AutoCloseable {
     synchronized (guard) {
       ingestion.settle();
       ensureOpen();
-      if (version < 0) {
-        throw new IllegalArgumentException("version must be >= 0, was " + version);
-      }
       lastRestore = RestoreStats.NONE;
-      scheduler.loadStarted();
-      if (building.localDirty()) {
-        invalidateLocal();
-      }
-      if (readOnly) {
-        conflicts.beforeReadOnlyLoad(version);
-      } else {
-        conflicts.beforeWrite(version);
-      }
-      building.reset(db.committedFamilies());
-      db.sweep(snapshots.running());
-      LocalDatabase.Reuse reuse = db.reuseFor(version, attempt);
-      if (reuse == LocalDatabase.Reuse.YES) {
-        db.live().discardPending();
-        return;
-      } else if (reuse == LocalDatabase.Reuse.DAMAGED) {
-        invalidateLocal();
-      }
-      if (version == 0) {
-        invalidateLocal();
-        replaceLocal(LocalStore.open(db.newDbDir(), 0, settings.memory()), null, 0);
-        return;
-      }
-      long start = System.nanoTime();
-      Manifest m = reader.readForLoad(version, attempt);
-      conflicts.loaded(version, m);
-      // The old database holds another version: drop it first (one database on disk at a time).
-      invalidateLocal();
-      Restorer.Shortest r = restorer.restoreShortest(m, published, db, start);
-      replaceLocal(r.restored().store(), m, m.version());
-      r.from().ifPresent(base -> snapshots.restoredFrom(base, db.generation()));
-      lastRestore = r.restored().stats();
-      scheduler.restored(lastRestore, readOnly);
+      lastRestore = loader.load(version, attempt, readOnly);
+    }
+  }
+
+  /**
+   * Makes the local database an empty state standing at {@code version}, reading nothing of the
+   * store's versions (Spark 4.2's {@code loadEmpty}, a rewrite of the store such as offline
+   * state repartitioning): it works on a location with no objects at all, or holding versions of
+   * another layout of the state. The next {@link #commit()} writes version {@code version + 1},
+   * self-contained: its manifest names no base and no delta of a version {@code <= version}
+   * (parent {@code version}, no parent attempt; docs/format.md, "Opening a store empty"), in
+   * one create-only PUT, durable when the commit returns; later loads of it, and versions built
+   * on it, load on any instance. Pending writes and column families are dropped; families
+   * created after this call are the new version's. Who wins the new version is decided as for
+   * any commit: under checkpoint format 1 with a query run, this claims the run's epoch (one LIST
+   * of {@code runs/} and two create-only PUTs, once per run and store; the claim's {@code
+   * loadsVersion} is {@code version}, so an earlier run's collection keeps this batch's spill
+   * deltas), so a re-run in a later run supersedes it and an earlier run's attempt is fenced;
+   * under format 2 the commit's attempt id is new. Until that commit, a {@link #load} of {@code
+   * version} restores it from the object store (the empty database is never taken for it).
+   *
+   * @param version the version to stand at, &gt;= 0 (Spark's batch id)
+   * @throws StateLoadException reason {@code STORAGE} if the run's epoch cannot be found or
+   *     claimed, {@code FENCED} if a later run superseded this one
+   * @throws IOException if RocksDB fails on the local disk
+   * @throws IllegalArgumentException if {@code version} is negative
+   * @throws IllegalStateException if the store is closed
+   */
+  public void loadEmpty(long version) throws IOException {
+    synchronized (guard) {
+      ingestion.settle();
+      ensureOpen();
+      lastRestore = RestoreStats.NONE;
+      loader.loadEmpty(version);
     }
   }
 
@@ -677,13 +676,6 @@ public final class SyncedStore implements AutoCloseable {
    */
   public Manifest readManifest(long version, Optional<String> attempt) throws IOException {
     return reader.read(version, attempt);
-  }
-
-  /** Publishes {@code fresh}, holding {@code version} ({@code m}, null for 0), as the live one. */
-  private void replaceLocal(LocalStore fresh, Manifest m, long version) {
-    db.replace(fresh, m, version);
-    scheduler.databaseReplaced();
-    building.reset(db.committedFamilies());
   }
 
   /** Drops the live database and whatever was built on it; the next load restores. */

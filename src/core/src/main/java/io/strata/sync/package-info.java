@@ -15,6 +15,7 @@
  * <p>The work: {@code VersionBuilder} (the version being built: attempt, spills, column
  * families, its manifest), {@code CommitDelta} (the commit's SST delta and version object),
  * {@code LocalDatabase} (the live local database and the version it holds), {@code
+ * VersionLoader} (how a load makes it hold a version: reused, empty, or restored), {@code
  * VersionObjectReader} (the one reader of manifests), {@code Restorer} (download, verify,
  * ingest), {@code BaseSnapshotUploader} (uploads of base snapshots), {@code GarbageCollector}
  * (a round), {@code LocalIntegrity} (stamps, damage and sweeping of the local disk), {@code
@@ -49,7 +50,11 @@
  * after it, or, if there is none or restoring it fails, from the manifest's own base and chain.
  * A cold load that replayed at least {@code snapshotInterval} deltas schedules a snapshot of the
  * loaded version on the store's background thread. A version not found whose location holds
- * another provider's files fails with an error saying so.
+ * another provider's files fails with an error saying so. {@link
+ * io.strata.sync.SyncedStore#loadEmpty} reads no version: it opens an empty database standing
+ * at the given version, and the commit on it writes a self-contained version (a manifest with
+ * no base and no delta of an earlier version), so a store can be rewritten in place (Spark 4.2's
+ * offline state repartitioning).
  *
  * <h2>Background work</h2>
  * {@link io.strata.sync.SyncedStore#maintenance()} takes a RocksDB checkpoint of the committed

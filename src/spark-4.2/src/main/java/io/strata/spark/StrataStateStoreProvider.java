@@ -27,27 +27,26 @@ public final class StrataStateStoreProvider extends AbstractStrataProvider
   public StrataStateStoreProvider() { }
 
   /**
-   * A writable store holding {@code version}; see {@link AbstractStrataProvider#openStore}.
+   * A writable store holding {@code version}; see {@link AbstractStrataProvider#openStore}; with
+   * {@code loadEmpty}, an empty one at {@code version} that reads nothing of the store (Spark's
+   * offline state repartitioning writes each new partition this way); see {@link
+   * AbstractStrataProvider#openEmpty} and {@link AbstractStrataProvider#openEmptyStore(long)}.
    *
    * <p>Throws {@code org.apache.spark.SparkException}, undeclared (Spark's Scala callers expect
-   * it): as {@link AbstractStrataProvider#openStore}
+   * it): as {@link AbstractStrataProvider#openStore} or {@link AbstractStrataProvider#openEmpty}
    *
    * @param forceSnapshotOnCommit the commit also uploads a base snapshot of the new version
    *     (Spark's coordinator asks when this store's snapshots lag; {@code
    *     forceSnapshotUploadOnLag})
-   * @param loadEmpty must be false: an empty store at an arbitrary version (Spark's offline
-   *     state repartitioning) is not supported
-   * @throws org.apache.spark.SparkUnsupportedOperationException ({@code
-   *     STATE_STORE_UNSUPPORTED_OPERATION}) for {@code loadEmpty}, before anything is loaded
+   * @param loadEmpty an empty store at {@code version}, whose commit writes a self-contained
+   *     {@code version + 1}; {@code stateStoreCkptId} must then be empty under checkpoint format
+   *     2
    */
   @Override
   public StateStore getStore(long version, Option<String> stateStoreCkptId,
       boolean forceSnapshotOnCommit, boolean loadEmpty) {
     if (loadEmpty) {
-      // Spark's HDFS provider refuses it the same way (SPARK-54420).
-      throw SparkErrors.unsupportedOperation("getStore", "StrataStateStoreProvider does not "
-          + "support loadEmpty (offline state repartitioning); repartition with Spark's RocksDB "
-          + "provider");
+      return openEmpty(version, stateStoreCkptId, forceSnapshotOnCommit);
     }
     return openStore(version, stateStoreCkptId, forceSnapshotOnCommit);
   }

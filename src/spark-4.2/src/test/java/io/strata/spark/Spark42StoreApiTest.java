@@ -13,13 +13,13 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.spark.SparkUnsupportedOperationException;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.RangeKeyScanStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCheckpointInfo;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
@@ -32,8 +32,9 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * What Spark 4.2 added to the provider and store API, on a {@code file:} checkpoint: {@code
- * getStore}'s {@code forceSnapshotOnCommit} and {@code loadEmpty}, {@code rangeScan}, the
- * multi-value scans and {@code allColumnFamilyNames}. Where order matters, Spark 4.2's RocksDB
+ * getStore}'s {@code forceSnapshotOnCommit} and {@code loadEmpty} (offline state
+ * repartitioning's writer), {@code rangeScan}, the multi-value scans and {@code
+ * allColumnFamilyNames}. Where order matters, Spark 4.2's RocksDB
  * provider runs the same operations and must return the same sequence.
  */
 class Spark42StoreApiTest {
@@ -45,9 +46,16 @@ class Spark42StoreApiTest {
 
   private StateStoreProvider init(StateStoreProvider p, String ckpt, KeyStateEncoderSpec spec,
       boolean multi) {
+    return init(p, ckpt, spec, multi, 1);
+  }
+
+  /** {@code format}: spark.sql.streaming.stateStore.checkpointFormatVersion, 1 or 2. */
+  private StateStoreProvider init(StateStoreProvider p, String ckpt, KeyStateEncoderSpec spec,
+      boolean multi, int format) {
     SQLConf sql = new SQLConf();
     sql.setConfString("spark.sql.streaming.stateStore.strata.localDir",
         tmp.resolve("local-" + (localDirs++)).toString());
+    sql.setConfString("spark.sql.streaming.stateStore.checkpointFormatVersion", "" + format);
     Configuration hadoop = new Configuration();
     hadoop.set("sql.streaming.runId", UUID.randomUUID().toString());
     p.init(new StateStoreId(tmp.resolve(ckpt).toUri().toString(), 0, 0,
@@ -63,17 +71,96 @@ class Spark42StoreApiTest {
         .newInstance(), ckpt, spec, multi);
   }
 
+  /** Commits versions 1..3 of {@code ckpt} (rows old/0..old/2) with a provider of its own. */
+  private void oldLayout(String ckpt, KeyStateEncoderSpec spec, int format) {
+    StateStoreProvider old = init(new StrataStateStoreProvider(), ckpt, spec, false, format);
+    Option<String> id = Option.empty();
+    for (int v = 0; v < 3; v++) {
+      StateStore s = old.getStore(v, id, false, false);
+      s.put(ColumnFamiliesTest.key("old", v), ColumnFamiliesTest.value(v), "default");
+      assertEquals(v + 1L, s.commit());
+      id = s.getStateStoreCheckpointInfo().stateStoreCkptId();
+    }
+    old.close();
+  }
+
+  /**
+   * Spark 4.2's {@code loadEmpty}, as offline state repartitioning's writer calls it ({@code
+   * StatePartitionAllColumnFamiliesWriter}: a new provider, {@code getStore(v, None, false,
+   * true)}, column families, puts, commit, checkpoint info, close on the same thread), over a
+   * store holding versions 1..3 of another layout: the store at 3 is empty, its commit returns 4;
+   * a new provider (a new query run, a fresh local directory) loads exactly the rewritten rows
+   * and family at 4 and commits 5 on them, which a third loads.
+   */
   @Test
-  void loadEmptyIsRefusedClearlyBeforeAnythingLoads() {
-    StateStoreProvider p = init(new StrataStateStoreProvider(), "ckpt",
-        new NoPrefixKeyStateEncoderSpec(ColumnFamiliesTest.KEY), false);
-    SparkUnsupportedOperationException e = assertThrows(SparkUnsupportedOperationException.class,
-        () -> p.getStore(0, Option.empty(), false, true));
-    assertTrue(e.getMessage().contains("loadEmpty"), e.getMessage());
-    // The provider is still usable: nothing was locked or loaded.
-    StateStore s = p.getStore(0, Option.empty(), false, false);
-    s.abort();
-    p.close();
+  void loadEmptyRewritesAStoreThatLaterProvidersLoadAndBuildOn() {
+    NoPrefixKeyStateEncoderSpec spec = new NoPrefixKeyStateEncoderSpec(ColumnFamiliesTest.KEY);
+    oldLayout("ckpt", spec, 1);
+    StateStoreProvider w = init(new StrataStateStoreProvider(), "ckpt", spec, false);
+    StateStore e = w.getStore(3, Option.apply("ignored under format 1"), false, true);
+    assertEquals(3L, e.version());
+    assertEquals(List.of(), ColumnFamiliesTest.keys(e.iterator("default"),
+        ColumnFamiliesTest::kv), "nothing of versions 1..3");
+    e.createColFamilyIfAbsent("$ttl", ColumnFamiliesTest.KEY, ColumnFamiliesTest.VALUE, spec,
+        false, true);
+    e.put(ColumnFamiliesTest.key("new", 1), ColumnFamiliesTest.value(10), "default");
+    e.put(ColumnFamiliesTest.key("new", 2), ColumnFamiliesTest.value(20), "default");
+    e.put(ColumnFamiliesTest.key("ttl", 1), ColumnFamiliesTest.value(30), "$ttl");
+    assertEquals(4L, e.commit());
+    StateStoreCheckpointInfo info = e.getStateStoreCheckpointInfo();
+    assertEquals(0, info.partitionId());
+    assertEquals(4L, info.batchVersion());
+    assertTrue(info.baseStateStoreCkptId().isEmpty(), "no base: " + info);
+    w.close(); // at once, on the committing thread, as Spark's writer does
+    StateStoreProvider r = init(new StrataStateStoreProvider(), "ckpt", spec, false);
+    StateStore s4 = r.getStore(4, Option.empty(), false, false);
+    s4.createColFamilyIfAbsent("$ttl", ColumnFamiliesTest.KEY, ColumnFamiliesTest.VALUE, spec,
+        false, true);
+    assertEquals(List.of("new/1=10", "new/2=20"), ColumnFamiliesTest.keys(
+        s4.iterator("default"), ColumnFamiliesTest::kv));
+    assertEquals(List.of("ttl/1=30"), ColumnFamiliesTest.keys(s4.iterator("$ttl"),
+        ColumnFamiliesTest::kv));
+    s4.put(ColumnFamiliesTest.key("new", 3), ColumnFamiliesTest.value(40), "default");
+    assertEquals(5L, s4.commit());
+    r.close();
+    StateStoreProvider r5 = init(new StrataStateStoreProvider(), "ckpt", spec, false);
+    StateStore s5 = r5.getStore(5, Option.empty(), false, false);
+    assertEquals(List.of("new/1=10", "new/2=20", "new/3=40"), ColumnFamiliesTest.keys(
+        s5.iterator("default"), ColumnFamiliesTest::kv));
+    s5.abort();
+    r5.close();
+  }
+
+  /**
+   * Checkpoint format 2: a checkpoint id with {@code loadEmpty} is refused before anything loads
+   * (as Spark's RocksDB provider requires none); without one the commit issues a new id, the
+   * checkpoint info is {@code (0, 4, Some(id), None)}, and that id loads the version.
+   */
+  @Test
+  void loadEmptyUnderCheckpointFormat2IssuesANewIdWithoutBase() {
+    NoPrefixKeyStateEncoderSpec spec = new NoPrefixKeyStateEncoderSpec(ColumnFamiliesTest.KEY);
+    oldLayout("ckpt2", spec, 2);
+    StateStoreProvider w = init(new StrataStateStoreProvider(), "ckpt2", spec, false, 2);
+    org.apache.spark.SparkException refused = assertThrows(org.apache.spark.SparkException.class,
+        () -> w.getStore(3, Option.apply("018c0a1b2e00-fedcba9876543210"), false, true));
+    assertEquals("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", refused.getCondition());
+    assertTrue(refused.getCause().getMessage().contains("loadEmpty"),
+        refused.getCause().getMessage());
+    StateStore e = w.getStore(3, Option.empty(), false, true); // not locked by the refusal
+    e.put(ColumnFamiliesTest.key("new", 1), ColumnFamiliesTest.value(10), "default");
+    assertEquals(4L, e.commit());
+    StateStoreCheckpointInfo info = e.getStateStoreCheckpointInfo();
+    assertEquals(0, info.partitionId());
+    assertEquals(4L, info.batchVersion());
+    assertTrue(info.stateStoreCkptId().isDefined(), "a new checkpoint id: " + info);
+    assertTrue(info.baseStateStoreCkptId().isEmpty(), "no base: " + info);
+    w.close();
+    StateStoreProvider r = init(new StrataStateStoreProvider(), "ckpt2", spec, false, 2);
+    StateStore s4 = r.getStore(4, info.stateStoreCkptId(), false, false);
+    assertEquals(List.of("new/1=10"), ColumnFamiliesTest.keys(s4.iterator("default"),
+        ColumnFamiliesTest::kv));
+    s4.abort();
+    r.close();
   }
 
   @Test

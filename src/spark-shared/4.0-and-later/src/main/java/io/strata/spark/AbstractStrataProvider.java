@@ -95,6 +95,75 @@ public abstract class AbstractStrataProvider extends StrataProviderBase {
   }
 
   /**
+   * An empty writable store at {@code version} that reads nothing of the store's existing
+   * objects: the write half of a rewrite of the state, such as an offline repartitioning (Spark
+   * 4.2's {@code getStore(version, None, _, loadEmpty = true)} forwards here; a Strata
+   * repartition job on Spark 4.0 and 4.1, whose {@code StateStoreProvider} has no {@code
+   * loadEmpty}, calls it on a provider made with {@code StateStoreProvider.createAndInit}).
+   *
+   * <p>Contract, as Spark's RocksDB provider's {@code loadEmpty}:
+   *
+   * <ul>
+   *   <li>{@code version()} is {@code version} (Spark's batch id being written); the store is
+   *       empty and has no column family but {@code default}: declare the others with {@code
+   *       createColFamilyIfAbsent}, whose ids land in the committed version.
+   *   <li>No version of the store is read: the location may hold no object at all (a new
+   *       partition) or versions of another layout of the state (an old partition). Under
+   *       checkpoint format 1 the query run claims its epoch in the store (one LIST of {@code
+   *       runs/}, two create-only PUTs), which decides who wins the new version; format 2 sends
+   *       no request.
+   *   <li>{@code commit()} returns {@code version + 1} and has written it, durably, in one
+   *       create-only PUT: a self-contained version whose manifest names no base and no delta of
+   *       a version {@code <= version} (docs/format.md, "Opening a store empty"). Any provider
+   *       instance, on any executor, loads it and builds later versions on it as usual. {@code
+   *       close()} may follow at once on the same thread.
+   *   <li>With checkpoint format 2, {@code getStateStoreCheckpointInfo()} after the commit is
+   *       {@code (partition, version + 1, Some(new checkpoint id), None)}.
+   *   <li>A re-run: under format 1 each run of the writer (Spark's state rewriter gives every
+   *       task attempt a new query run id) supersedes an earlier run's commit of {@code version +
+   *       1}, and an attempt of an earlier run that commits later is refused; two attempts of one
+   *       run: the first commit wins. Under format 2 every attempt writes its own checkpoint id;
+   *       the driver's commit log names the one that counts.
+   * </ul>
+   *
+   * <p>Throws {@code org.apache.spark.SparkException}, undeclared: {@code
+   * CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION} for a negative version; {@code ...UNCATEGORIZED}
+   * if the run's epoch cannot be found or claimed, the run is fenced (a later run wrote the
+   * store), or the local database cannot be opened. The commit throws {@code
+   * CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT} if the PUT fails or a later run committed the
+   * version.
+   *
+   * @param version the version the empty store stands at, &gt;= 0
+   * @return the store, held by the caller (task) until its commit or abort
+   */
+  public final StateStore openEmptyStore(long version) {
+    return (StateStore) emptyHandle(version);
+  }
+
+  /**
+   * {@link #openEmptyStore(long)} for Spark 4.2's {@code getStore(..., loadEmpty = true)}: a
+   * checkpoint id is refused under checkpoint format 2 (Spark's RocksDB provider requires none:
+   * the empty store is of no attempt), ignored under format 1 (as every checkpoint id is).
+   *
+   * <p>Throws {@code org.apache.spark.SparkException}, undeclared: as {@link
+   * #openEmptyStore(long)}; {@code CANNOT_LOAD_STATE_STORE.UNCATEGORIZED} whose cause is an
+   * {@link IllegalArgumentException} for a checkpoint id under format 2, before anything loads
+   *
+   * @param forceSnapshotOnCommit as for {@link #openStore}
+   */
+  protected final StateStore openEmpty(long version, Option<String> stateStoreCkptId,
+      boolean forceSnapshotOnCommit) {
+    if (checkpointIdsEnabled() && stateStoreCkptId.isDefined()) {
+      throw SparkErrors.cannotLoad(new IllegalArgumentException("requirement failed: "
+          + "stateStoreCkptId should be empty when loadEmpty is true (" + this + " version "
+          + version + ", stateStoreCkptId " + stateStoreCkptId.get() + ")"));
+    }
+    StrataStoreBase store = emptyHandle(version);
+    store.forceSnapshotOnCommit(forceSnapshotOnCommit);
+    return (StateStore) store;
+  }
+
+  /**
    * The store at {@code endVersion}, for Spark's {@code SupportsFineGrainedReplay
    * .replayStateFromSnapshot} (the state data source's {@code snapshotStartBatchId}). Spark's
    * providers rebuild it from the snapshot file of {@code snapshotVersion} plus the changes after

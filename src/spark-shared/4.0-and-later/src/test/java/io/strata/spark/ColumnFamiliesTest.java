@@ -194,6 +194,45 @@ class ColumnFamiliesTest {
   }
 
   /**
+   * {@link AbstractStrataProvider#openEmptyStore}, the write half of a rewrite on every Spark 4.x
+   * line (4.2's {@code loadEmpty} forwards to it; 4.0 and 4.1 have no {@code loadEmpty}): over
+   * a store holding versions 1 and 2 (default family and family {@code abc}), a new provider's
+   * empty store at 2 holds nothing and no family, takes a family of its own and commits 3; a
+   * fresh provider loads exactly that at 3.
+   */
+  @Test
+  void openEmptyStoreRewritesAStoreThatAFreshProviderLoads() {
+    NoPrefixKeyStateEncoderSpec spec = new NoPrefixKeyStateEncoderSpec(KEY);
+    StateStoreProvider old = strata(spec, true, false);
+    for (int v = 0; v < 2; v++) {
+      StateStore s = SparkApi.getStore(old, v);
+      s.createColFamilyIfAbsent("abc", KEY, VALUE, spec, false, false);
+      s.put(key("old", v), value(v), "abc");
+      s.put(key("old", v), value(v), "default");
+      assertEquals(v + 1, s.commit());
+    }
+    old.close();
+    StateStoreProvider w = strata(spec, true, false);
+    StateStore e = ((AbstractStrataProvider) w).openEmptyStore(2);
+    assertEquals(2, e.version());
+    assertEquals(List.of(), keys(e.iterator("default"), ColumnFamiliesTest::kv));
+    assertThrows(SparkUnsupportedOperationException.class, () -> e.iterator("abc"),
+        "no family of the old layout");
+    e.createColFamilyIfAbsent("xyz", KEY, VALUE, spec, false, false);
+    e.put(key("new", 1), value(10), "xyz");
+    e.put(key("new", 2), value(20), "default");
+    assertEquals(3, e.commit());
+    w.close();
+    StateStoreProvider fresh = strata(spec, true, false);
+    StateStore s3 = SparkApi.getStore(fresh, 3);
+    s3.createColFamilyIfAbsent("xyz", KEY, VALUE, spec, false, false);
+    assertEquals(List.of("new/1=10"), keys(s3.iterator("xyz"), ColumnFamiliesTest::kv));
+    assertEquals(List.of("new/2=20"), keys(s3.iterator("default"), ColumnFamiliesTest::kv));
+    s3.abort();
+    fresh.close();
+  }
+
+  /**
    * Spark's "get, put, iterator, commit, load with multiple column families": families are
    * independent, a reload of version 0 has none, and a fresh provider (new local directory)
    * restores version 1 with its families from the checkpoint alone.

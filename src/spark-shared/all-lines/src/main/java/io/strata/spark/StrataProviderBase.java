@@ -373,7 +373,29 @@ public abstract class StrataProviderBase implements StateStoreProvider {
   abstract StrataStoreBase newStore(SyncedStore core, long version, boolean readOnly,
       RequestCounter requests, RequestCounter.Counts atStart);
 
+  /**
+   * A writable store holding an empty state at {@code version}, loaded from nothing ({@link
+   * SyncedStore#loadEmpty}): its commit writes version {@code version + 1}, self-contained.
+   * Takes the task lock as {@link #openHandle} does (a provider that the caller already holds
+   * open waits for itself up to the lock timeout: open it on a provider of its own, as Spark
+   * 4.2's state rewriter does).
+   *
+   * <p>Throws {@code org.apache.spark.SparkException}, undeclared: {@code
+   * CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION} for a negative version, {@code ...UNCATEGORIZED}
+   * if the query run's epoch cannot be found or claimed (checkpoint format 1), the run is
+   * fenced, or the local database cannot be opened
+   */
+  final StrataStoreBase emptyHandle(long version) {
+    return load(version, Option.empty(), false, true);
+  }
+
   private StrataStoreBase load(long version, Option<String> ckptId, boolean readOnly) {
+    return load(version, ckptId, readOnly, false);
+  }
+
+  /** A load; {@code empty}: of nothing, at {@code version} ({@link #emptyHandle}). */
+  private StrataStoreBase load(long version, Option<String> ckptId, boolean readOnly,
+      boolean empty) {
     if (version < 0) {
       throw SparkErrors.unexpectedVersion(version);
     }
@@ -384,7 +406,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // Spark holds while it closes providers (and close() waits for our locks).
     String run = coreMissing() ? queryRunId() : null;
     StrataStoreBase past = taskLock.holder();
-    if (past != null && past.owner() == TaskLock.currentOwner() && past.readingAfterCommit()) {
+    if (!empty && past != null && past.owner() == TaskLock.currentOwner()
+        && past.readingAfterCommit()) {
       // This task still reads its committed store (Spark 3.5's Complete mode): a second
       // computation of the partition at once, which gets a store of its own.
       return sideHandle(version, ckptId, readOnly);
@@ -402,9 +425,13 @@ public abstract class StrataProviderBase implements StateStoreProvider {
       Optional<String> attempt = checkpointIdsEnabled() && ckptId.isDefined()
           ? Optional.of(ckptId.get()) : Optional.empty();
       RequestCounter.Counts start = requests.snapshot();
-      // Every load finds the run's epoch without claiming it; a write store claims it at its
-      // first change or commit (StrataStoreBase#prepareWrite, SyncedStore#commit).
-      c.load(version, attempt, true);
+      if (empty) {
+        c.loadEmpty(version); // claims the run's epoch: a load of nothing is only for writing
+      } else {
+        // Every load finds the run's epoch without claiming it; a write store claims it at its
+        // first change or commit (StrataStoreBase#prepareWrite, SyncedStore#commit).
+        c.load(version, attempt, true);
+      }
       StrataStoreBase store = newStore(c, version, readOnly, requests, start);
       store.ownedBy(TaskLock.currentOwner()); // before it is published as the holder
       published = store;
