@@ -6,8 +6,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
 import java.io.IOException;
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.Optional;
@@ -108,33 +106,63 @@ final class OperatorMetadataPaths {
   }
 
   /**
-   * {@code path} under {@code destination} if it lies under {@code source}, else empty. S3
-   * schemes ({@code s3}, {@code s3a}, {@code s3n}) are one location family: {@code
-   * s3a://b/ckpt/x} lies under {@code s3://b/ckpt}.
+   * {@code path} under {@code destination} if it lies under {@code source}, else empty. The
+   * three are compared as text, not decoded as URIs: Spark writes the path as Hadoop's {@code
+   * Path.toString} (a space stays a space, {@code %41} stays three characters), and the tool
+   * takes locations literally. S3 schemes ({@code s3}, {@code s3a}, {@code s3n}) are one
+   * location family, as are {@code file:} in its forms and a plain absolute path.
    *
    * @param path an absolute path Spark wrote, such as {@code
-   *     s3a://b/ckpt/state/0/_stateSchema/default/0_<uuid>}
-   * @param source the source checkpoint's location
-   * @param destination the copy's location
-   * @return the moved path, or empty if {@code path} is not under {@code source} (or is not a
-   *     URI)
+   *     s3a://b/ckpt/state/0/_stateSchema/default/0_<uuid>} or {@code file:/tmp/ckpt/...}
+   * @param source the source checkpoint's location as given to the tool
+   * @param destination the copy's location as given to the tool
+   * @return the moved path (the path's own scheme where path and destination are of one
+   *     family, else the destination's; a local path as {@code file:/...}), or empty if {@code
+   *     path} is not under {@code source}
    */
   static Optional<String> moved(String path, String source, String destination) {
-    try {
-      URI p = new URI(path);
-      URI s = new URI(source);
-      URI d = new URI(destination);
-      String under = trimmed(s.getPath()) + "/";
-      if (!family(p).equals(family(s)) || !java.util.Objects.equals(p.getAuthority(),
-          s.getAuthority()) || p.getPath() == null || !p.getPath().startsWith(under)) {
-        return Optional.empty();
-      }
-      String rest = p.getPath().substring(under.length());
-      String scheme = family(p).equals(family(d)) ? p.getScheme() : d.getScheme();
-      return Optional.of(new URI(scheme, d.getAuthority(), trimmed(d.getPath()) + "/" + rest,
-          null, null).toString());
-    } catch (URISyntaxException e) {
+    Location p = Location.of(path);
+    Location s = Location.of(source);
+    Location d = Location.of(destination);
+    if (p == null || s == null || d == null || !p.family().equals(s.family())
+        || !p.rest().startsWith(s.rest() + "/")) {
       return Optional.empty();
+    }
+    String below = p.rest().substring(s.rest().length() + 1);
+    String scheme = p.family().equals(d.family()) ? p.scheme() : d.scheme();
+    String prefix = d.family().equals("file") ? "file:" : scheme + "://";
+    return Optional.of(prefix + d.rest() + "/" + below);
+  }
+
+  /**
+   * A location split as text: {@code family} ({@code s3} or {@code file}, or another scheme),
+   * the scheme as written ({@code file} for a plain path), and the rest without trailing
+   * slashes ({@code bucket/prefix} for S3, the absolute path for local files).
+   */
+  private record Location(String family, String scheme, String rest) {
+    /** The location, or null if it is neither an S3 nor a local one (never moved). */
+    static Location of(String text) {
+      int colon = text.indexOf(':');
+      int slash = text.indexOf('/');
+      if (colon > 1 && (slash < 0 || colon < slash)) {
+        String scheme = text.substring(0, colon).toLowerCase(Locale.ROOT);
+        String after = text.substring(colon + 1);
+        if (scheme.equals("s3") || scheme.equals("s3a") || scheme.equals("s3n")) {
+          return after.startsWith("//") ? new Location("s3", text.substring(0, colon),
+              trimmed(after.substring(2))) : null;
+        }
+        if (scheme.equals("file")) {
+          // file:/p, file:///p (empty authority) and file://localhost/p name /p
+          String p = after;
+          if (p.startsWith("//")) {
+            int next = p.indexOf('/', 2);
+            p = next < 0 ? "/" : p.substring(next);
+          }
+          return p.startsWith("/") ? new Location("file", "file", trimmed(p)) : null;
+        }
+        return new Location(scheme, text.substring(0, colon), trimmed(after));
+      }
+      return text.startsWith("/") ? new Location("file", "file", trimmed(text)) : null;
     }
   }
 
@@ -144,11 +172,6 @@ final class OperatorMetadataPaths {
       p = p.substring(0, p.length() - 1);
     }
     return p;
-  }
-
-  private static String family(URI u) {
-    String scheme = u.getScheme() == null ? "" : u.getScheme().toLowerCase(Locale.ROOT);
-    return scheme.equals("s3a") || scheme.equals("s3n") ? "s3" : scheme;
   }
 
   private static ToolException unreadable(String key, String why, Throwable cause) {
