@@ -162,6 +162,35 @@ final class SavepointCommand {
             requests += 2;
           }
         }
+        // Before the commit point: every held version is still whole and Spark's logs still
+        // allow the restart. A batch the query ran meanwhile (one that looked stopped: a
+        // trigger longer than --idle-minutes) may have collected a version a round listed
+        // before its hold was written; then no record is written and list shows the savepoint
+        // incomplete. (A round that listed before the holds and deletes after this check is
+        // not caught: the margin, kept while the query looks alive, is what bounds that.)
+        CheckpointScan after = ctx.scan();
+        CommitLogAttempts committedAfter = ctx.commitLogAttempts(after);
+        requests += 1 + after.strataStores().size();
+        for (CheckpointScan.Store s : after.strataStores()) {
+          if (!held.containsKey(s.relativeLocation())) {
+            continue;
+          }
+          Optional<String> why = RewindCommand.check(s, ctx.inspector(s), committedAfter,
+              version, RewindCommand.storesOfPartition(after, s));
+          if (why.isPresent()) {
+            throw new ToolException(StrataTool.EXIT_REFUSED, "Savepoint " + n + " of batch "
+                + b + " of " + ctx.checkpoint + " is incomplete: the query ran while it was "
+                + "made and " + why.get() + "; no record was written (strata savepoint drop "
+                + ctx.checkpoint + " " + n + " releases its holds)", null);
+          }
+        }
+        if (!after.restartableAfter(b)) {
+          throw new ToolException(StrataTool.EXIT_REFUSED, "Savepoint " + n + " of batch " + b
+              + " of " + ctx.checkpoint + " is incomplete: the query purged offsets/" + b
+              + ", commits/" + b + " or offsets/" + (b - 1) + " while it was made; no record "
+              + "was written (strata savepoint drop " + ctx.checkpoint + " " + n + " releases "
+              + "its holds)", null);
+        }
         Map<String, Object> record = new LinkedHashMap<>();
         record.put("format", 1);
         record.put("name", n);
