@@ -169,6 +169,18 @@ class RuntimeJarIT {
       assertEquals(AFTER, line(out, "RESULT run2"), "streaming totals after the restart");
       assertEquals("1", line(out, "BATCHES run2"), "the appended file");
       assertEquals(AFTER, line(out, "RESULT batch-after"), "batch count through s3a");
+      boolean spark4 = !io.strata.testkit.SparkLineCondition.currentLine().map("3.5"::equals)
+          .orElse(false);
+      if (spark4) {
+        // The repartition job from the runtime jar, then the staging file once more.
+        assertEquals("Repartitioned the state of batch 3 from 2 to 3 partitions as batch 4",
+            line(out, "REPARTITION"), "the runtime jar's repartition job");
+        assertEquals("a=5:30 b=2:6 c=3:20 d=2:40", line(out, "RESULT run3"),
+            "streaming totals after the repartition, exact");
+        assertEquals("1", line(out, "BATCHES run3"), "the appended file");
+      } else {
+        assertEquals("none", line(out, "REPARTITION"), "no repartition job on Spark 3.5");
+      }
 
       // Strata's provider did the work: its own metrics, PUTs in run 1, a restore from S3 in run 2.
       assertTrue(metric(out, "run1", "strataS3Puts") > 0, "Strata's PUTs in run 1");
@@ -186,6 +198,14 @@ class RuntimeJarIT {
         String v4 = CHECKPOINT + "state/0/" + partition
             + "/v/00000000000000000004/g0000000001.svo";
         assertTrue(keys.contains(v4), v4 + " in " + keys);
+      }
+      if (spark4) {
+        // Batch 4 (the repartition's) wrote version 5 into the new third partition, and the
+        // batch after it version 6.
+        for (String v : new String[] {"5", "6"}) {
+          String prefix = CHECKPOINT + "state/0/2/v/" + "0".repeat(20 - v.length()) + v + "/";
+          assertTrue(keys.stream().anyMatch(k -> k.startsWith(prefix)), prefix + " in " + keys);
+        }
       }
       for (int batch = 0; batch < 4; batch++) {
         assertTrue(keys.contains(CHECKPOINT + "offsets/" + batch), "offsets/" + batch);

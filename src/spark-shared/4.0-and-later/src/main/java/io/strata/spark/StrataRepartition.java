@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.Partitioner;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
+
+/**
+ * Offline state repartitioning of a stopped query's Strata checkpoint (issue 44): after it, the
+ * query resumes with a new number of state partitions ({@code spark.sql.shuffle.partitions},
+ * which Spark otherwise fixes for a stateful query's life, SPARK-19873). Spark 4.2 has a runner
+ * for this ({@code StreamingCheckpointManager.repartition}) that accepts Spark's RocksDB
+ * provider only; this job does the same for Strata on Spark 4.0, 4.1 and 4.2, as Spark's runner
+ * does it:
+ *
+ * <ol>
+ *   <li>the newest committed batch {@code N} is read from the offset and commit logs; the query
+ *       must be stopped (its newest log entry older than {@code --idle-minutes}, or {@code
+ *       --force}), its state kept by Strata, and every stateful operator one whose state key is
+ *       its partition key: a streaming aggregation ({@code stateStoreSave}) or {@code
+ *       dropDuplicates} ({@code dedupe}, {@code dedupeWithinWatermark}). Others (joins,
+ *       session windows, {@code flatMapGroupsWithState}, {@code transformWithState}) are refused
+ *       by name;
+ *   <li>each operator's state of batch {@code N} (version {@code N + 1} of every old partition,
+ *       restored by Strata, {@link StateRead}) is shuffled by its key into the new count of
+ *       partitions (Murmur3 of the key's fields with seed 42, modulo {@code M}: the placement the
+ *       query's own shuffle gives each key) and written into every new partition as version
+ *       {@code N + 2} of nothing else ({@link StateRewrite}), under a run id of its own. Spark's
+ *       state data source gives the schemas and the operators ({@code state-metadata}), so the
+ *       session needs a Hadoop file system for the checkpoint's scheme (S3A, or Strata's
+ *       read-only {@code StrataS3FileSystem});
+ *   <li>{@code offsets/N+1} is batch {@code N}'s entry with {@code spark.sql.shuffle.partitions}
+ *       set to {@code M}, then {@code commits/N+1} batch {@code N}'s commit (with the new
+ *       checkpoint ids under checkpoint format 2). Batch {@code N + 1} reads no new input; the
+ *       query's next batch, {@code N + 2}, runs with {@code M} partitions on the rewritten state.
+ * </ol>
+ *
+ * <p>A run that fails before step 3 leaves the checkpoint as it was (the versions it wrote are a
+ * later run's, which the query's next run supersedes). One that fails between the two log
+ * writes leaves {@code offsets/N+1} without its commit: running the job again with the same
+ * {@code --partitions} finishes it (as Spark's runner retries a failed repartition batch); the
+ * query must not be started before that, since Spark 4.0 and 4.1 do not detect an unfinished
+ * repartition.
+ *
+ * <p>Old partitions at or above {@code M} keep their objects (nothing loads them again);
+ * {@code strata gc} leaves them, and the checkpoint's history below {@code N + 1} keeps the old
+ * count, so a rewind across the repartition must restore the old count too.
+ */
+public final class StrataRepartition {
+  /** The operators whose state key is their partition key (Spark 4.2's Noop extractors). */
+  public static final Set<String> SUPPORTED_OPERATORS =
+      Set.of("stateStoreSave", "dedupe", "dedupeWithinWatermark");
+  static final String SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions";
+  static final String PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass";
+  static final String FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion";
+  static final String USAGE = "Usage: spark-submit --class io.strata.spark.StrataRepartition "
+      + "<runtime jar> <checkpoint> --partitions <M> [--dry-run] [--force] "
+      + "[--idle-minutes <minutes, default 10>]";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private StrataRepartition() { }
+
+  /**
+   * What to do.
+   *
+   * @param checkpoint the query's checkpoint location
+   * @param partitions the new number of state partitions, 1 to 100,000
+   * @param dryRun check and print the plan, write nothing
+   * @param force run although the query looks alive
+   * @param idleMinutes how long ago the newest log entry must be written for the query to look
+   *     stopped, in minutes
+   */
+  public record Options(String checkpoint, int partitions, boolean dryRun, boolean force,
+      long idleMinutes) {
+    /**
+     * Parses the command line.
+     *
+     * @throws IllegalArgumentException naming the bad or missing argument
+     */
+    public static Options parse(String... args) {
+      String checkpoint = null;
+      Integer partitions = null;
+      boolean dryRun = false;
+      boolean force = false;
+      long idle = 10;
+      for (int i = 0; i < args.length; i++) {
+        String a = args[i];
+        switch (a) {
+          case "--dry-run" -> dryRun = true;
+          case "--force" -> force = true;
+          case "--partitions", "--idle-minutes" -> {
+            if (i + 1 >= args.length) {
+              throw new IllegalArgumentException(a + " needs a value");
+            }
+            String v = args[++i];
+            long n;
+            try {
+              n = Long.parseLong(v);
+            } catch (NumberFormatException e) {
+              throw new IllegalArgumentException("Invalid " + a + " '" + v + "': expected a "
+                  + "whole number");
+            }
+            if (a.equals("--partitions")) {
+              if (n < 1 || n > 100_000) {
+                throw new IllegalArgumentException("Invalid --partitions " + n
+                    + ": expected 1 to 100000");
+              }
+              partitions = (int) n;
+            } else {
+              if (n < 0 || n > 1_000_000) {
+                throw new IllegalArgumentException("Invalid --idle-minutes " + n
+                    + ": expected 0 to 1000000");
+              }
+              idle = n;
+            }
+          }
+          default -> {
+            if (a.startsWith("-") || checkpoint != null) {
+              throw new IllegalArgumentException("Unknown argument '" + a + "'");
+            }
+            checkpoint = a;
+          }
+        }
+      }
+      if (checkpoint == null) {
+        throw new IllegalArgumentException("Missing the checkpoint location");
+      }
+      if (partitions == null) {
+        throw new IllegalArgumentException("Missing --partitions");
+      }
+      return new Options(checkpoint, partitions, dryRun, force, idle);
+    }
+  }
+
+  /** A stateful operator's store to rewrite (from the checkpoint's operator metadata). */
+  public record Store(long operatorId, String operatorName, String storeName) { }
+
+  /**
+   * What a run did or, with {@code --dry-run}, would do.
+   *
+   * @param readBatch the batch whose state was read ({@code N})
+   * @param newBatch the repartition batch ({@code N + 1})
+   * @param from the old number of partitions
+   * @param to the new number
+   * @param stores the rewritten stores
+   * @param rows state rows written, over every store
+   * @param written false for a dry run
+   */
+  public record Result(long readBatch, long newBatch, int from, int to, List<Store> stores,
+      long rows, boolean written) {
+    /** One line per fact, for the console. */
+    public String summary() {
+      StringBuilder sb = new StringBuilder();
+      sb.append(written ? "Repartitioned" : "Would repartition (dry run)").append(" the state of "
+          + "batch ").append(readBatch).append(" from ").append(from).append(" to ").append(to)
+          .append(" partitions as batch ").append(newBatch).append('\n');
+      for (Store s : stores) {
+        sb.append("  operator ").append(s.operatorId()).append(" (").append(s.operatorName())
+            .append("), store ").append(s.storeName()).append('\n');
+      }
+      if (written) {
+        sb.append("  ").append(rows).append(" state rows written; the query's next batch runs "
+            + "with ").append(to).append(" partitions\n");
+      }
+      return sb.toString();
+    }
+  }
+
+  /** A refusal: the checkpoint is left as it was (exit code 1 from {@link #main}). */
+  public static final class Refused extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Refused(String message) {
+      super(message);
+    }
+  }
+
+  /**
+   * The {@code spark-submit --class} entry point: runs {@link #run} on the session spark-submit
+   * configured (Strata's settings, S3 access for the state data source) and prints its summary.
+   * Exits 2 for a bad command line; a refusal or failure ends with the exception (spark-submit
+   * exits non-zero).
+   */
+  public static void main(String[] args) throws IOException {
+    Options options;
+    try {
+      options = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("strata repartition: " + e.getMessage());
+      System.err.println(USAGE);
+      System.exit(2);
+      return;
+    }
+    SparkSession spark = SparkSession.builder().appName("strata-repartition").getOrCreate();
+    try {
+      System.out.print(run(spark, options).summary());
+    } finally {
+      spark.stop();
+    }
+  }
+
+  /**
+   * Repartitions {@code options.checkpoint()} (see the class comment for the steps).
+   *
+   * @param spark a session with Strata's settings and a Hadoop file system for the checkpoint's
+   *     scheme (Spark's state data source qualifies the path with one)
+   * @return what it did
+   * @throws Refused if the checkpoint cannot be repartitioned as asked (a message naming the
+   *     reason, the file or operator and what is expected); nothing was written
+   * @throws IOException if reading or writing the logs fails
+   */
+  public static Result run(SparkSession spark, Options options) throws IOException {
+    org.apache.spark.sql.classic.SparkSession session =
+        (org.apache.spark.sql.classic.SparkSession) spark;
+    String checkpoint = options.checkpoint();
+    int to = options.partitions();
+    Configuration hadoop = session.sessionState().newHadoopConf();
+    CheckpointLogFiles logs = new CheckpointLogFiles(checkpoint, hadoop);
+    long[] commit = logs.newest("commits");
+    long[] offset = logs.newest("offsets");
+    if (commit == null || offset == null) {
+      throw new Refused(checkpoint + " has no committed batch (commits/ is empty or missing): "
+          + "there is no state to repartition");
+    }
+    long n = commit[0];
+    boolean resume = false;
+    if (offset[0] > n) {
+      // A repartition that wrote its offsets but not its commit is finished by a second run.
+      Map<String, String> last = offsetsConf(logs.read("offsets", offset[0]), offset[0]);
+      resume = offset[0] == n + 1 && Integer.toString(to).equals(last.get(SHUFFLE_PARTITIONS))
+          && !last.get(SHUFFLE_PARTITIONS).equals(
+              offsetsConf(logs.read("offsets", n), n).get(SHUFFLE_PARTITIONS));
+      if (!resume) {
+        throw new Refused(checkpoint + ": offsets/" + offset[0] + " has no commit (the newest "
+            + "is commits/" + n + "): batch " + offset[0] + " did not finish. Run the query "
+            + "until it commits, stop it, and repartition then");
+      }
+    }
+    long newest = Math.max(commit[1], offset[1]);
+    long idleMs = options.idleMinutes() * 60_000L;
+    long ago = System.currentTimeMillis() - newest;
+    if (!options.force() && ago < idleMs) {
+      throw new Refused(checkpoint + ": the query looks alive (its newest offset or commit "
+          + "entry was written " + Math.max(0, ago / 1000) + " s ago, less than --idle-minutes "
+          + options.idleMinutes() + "); stop it first, or pass --force if it is stopped");
+    }
+    String offsetsText = logs.read("offsets", n);
+    Map<String, String> conf = offsetsConf(offsetsText, n);
+    String provider = conf.get(PROVIDER_CLASS);
+    if (!StrataStateStoreProvider.class.getName().equals(provider)) {
+      throw new Refused(checkpoint + ": its state is kept by " + provider + " (offsets/" + n
+          + ", " + PROVIDER_CLASS + "), not by " + StrataStateStoreProvider.class.getName()
+          + "; this job repartitions Strata checkpoints only");
+    }
+    int from = Integer.parseInt(conf.getOrDefault(SHUFFLE_PARTITIONS, "-1"));
+    if (from == to && !resume) {
+      throw new Refused(checkpoint + " already has " + to + " partitions (offsets/" + n + ")");
+    }
+    List<Store> stores = stores(spark, checkpoint);
+    long newBatch = n + 1;
+    if (options.dryRun()) {
+      return new Result(n, newBatch, from, to, stores, 0, false);
+    }
+
+    // The state first: a failure here leaves the logs, and so the query, as they were.
+    // Checkpoint format 2 shows in the commit (its state store checkpoint ids; the offset log
+    // does not record the setting): the stores must then commit ids, whatever this session says.
+    String commitText = logs.read("commits", n);
+    boolean ids = hasCheckpointIds(commitText, n);
+    SQLConf sql = session.sessionState().conf().clone();
+    conf.forEach(sql::setConfString);
+    sql.setConfString(SHUFFLE_PARTITIONS, Integer.toString(to));
+    sql.setConfString(FORMAT_VERSION, ids ? "2" : "1");
+    StateStoreConf storeConf = new StateStoreConf(sql, Scala.map(Map.of()));
+    Configuration writeConf = new Configuration(hadoop);
+    writeConf.set(StrataProviderBase.RUN_ID_KEY, UUID.randomUUID().toString());
+    SerializableConfiguration shipped = new SerializableConfiguration(writeConf);
+    Map<Long, String[]> checkpointIds = new TreeMap<>();
+    long rows = 0;
+    JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    List<Integer> oldPartitions = new ArrayList<>();
+    for (int p = 0; p < from; p++) {
+      oldPartitions.add(p);
+    }
+    for (Store s : stores) {
+      // The schemas only (no rows are read through the state data source; see StateRead).
+      StructType schema = spark.read().format("statestore").option("batchId", n)
+          .option("operatorId", s.operatorId()).option("storeName", s.storeName())
+          .load(checkpoint).schema();
+      StructType keySchema = (StructType) schema.apply("key").dataType();
+      StructType valueSchema = (StructType) schema.apply("value").dataType();
+      String stateRoot = checkpoint + "/state";
+      StateRead read = new StateRead(stateRoot, s.operatorId(), s.storeName(), keySchema,
+          valueSchema, storeConf, shipped, n + 1, ids ? oldIds(commitText, n, s, from) : null,
+          to);
+      StateRewrite rewrite = new StateRewrite(stateRoot, s.operatorId(), s.storeName(),
+          keySchema, valueSchema, storeConf, shipped, newBatch);
+      List<String> written = sc.parallelize(oldPartitions, from).flatMapToPair(read)
+          .partitionBy(new ExactPartitioner(to)).mapPartitionsWithIndex(rewrite, false)
+          .collect();
+      String[] byPartition = new String[to];
+      for (String line : written) {
+        String[] f = line.split(",", -1);
+        byPartition[Integer.parseInt(f[0])] = f[2];
+        rows += Long.parseLong(f[1]);
+      }
+      for (int p = 0; p < to; p++) {
+        if (byPartition[p] == null) {
+          throw new IllegalStateException("operator " + s.operatorId() + " store "
+              + s.storeName() + ": partition " + p + " of " + to + " was not written (the "
+              + "shuffle gave " + written.size() + " partitions); the logs are unchanged");
+        }
+      }
+      checkpointIds.put(s.operatorId(), byPartition);
+    }
+
+    // Then the logs: the offsets entry with the new count, then the commit.
+    if (!resume && !logs.create("offsets", newBatch, withPartitions(offsetsText, n, to))) {
+      throw new Refused(checkpoint + ": offsets/" + newBatch + " appeared while the job ran: "
+          + "another run of the query or of this job writes this checkpoint");
+    }
+    if (!logs.create("commits", newBatch, withIds(commitText, n, ids ? checkpointIds : null))) {
+      throw new Refused(checkpoint + ": commits/" + newBatch + " appeared while the job ran: "
+          + "another run of the query or of this job writes this checkpoint");
+    }
+    return new Result(n, newBatch, from, to, stores, rows, true);
+  }
+
+  /**
+   * The checkpoint's stateful operators and their stores, from Spark's {@code state-metadata}
+   * source (the operator metadata under {@code state/<op>/_metadata}).
+   *
+   * @throws Refused if there is none, or an operator is not one of {@link #SUPPORTED_OPERATORS}
+   */
+  static List<Store> stores(SparkSession spark, String checkpoint) {
+    List<Store> stores = new ArrayList<>();
+    for (Row r : spark.read().format("state-metadata").load(checkpoint).collectAsList()) {
+      Store s = new Store(((Number) r.getAs("operatorId")).longValue(), r.getAs("operatorName"),
+          r.getAs("stateStoreName"));
+      if (!SUPPORTED_OPERATORS.contains(s.operatorName())) {
+        throw new Refused(checkpoint + ": operator " + s.operatorId() + " is "
+            + s.operatorName() + ", whose state this job cannot repartition; it covers "
+            + "streaming aggregations (stateStoreSave) and dropDuplicates (dedupe, "
+            + "dedupeWithinWatermark), whose state key is the partition key");
+      }
+      stores.add(s);
+    }
+    if (stores.isEmpty()) {
+      throw new Refused(checkpoint + " has no operator metadata (state/<operator>/_metadata): "
+          + "no stateful operator to repartition, or a query started before Spark 3.5");
+    }
+    stores.sort(java.util.Comparator.comparingLong(Store::operatorId)
+        .thenComparing(Store::storeName));
+    return stores;
+  }
+
+  /** The lines of a log entry: the version line, the JSON metadata line, the rest. */
+  private static String[] lines(String text, String what) {
+    String[] lines = text.split("\n", 3);
+    if (lines.length < 2 || !lines[0].matches("v[0-9]+") || !lines[1].startsWith("{")) {
+      throw new Refused(what + " is not an entry of Spark's log (a version line, then JSON "
+          + "metadata): " + text.substring(0, Math.min(80, text.length())));
+    }
+    return lines;
+  }
+
+  /** The SQL settings an {@code offsets/<batch>} entry records. */
+  static Map<String, String> offsetsConf(String text, long batch) throws IOException {
+    if (text == null) {
+      throw new Refused("offsets/" + batch + " is missing");
+    }
+    JsonNode conf = JSON.readTree(lines(text, "offsets/" + batch)[1]).get("conf");
+    Map<String, String> out = new LinkedHashMap<>();
+    if (conf != null) {
+      for (Iterator<Map.Entry<String, JsonNode>> it = conf.fields(); it.hasNext(); ) {
+        Map.Entry<String, JsonNode> e = it.next();
+        out.put(e.getKey(), e.getValue().asText());
+      }
+    }
+    return out;
+  }
+
+  /** {@code offsets/<batch>}'s text with {@code spark.sql.shuffle.partitions} set to {@code m}. */
+  static String withPartitions(String text, long batch, int m) throws IOException {
+    String[] lines = lines(text, "offsets/" + batch);
+    ObjectNode meta = (ObjectNode) JSON.readTree(lines[1]);
+    JsonNode conf = meta.get("conf");
+    if (!(conf instanceof ObjectNode c)) {
+      throw new Refused("offsets/" + batch + " records no SQL settings (its metadata has no "
+          + "conf): written by a Spark before 2.4");
+    }
+    c.put(SHUFFLE_PARTITIONS, Integer.toString(m));
+    return lines[0] + "\n" + JSON.writeValueAsString(meta)
+        + (lines.length > 2 ? "\n" + lines[2] : "");
+  }
+
+  /**
+   * Operator {@code s}'s checkpoint ids of batch {@code batch}'s versions, one per partition
+   * (checkpoint format 2), from {@code commits/<batch>}'s {@code stateUniqueIds}.
+   *
+   * @throws Refused if the commit does not name one for each of {@code count} partitions
+   */
+  static String[] oldIds(String text, long batch, Store s, int count) throws IOException {
+    JsonNode op = JSON.readTree(lines(text, "commits/" + batch)[1]).path("stateUniqueIds")
+        .path(Long.toString(s.operatorId()));
+    if (!op.isArray() || op.size() != count) {
+      throw new Refused("commits/" + batch + " names no checkpoint id for each of the " + count
+          + " partitions of operator " + s.operatorId() + " (stateUniqueIds): " + op);
+    }
+    String[] out = new String[count];
+    for (int p = 0; p < count; p++) {
+      out[p] = op.get(p).path(0).asText(null);
+    }
+    return out;
+  }
+
+  /** Partition {@code k} for key {@code k}: rows arrive already tagged with their partition. */
+  static final class ExactPartitioner extends Partitioner {
+    private static final long serialVersionUID = 1L;
+    private final int count;
+
+    ExactPartitioner(int count) {
+      this.count = count;
+    }
+
+    @Override
+    public int numPartitions() {
+      return count;
+    }
+
+    @Override
+    public int getPartition(Object key) {
+      return (Integer) key;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof ExactPartitioner e && e.count == count;
+    }
+
+    @Override
+    public int hashCode() {
+      return count;
+    }
+  }
+
+  /** Whether {@code commits/<batch>} records state store checkpoint ids (checkpoint format 2). */
+  static boolean hasCheckpointIds(String text, long batch) throws IOException {
+    if (text == null) {
+      throw new Refused("commits/" + batch + " is missing");
+    }
+    JsonNode ids = JSON.readTree(lines(text, "commits/" + batch)[1]).get("stateUniqueIds");
+    return ids != null && !ids.isNull();
+  }
+
+  /**
+   * {@code commits/<batch>}'s text for the repartition batch: the same watermark and fields,
+   * and under checkpoint format 2 {@code stateUniqueIds} replaced by the rewritten stores' ids
+   * (operator id to one id per partition, one store each).
+   *
+   * @param ids null under checkpoint format 1
+   */
+  static String withIds(String text, long batch, Map<Long, String[]> ids) throws IOException {
+    if (text == null) {
+      throw new Refused("commits/" + batch + " is missing");
+    }
+    String[] lines = lines(text, "commits/" + batch);
+    ObjectNode meta = (ObjectNode) JSON.readTree(lines[1]);
+    if (ids != null) {
+      ObjectNode byOperator = meta.putObject("stateUniqueIds");
+      ids.forEach((op, partitions) -> {
+        ArrayNode a = byOperator.putArray(Long.toString(op));
+        for (String id : partitions) {
+          a.addArray().add(id);
+        }
+      });
+    }
+    return lines[0] + "\n" + JSON.writeValueAsString(meta);
+  }
+}
