@@ -59,6 +59,24 @@ public interface ObjectStore extends AutoCloseable {
   void put(String key, ObjectBody body) throws IOException;
 
   /**
+   * Copies {@code sourceKey} of {@code source} to {@code key} of this store without the bytes
+   * passing through this JVM, create-only, where the two stores allow it: on S3 when both use
+   * one client (the same endpoint, region and credentials), as a CopyObject with {@code
+   * If-None-Match: *} (which AWS S3 honours on CopyObject; S3Proxy ignores it and overwrites,
+   * so callers make sure the destination is new) and this store's encryption and storage class.
+   * Where they do not, nothing is sent and the caller copies the bytes itself.
+   *
+   * @return true if copied, false if the stores cannot copy server-side (nothing was done)
+   * @throws ObjectAlreadyExistsException if {@code key} exists (on servers that honour it)
+   * @throws ObjectNotFoundException if {@code sourceKey} does not exist
+   * @throws ObjectStoreException on any other failure
+   */
+  default boolean copyIfAbsentFrom(ObjectStore source, String sourceKey, String key)
+      throws IOException {
+    return false;
+  }
+
+  /**
    * Opens the whole object for reading. The caller closes the stream.
    *
    * @throws ObjectNotFoundException if {@code key} does not exist

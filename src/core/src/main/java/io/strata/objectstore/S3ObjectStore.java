@@ -244,6 +244,40 @@ final class S3ObjectStore implements ObjectStore {
     }
   }
 
+  @Override
+  public boolean copyIfAbsentFrom(ObjectStore source, String sourceKey, String key)
+      throws IOException {
+    if (!(source instanceof S3ObjectStore from) || from.s3 != s3) {
+      return false; // another client: another endpoint, region or credentials
+    }
+    String fullKey = fullKey(key);
+    String sourceFullKey = from.fullKey(sourceKey);
+    checkOpen();
+    S3WriteSettings w = lease.settings().writes();
+    try {
+      s3.copyObject(b -> {
+        b.sourceBucket(from.bucket).sourceKey(sourceFullKey).destinationBucket(bucket)
+            .destinationKey(fullKey).ifNoneMatch("*").overrideConfiguration(this::withListener);
+        if (!w.serverSideEncryption().equals(S3WriteSettings.SSE_NONE)) {
+          b.serverSideEncryption(ServerSideEncryption.fromValue(w.serverSideEncryption()));
+          w.kmsKeyId().ifPresent(b::ssekmsKeyId);
+        }
+        w.storageClass().ifPresent(c -> b.storageClass(StorageClass.fromValue(c)));
+      });
+      return true;
+    } catch (SdkServiceException e) {
+      if (e.statusCode() == 412) {
+        throw new ObjectAlreadyExistsException("Cannot copy " + from.describe(sourceKey)
+            + " to " + describe(key) + ": it already exists", e);
+      }
+      throw S3Errors.classify("copy " + from.describe(sourceKey) + " to", describe(key),
+          endpoint, e);
+    } catch (SdkException e) {
+      throw S3Errors.classify("copy " + from.describe(sourceKey) + " to", describe(key),
+          endpoint, e);
+    }
+  }
+
   /** Server-side encryption and storage class of every PUT ({@link S3WriteSettings}). */
   private void applyWrites(PutObjectRequest.Builder b) {
     S3WriteSettings w = lease.settings().writes();

@@ -46,8 +46,11 @@ import picocli.CommandLine.ParentCommand;
  * operator metadata of version 2, whose schema file paths name the checkpoint's own location
  * and are moved to {@code dest}'s ({@link OperatorMetadataPaths}).
  *
- * <p>Objects pass through the tool (a GET and a create-only PUT each, {@code --threads} at a
- * time); a server-side copy is not used yet.
+ * <p>Where source and destination are on one S3 client (the same endpoint, region and
+ * credentials) objects are copied server-side ({@link ObjectStore#copyIfAbsentFrom}: a
+ * CopyObject with {@code If-None-Match: *} each, no state byte through the tool); otherwise,
+ * and for the files the copy rewrites, they pass through the tool (a GET and a create-only PUT
+ * each). {@code --threads} at a time either way.
  */
 @Command(name = "copy", mixinStandardHelpOptions = true,
     description = "Make DEST a checkpoint that resumes after batch N of SRC, copying only what "
@@ -255,8 +258,17 @@ final class CopyCommand implements Callable<Integer> {
         Progress progress = new Progress(ctx.err, System.console() != null && !options.json,
             items.size(), 0);
         List<Future<Long>> copies = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicInteger serverSide =
+            new java.util.concurrent.atomic.AtomicInteger();
         for (Item it : items) {
           copies.add(ctx.pool.submit(() -> {
+            boolean rewritten = (newId != null && it.to().equals(METADATA))
+                || OperatorMetadataPaths.namesLocations(it.to());
+            if (!rewritten && dest.copyIfAbsentFrom(src, it.from(), it.to())) {
+              serverSide.incrementAndGet();
+              progress.done(0);
+              return 0L; // no byte through the tool
+            }
             byte[] bytes;
             try (InputStream in = src.get(it.from())) {
               bytes = in.readAllBytes();
@@ -299,16 +311,21 @@ final class CopyCommand implements Callable<Integer> {
           j.put("batch", batch);
           j.put("nextBatch", batch + 1);
           j.put("objects", items.size());
-          j.put("bytes", bytes);
-          j.put("requestsAfterListing", 2 * items.size());
+          j.put("serverSideCopies", serverSide.get());
+          j.put("bytesThroughTheTool", bytes);
+          j.put("requestsAfterListing", 2 * items.size() - serverSide.get());
           j.put("newQueryId", newId);
           ctx.printJson(j);
           return StrataTool.EXIT_OK;
         }
+        int viaServer = serverSide.get();
         ctx.out.println("Copied batch " + batch + " of " + ctx.checkpoint + " to " + destination
-            + ": " + Table.count(items.size(), "object") + ", " + Table.bytes(bytes) + " in "
-            + (2 * items.size()) + " requests after the listing (a GET and a create-only PUT "
-            + "each); the query started on " + destination + " runs batch " + (batch + 1)
+            + ": " + Table.count(items.size(), "object") + " in "
+            + (2 * items.size() - viaServer) + " requests after the listing ("
+            + (viaServer > 0 ? viaServer + " server-side (a CopyObject each, no byte through "
+                + "the tool), " : "") + Table.count(items.size() - viaServer, "object")
+            + " through the tool (a GET and a create-only PUT each, " + Table.bytes(bytes)
+            + ")); the query started on " + destination + " runs batch " + (batch + 1)
             + " next" + (newId != null ? ", as query " + newId + " (a new id)" : "") + ".");
         return StrataTool.EXIT_OK;
       } finally {
