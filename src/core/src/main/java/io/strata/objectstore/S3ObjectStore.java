@@ -251,30 +251,25 @@ final class S3ObjectStore implements ObjectStore {
       return false; // another client: another endpoint, region or credentials
     }
     String fullKey = fullKey(key);
-    String sourceFullKey = from.fullKey(sourceKey);
+    String what = "copy " + from.describe(sourceKey) + " to";
     checkOpen();
     S3WriteSettings w = lease.settings().writes();
+    boolean sse = !w.serverSideEncryption().equals(S3WriteSettings.SSE_NONE);
     try {
-      s3.copyObject(b -> {
-        b.sourceBucket(from.bucket).sourceKey(sourceFullKey).destinationBucket(bucket)
-            .destinationKey(fullKey).ifNoneMatch("*").overrideConfiguration(this::withListener);
-        if (!w.serverSideEncryption().equals(S3WriteSettings.SSE_NONE)) {
-          b.serverSideEncryption(ServerSideEncryption.fromValue(w.serverSideEncryption()));
-          w.kmsKeyId().ifPresent(b::ssekmsKeyId);
-        }
-        w.storageClass().ifPresent(c -> b.storageClass(StorageClass.fromValue(c)));
-      });
+      s3.copyObject(b -> b.sourceBucket(from.bucket).sourceKey(from.fullKey(sourceKey))
+          .destinationBucket(bucket).destinationKey(fullKey).ifNoneMatch("*")
+          .serverSideEncryption(sse ? ServerSideEncryption.fromValue(w.serverSideEncryption())
+              : null)
+          .ssekmsKeyId(sse ? w.kmsKeyId().orElse(null) : null)
+          .storageClass(w.storageClass().map(StorageClass::fromValue).orElse(null))
+          .overrideConfiguration(this::withListener));
       return true;
-    } catch (SdkServiceException e) {
-      if (e.statusCode() == 412) {
-        throw new ObjectAlreadyExistsException("Cannot copy " + from.describe(sourceKey)
-            + " to " + describe(key) + ": it already exists", e);
-      }
-      throw S3Errors.classify("copy " + from.describe(sourceKey) + " to", describe(key),
-          endpoint, e);
     } catch (SdkException e) {
-      throw S3Errors.classify("copy " + from.describe(sourceKey) + " to", describe(key),
-          endpoint, e);
+      if (e instanceof SdkServiceException se && se.statusCode() == 412) {
+        throw new ObjectAlreadyExistsException("Cannot " + what + " " + describe(key)
+            + ": it already exists", e);
+      }
+      throw S3Errors.classify(what, describe(key), endpoint, e);
     }
   }
 

@@ -15,7 +15,9 @@ import org.slf4j.LoggerFactory;
  * given.
  *
  * <p>A round is due after this instance committed {@link GcSettings#roundInterval()} versions
- * since the last round started, or once an object
+ * since the last round started (or, after a round that skipped because a later query run's
+ * claim had just appeared, once it commits past the version it had then: {@link
+ * GarbageCollector#collectsAgainPast()}), or once an object
  * this instance left unreferenced (an aborted batch's spills, a failed base snapshot upload, a lost
  * race: an <em>orphan</em>) is older than the grace period, then at most one failed try per grace
  * period. Only instances that commit collect: nothing new can have become garbage otherwise.
@@ -70,6 +72,11 @@ final class GcTrigger {
   private long committedVersion = -1;
   /** {@link #committedVersion} when the last round started, -1 before the first round. */
   private long lastRoundVersion = -1;
+  /**
+   * The version past which a round is due again after the last round skipped for a later run's
+   * claim ({@link GarbageCollector#collectsAgainPast()}), or -1.
+   */
+  private long resumesAfterVersion = -1;
   /** Wall time of the oldest (and newest) orphan this instance left that no round covered yet. */
   private long orphansSinceMillis = -1;
   private long orphansUntilMillis = -1;
@@ -168,7 +175,8 @@ final class GcTrigger {
     if (!settings.enabled() || running || committedVersion < 1) {
       return false;
     }
-    if (lastRoundVersion < 0 || committedVersion - lastRoundVersion >= settings.roundInterval()) {
+    if (lastRoundVersion < 0 || committedVersion - lastRoundVersion >= settings.roundInterval()
+        || (resumesAfterVersion >= 0 && committedVersion > resumesAfterVersion)) {
       return true;
     }
     long now = clock.millis();
@@ -266,6 +274,8 @@ final class GcTrigger {
             + consecutiveFailures + " failed rounds" : null;
     consecutiveFailures = 0;
     lastFailureWarnMillis = -1;
+    // Skipped for a later run's claim: due again at this instance's next commit past it.
+    resumesAfterVersion = collector.collectsAgainPast();
     long grace = settings.gracePeriodMillis();
     lastFailedRoundMillis = -1;
     if (r.checkUploads()) {

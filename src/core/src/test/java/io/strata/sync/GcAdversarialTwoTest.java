@@ -2,9 +2,11 @@
 package io.strata.sync;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.engine.SharedMemory;
+import io.strata.metrics.GcStats;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import java.io.IOException;
@@ -326,6 +328,55 @@ class GcAdversarialTwoTest {
       // stay while the claim is listed (a fixed set per claim); nothing of 3 to 8 does
       assertTrue(versions.size() <= 6 && versions.stream().noneMatch(v -> v >= 3 && v <= 8),
           "version objects left: " + versions);
+    }
+  }
+
+  /**
+   * Fault campaign run 6 (58 objects beyond the collection bound in one sample): a round that
+   * skipped because a zombie's claim had just appeared waited a whole round interval more
+   * before this instance collected again, although the skip lasts only until the instance
+   * commits past the version it had at the skip. Here the round interval is 5: the live run
+   * commits 1 to 5, a zombie claims and dies, the live run commits 6 to 10 (a round is due and
+   * skips for the claim); its next commit makes a round due again, which collects.
+   */
+  @Test
+  void aRoundSkippedForALateClaimIsDueAgainAtTheNextCommit() throws Exception {
+    String root = tmp.resolve("remote-skip-due").toUri().toString();
+    OffsetClock clock = new OffsetClock();
+    TreeMap<String, String> state = new TreeMap<>();
+    StoreSettings s = new StoreSettings(1, 2, 0, false, SharedMemory.Limits.DEFAULT,
+        new GcSettings(true, 2, 5, GRACE.toMillis())).withRun(UUID.randomUUID().toString());
+    try (SyncedStore live = new SyncedStore(new StoreIdentity(0, 2, "default", root),
+        ObjectStores.open(root, SyncedStoreTest.UNUSED_S3, RequestListener.NONE),
+        tmp.resolve("exec-" + (executors++)), s, "{}", "{}", clock)) {
+      live.load(0, Optional.empty());
+      for (long v = 1; v <= 5; v++) {
+        state = GcWorkload.write(live, state, v, "v");
+        live.commit();
+        live.awaitLocalIngestion();
+      }
+      live.collectGarbage(); // after the first round (started by the first commit)
+      try (SyncedStore zombie = open(root, false, UUID.randomUUID().toString(), 2, clock)) {
+        zombie.load(5, Optional.empty());
+        zombie.prepareWrite(); // its late task: claims the next epoch, then dies
+      }
+      for (long v = 6; v <= 10; v++) {
+        state = GcWorkload.write(live, state, v, "v");
+        live.commit();
+        live.awaitLocalIngestion();
+      }
+      assertTrue(live.gcDue(), "a round interval after the last round");
+      GcStats skipped = live.collectGarbage();
+      assertEquals(0, skipped.objectsDeleted(), "skipped for the zombie's claim: " + skipped);
+      assertEquals(-1, skipped.oldestRetainedVersion(), "skipped: " + skipped);
+      assertFalse(live.gcDue(), "not due again before the next commit");
+      state = GcWorkload.write(live, state, 11, "v");
+      live.commit();
+      live.awaitLocalIngestion();
+      assertTrue(live.gcDue(), "due again at the first commit past the skip");
+      GcStats collected = live.collectGarbage();
+      assertEquals(9, collected.oldestRetainedVersion(), "collects again, retaining 9 to 11 "
+          + "(with no base snapshot their chains name every older delta): " + collected);
     }
   }
 
