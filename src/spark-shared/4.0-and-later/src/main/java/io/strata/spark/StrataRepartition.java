@@ -72,6 +72,8 @@ public final class StrataRepartition {
   static final String SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions";
   static final String PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass";
   static final String FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion";
+  static final String STRICT_DISTRIBUTION =
+      "spark.sql.streaming.statefulOperator.useStrictDistribution";
   static final String USAGE = "Usage: spark-submit --class io.strata.spark.StrataRepartition "
       + "<runtime jar> <checkpoint> --partitions <M> [--dry-run] [--force] "
       + "[--idle-minutes <minutes, default 10>]";
@@ -246,9 +248,17 @@ public final class StrataRepartition {
     if (offset[0] > n) {
       // A repartition that wrote its offsets but not its commit is finished by a second run.
       Map<String, String> last = offsetsConf(logs.read("offsets", offset[0]), offset[0]);
-      resume = offset[0] == n + 1 && Integer.toString(to).equals(last.get(SHUFFLE_PARTITIONS))
-          && !last.get(SHUFFLE_PARTITIONS).equals(
-              offsetsConf(logs.read("offsets", n), n).get(SHUFFLE_PARTITIONS));
+      String pending = last.get(SHUFFLE_PARTITIONS);
+      boolean repartitionBatch = offset[0] == n + 1 && pending != null
+          && !pending.equals(offsetsConf(logs.read("offsets", n), n).get(SHUFFLE_PARTITIONS));
+      resume = repartitionBatch && Integer.toString(to).equals(pending);
+      if (repartitionBatch && !resume) {
+        throw new Refused(checkpoint + ": offsets/" + offset[0] + " is an unfinished "
+            + "repartition to " + pending + " partitions (no commits/" + offset[0] + "): run "
+            + "this job again with --partitions " + pending + " to finish it, and do not start "
+            + "the query before that (Spark 4.0 and 4.1 would run that batch on the old state "
+            + "layout and lose state)");
+      }
       if (!resume) {
         throw new Refused(checkpoint + ": offsets/" + offset[0] + " has no commit (the newest "
             + "is commits/" + n + "): batch " + offset[0] + " did not finish. Run the query "
@@ -275,17 +285,42 @@ public final class StrataRepartition {
     if (from == to && !resume) {
       throw new Refused(checkpoint + " already has " + to + " partitions (offsets/" + n + ")");
     }
+    if ("false".equalsIgnoreCase(conf.get(STRICT_DISTRIBUTION))) {
+      // Before Spark 3.3 (or with this internal setting off) a stateful operator may reuse an
+      // earlier shuffle on fewer columns than its state key: placing the state by the key would
+      // not match where the query looks for it.
+      throw new Refused(checkpoint + ": offsets/" + n + " records " + STRICT_DISTRIBUTION
+          + "=false (a query started before Spark 3.3, or with that setting off): its stateful "
+          + "operators may be placed by another shuffle than their state key, which this job "
+          + "cannot reproduce");
+    }
+    // Checkpoint format 2 shows in the commit (its state store checkpoint ids; the offset log
+    // does not record the setting): Spark's readers below need the session to say so too.
+    String commitText = logs.read("commits", n);
+    boolean ids = hasCheckpointIds(commitText, n);
+    spark.conf().set(FORMAT_VERSION, ids ? "2" : "1");
     List<Store> stores = stores(spark, checkpoint);
+    List<StructType[]> schemas = new ArrayList<>();
+    for (Store s : stores) {
+      // The schemas only (no rows are read through the state data source; see StateRead).
+      StructType schema = spark.read().format("statestore").option("batchId", n)
+          .option("operatorId", s.operatorId()).option("storeName", s.storeName())
+          .load(checkpoint).schema();
+      StructType keySchema = (StructType) schema.apply("key").dataType();
+      if (keySchema.fields().length == 0) {
+        throw new Refused(checkpoint + ": operator " + s.operatorId() + " (" + s.operatorName()
+            + ") has no grouping key (a global aggregation): Spark keeps its state in partition "
+            + "0 whatever the count, which this job does not rewrite");
+      }
+      schemas.add(new StructType[] {keySchema,
+          (StructType) schema.apply("value").dataType()});
+    }
     long newBatch = n + 1;
     if (options.dryRun()) {
       return new Result(n, newBatch, from, to, stores, 0, false);
     }
 
     // The state first: a failure here leaves the logs, and so the query, as they were.
-    // Checkpoint format 2 shows in the commit (its state store checkpoint ids; the offset log
-    // does not record the setting): the stores must then commit ids, whatever this session says.
-    String commitText = logs.read("commits", n);
-    boolean ids = hasCheckpointIds(commitText, n);
     SQLConf sql = session.sessionState().conf().clone();
     conf.forEach(sql::setConfString);
     sql.setConfString(SHUFFLE_PARTITIONS, Integer.toString(to));
@@ -301,13 +336,10 @@ public final class StrataRepartition {
     for (int p = 0; p < from; p++) {
       oldPartitions.add(p);
     }
-    for (Store s : stores) {
-      // The schemas only (no rows are read through the state data source; see StateRead).
-      StructType schema = spark.read().format("statestore").option("batchId", n)
-          .option("operatorId", s.operatorId()).option("storeName", s.storeName())
-          .load(checkpoint).schema();
-      StructType keySchema = (StructType) schema.apply("key").dataType();
-      StructType valueSchema = (StructType) schema.apply("value").dataType();
+    for (int i = 0; i < stores.size(); i++) {
+      Store s = stores.get(i);
+      StructType keySchema = schemas.get(i)[0];
+      StructType valueSchema = schemas.get(i)[1];
       String stateRoot = checkpoint + "/state";
       StateRead read = new StateRead(stateRoot, s.operatorId(), s.storeName(), keySchema,
           valueSchema, storeConf, shipped, n + 1, ids ? oldIds(commitText, n, s, from) : null,

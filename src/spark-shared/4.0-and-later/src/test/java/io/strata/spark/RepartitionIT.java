@@ -166,7 +166,9 @@ class RepartitionIT {
     String checkpoint = h.s3Checkpoint(name);
     run(name, session(SparkS3Harness.PROVIDER, from, format), in, checkpoint);
     assertEquals(3, OUTPUT.get(name).size(), "batches 0 to 2 ran");
-    SparkSession job = readSession(from, format);
+    // The job's session says format 1 whatever the checkpoint's: the job finds it in the commit.
+    SparkSession job = readSession(from, 1);
+    SparkSession reader = readSession(from, format);
     StrataRepartition.Result dry = repartition(job, checkpoint, "--partitions", "" + to,
         "--force", "--dry-run");
     assertFalse(dry.written());
@@ -176,8 +178,8 @@ class RepartitionIT {
     long dedup = ops.get("dedupe");
     long counts = ops.get("stateStoreSave");
     TreeSet<Integer> old = new TreeSet<>();
-    List<String> dedupBefore = state(job, checkpoint, 2, dedup, old);
-    List<String> countsBefore = state(job, checkpoint, 2, counts, old);
+    List<String> dedupBefore = state(reader, checkpoint, 2, dedup, old);
+    List<String> countsBefore = state(reader, checkpoint, 2, counts, old);
     StrataRepartition.Result r = repartition(job, checkpoint, "--partitions", "" + to, "--force");
     assertTrue(r.written(), r.summary());
     assertEquals(2, r.readBatch());
@@ -192,9 +194,9 @@ class RepartitionIT {
         .map("4.2"::equals).orElse(false);
     if (readable) {
       TreeSet<Integer> now = new TreeSet<>();
-      assertEquals(dedupBefore, state(job, checkpoint, 3, dedup, now),
+      assertEquals(dedupBefore, state(reader, checkpoint, 3, dedup, now),
           "dropDuplicates' state, moved");
-      assertEquals(countsBefore, state(job, checkpoint, 3, counts, now),
+      assertEquals(countsBefore, state(reader, checkpoint, 3, counts, now),
           "the counts' state, moved");
       assertTrue(now.last() < to && now.size() > 1 && (to < from || now.last() >= from),
           "the state sits in the new partitions: " + now);
@@ -207,7 +209,7 @@ class RepartitionIT {
     run(name, session(SparkS3Harness.PROVIDER, from, format), in, checkpoint);
     if (readable) {
       TreeSet<Integer> after = new TreeSet<>();
-      state(job, checkpoint, 6, counts, after);
+      state(reader, checkpoint, 6, counts, after);
       assertTrue(after.last() < to && (to < from || after.last() >= from),
           "the resumed query kept its state in " + to + " partitions: " + after);
     }
@@ -262,6 +264,16 @@ class RepartitionIT {
     StrataRepartition.Refused joined = assertThrows(StrataRepartition.Refused.class,
         () -> repartition(job, join, "--partitions", "6", "--force"));
     assertTrue(joined.getMessage().contains("symmetricHashJoin"), joined.getMessage());
+
+    // A global aggregation: no grouping key, its state in partition 0 whatever the count.
+    String global = h.s3Checkpoint("global");
+    StreamingQuery g = s.readStream().schema(SCHEMA).option("maxFilesPerTrigger", 1)
+        .json(in.toString()).groupBy().count().writeStream().outputMode("update").format("noop")
+        .option("checkpointLocation", global).trigger(Trigger.AvailableNow()).start();
+    g.awaitTermination();
+    StrataRepartition.Refused noKey = assertThrows(StrataRepartition.Refused.class,
+        () -> repartition(job, global, "--partitions", "6", "--force"));
+    assertTrue(noKey.getMessage().contains("no grouping key"), noKey.getMessage());
 
     IllegalArgumentException usage = assertThrows(IllegalArgumentException.class,
         () -> StrataRepartition.Options.parse(checkpoint, "--partitions", "0"));
