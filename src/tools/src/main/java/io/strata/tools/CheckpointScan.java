@@ -33,6 +33,15 @@ final class CheckpointScan {
 
   /** One store's objects, keys relative to the store's location. */
   record Store(long operator, int partition, String name, List<ObjectInfo> objects) {
+    /**
+     * Whether a batch with {@code partitions} state partitions loads no version of this store:
+     * its partition is at or above that count (left by a repartition to fewer partitions,
+     * {@code io.strata.spark.StrataRepartition}); false when the count is unknown (&lt;= 0).
+     */
+    boolean beyond(int partitions) {
+      return partitions > 0 && partition >= partitions;
+    }
+
     /** {@code <operator>/<partition>/<name>}, as manifests name it. */
     String id() {
       return operator + "/" + partition + "/" + name;

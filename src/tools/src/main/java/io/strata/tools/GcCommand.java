@@ -96,8 +96,16 @@ final class GcCommand implements Callable<Integer> {
             + "could), or --idle-minutes", null);
       }
       List<Future<StoreGc>> futures = new ArrayList<>();
+      int partitions = ctx.partitionsOfBatch(newest - 1);
+      List<String> retired = new ArrayList<>();
       for (CheckpointScan.Store s : scan.strataStores()) {
         StoreInspector in = ctx.inspector(s);
+        if (newest >= 0 && s.newestVersion() < newest && s.beyond(partitions)) {
+          // Left by a repartition to fewer partitions: no restart loads it, and a rewind to a
+          // batch before the repartition does (docs/operations.md, "Rescaling").
+          retired.add(s.id());
+          continue;
+        }
         if (newest >= 0 && s.newestVersion() < newest) {
           // Damaged (or a store's objects deleted): keep everything for recovery.
           futures.add(java.util.concurrent.CompletableFuture.completedFuture(new StoreGc(s, in,
@@ -138,6 +146,11 @@ final class GcCommand implements Callable<Integer> {
         }
       }
       report(ctx, settings, newest, alive, stores, deleted, deletedBytes, now);
+      if (!retired.isEmpty() && !options.json) {
+        ctx.out.println("Kept whole: " + retired.size() + " stores beyond the " + partitions
+            + " partitions of batch " + (newest - 1) + ", left by a repartition (a rewind to a "
+            + "batch before it loads them): " + String.join(", ", retired));
+      }
       failures.forEach(f -> ctx.err.println("strata: " + f));
       return failures.isEmpty() ? StrataTool.EXIT_OK : StrataTool.EXIT_UNREADABLE;
     }

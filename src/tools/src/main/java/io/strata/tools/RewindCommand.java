@@ -123,7 +123,7 @@ final class RewindCommand implements Callable<Integer> {
       CommitLogAttempts committed = ctx.commitLogAttempts(scan);
       Map<String, StoreInspector> inspectors = new HashMap<>();
       scan.strataStores().forEach(s -> inspectors.put(s.id(), ctx.inspector(s)));
-      List<String> missing = missingStores(scan, loggedPartitions(ctx, toBatch - 1));
+      List<String> missing = missingStores(scan, ctx.partitionsOfBatch(toBatch - 1));
       List<String> notWhole = new ArrayList<>(missing);
       notWhole.addAll(notWhole(ctx, scan, inspectors, committed, toBatch));
       if (!notWhole.isEmpty()) {
@@ -224,7 +224,8 @@ final class RewindCommand implements Callable<Integer> {
     List<String> out = new ArrayList<>();
     partitions.forEach((op, parts) -> {
       int listedMax = ((java.util.TreeSet<Integer>) parts).last();
-      int max = listedMax > 0 ? Math.max(listedMax, logged - 1) : listedMax;
+      // The logged count when known (a repartition leaves partitions above it), else the listing.
+      int max = listedMax > 0 ? (logged > 0 ? logged - 1 : listedMax) : listedMax;
       for (int p = 0; p <= max; p++) {
         for (String name : names.get(op)) {
           CheckpointScan.Store s = new CheckpointScan.Store(op, p, name, List.of());
@@ -239,26 +240,6 @@ final class RewindCommand implements Callable<Integer> {
       }
     });
     return out;
-  }
-
-  /**
-   * {@code spark.sql.shuffle.partitions} as {@code offsets/<batch>} records it (the number of
-   * state partitions of every stateful operator): one GET; -1 if the file has none or cannot be
-   * read (the check then goes by the listing alone).
-   */
-  private static int loggedPartitions(ToolContext ctx, long batch) {
-    try (java.io.InputStream in = ctx.root().get("offsets/" + batch)) {
-      String[] lines = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)
-          .split("\n", 3);
-      if (lines.length < 2) {
-        return -1;
-      }
-      com.fasterxml.jackson.databind.JsonNode n = ToolContext.JSON.readTree(lines[1])
-          .path("conf").path("spark.sql.shuffle.partitions");
-      return n.isMissingNode() ? -1 : Integer.parseInt(n.asText());
-    } catch (IOException | RuntimeException e) {
-      return -1;
-    }
   }
 
   /**
@@ -311,7 +292,11 @@ final class RewindCommand implements Callable<Integer> {
       Map<String, StoreInspector> inspectors, CommitLogAttempts committed, long version)
       throws Exception {
     List<Future<Optional<String>>> checks = new ArrayList<>();
+    int partitions = ctx.partitionsOfBatch(version - 1);
     for (CheckpointScan.Store s : scan.strataStores()) {
+      if (s.beyond(partitions)) {
+        continue; // batch version - 1 had fewer partitions: it loads nothing of this store
+      }
       StoreInspector in = inspectors.get(s.id());
       long storesOfPartition = storesOfPartition(scan, s);
       checks.add(ctx.pool.submit(() -> check(s, in, committed, version, storesOfPartition)));

@@ -148,6 +148,29 @@ final class ToolContext implements AutoCloseable {
     return "";
   }
 
+  /**
+   * {@code spark.sql.shuffle.partitions} as {@code offsets/<batch>} records it: the number of
+   * state partitions every stateful operator had in that batch (a repartition changes it). One
+   * GET; -1 if the file has none or cannot be read.
+   */
+  int partitionsOfBatch(long batch) {
+    if (batch < 0) {
+      return -1;
+    }
+    try (java.io.InputStream in = root().get("offsets/" + batch)) {
+      String[] lines = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)
+          .split("\n", 3);
+      if (lines.length < 2) {
+        return -1;
+      }
+      com.fasterxml.jackson.databind.JsonNode n = JSON.readTree(lines[1])
+          .path("conf").path("spark.sql.shuffle.partitions");
+      return n.isMissingNode() ? -1 : Integer.parseInt(n.asText());
+    } catch (java.io.IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
   /** The checkpoint's object store (keys relative to the checkpoint; closed with this). */
   ObjectStore root() {
     return root;
