@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.checkpoint.CheckpointLogs;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -233,10 +234,17 @@ public final class StrataRepartition {
   public static Result run(SparkSession spark, Options options) throws IOException {
     org.apache.spark.sql.classic.SparkSession session =
         (org.apache.spark.sql.classic.SparkSession) spark;
+    Configuration hadoop = session.sessionState().newHadoopConf();
+    try (CheckpointLogs logs = new CheckpointLogs(options.checkpoint(), hadoop)) {
+      return run(spark, session, options, hadoop, logs);
+    }
+  }
+
+  /** {@link #run(SparkSession, Options)} with the session's Hadoop configuration and logs. */
+  private static Result run(SparkSession spark, org.apache.spark.sql.classic.SparkSession session,
+      Options options, Configuration hadoop, CheckpointLogs logs) throws IOException {
     String checkpoint = options.checkpoint();
     int to = options.partitions();
-    Configuration hadoop = session.sessionState().newHadoopConf();
-    CheckpointLogFiles logs = new CheckpointLogFiles(checkpoint, hadoop);
     long[] commit = logs.newest("commits");
     long[] offset = logs.newest("offsets");
     if (commit == null || offset == null) {
