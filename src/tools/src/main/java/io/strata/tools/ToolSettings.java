@@ -48,8 +48,13 @@ final class ToolSettings {
       try (Reader r = Files.newBufferedReader(o.confFile, StandardCharsets.UTF_8)) {
         p.load(r);
       } catch (IOException e) {
+        // NoSuchFileException and AccessDeniedException carry only the path as message.
+        String why = e instanceof java.nio.file.NoSuchFileException ? "no such file"
+            : e instanceof java.nio.file.AccessDeniedException ? "permission denied"
+            : e.getClass().getSimpleName() + ": " + e.getMessage();
         throw new ToolException(StrataTool.EXIT_USAGE, "Cannot read --conf-file " + o.confFile
-            + ": " + e.getMessage(), e);
+            + ": " + why + " (a file of 'key value' or 'key=value' lines, as Spark's "
+            + "spark-defaults.conf)", e);
       }
       p.stringPropertyNames().forEach(k -> all.put(k, p.getProperty(k).trim()));
     }
