@@ -165,7 +165,11 @@ final class CopyCommand implements Callable<Integer> {
               + ", which Spark's logs no longer all hold", null);
         }
         CommitLogAttempts committed = ctx.commitLogAttempts(scan);
+        int partitions = ctx.partitionsOfBatch(batch);
         for (CheckpointScan.Store s : scan.strataStores()) {
+          if (s.beyond(partitions)) {
+            continue; // batch N had fewer partitions (a later repartition): not loaded
+          }
           StoreInspector in = ctx.inspector(s);
           Optional<String> why = RewindCommand.check(s, in, committed, batch + 1,
               RewindCommand.storesOfPartition(scan, s));
@@ -183,7 +187,11 @@ final class CopyCommand implements Callable<Integer> {
         }
       }
       // Per store: the version object, what its manifest names, and the run claims.
+      int batchPartitions = ctx.partitionsOfBatch(batch);
       for (CheckpointScan.Store s : scan.strataStores()) {
+        if (s.beyond(batchPartitions)) {
+          continue; // not a store of batch N (a later repartition added it)
+        }
         String key = versionObjects.get(s.relativeLocation());
         if (key == null) {
           throw new ToolException(StrataTool.EXIT_UNREADABLE, "Cannot copy " + ctx.checkpoint

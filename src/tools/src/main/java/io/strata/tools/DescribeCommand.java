@@ -42,8 +42,10 @@ final class DescribeCommand implements Callable<Integer> {
       long expected = scan.spark.latestCommit().isPresent()
           ? scan.spark.latestCommit().getAsLong() + 1 : 0;
       List<String> behind = new ArrayList<>();
+      int partitions = ctx.partitionsOfBatch(expected - 1);
       for (StoreSummary s : stores) {
-        if (s.newestVersion() < expected) {
+        // A partition above the batch's count (left by a repartition) is not behind.
+        if (s.newestVersion() < expected && !s.store().beyond(partitions)) {
           behind.add(s.store().id() + " (version " + s.newestVersion() + ")");
         }
       }

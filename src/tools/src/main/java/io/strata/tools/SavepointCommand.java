@@ -127,11 +127,17 @@ final class SavepointCommand {
               + "than " + idleMinutes + " min ago) and its state, version " + version + ", is "
               + "within " + MARGIN + " versions of the retention's floor (" + floor + ", " + by
               + "), so its garbage collection may delete it while the savepoint is made; pin a "
-              + "batch >= " + (floor + MARGIN - 1) + ", or stop the query first", null);
+              + "batch >= " + (floor + MARGIN - 1) + ", or stop the query first (a checkpoint "
+              + "just written by strata copy looks alive too: pass --idle-minutes 0 when no "
+              + "query runs on it)", null);
         }
         CommitLogAttempts committed = ctx.commitLogAttempts(scan);
         Map<String, String> held = new TreeMap<>();
+        int partitions = ctx.partitionsOfBatch(b);
         for (CheckpointScan.Store s : scan.strataStores()) {
+          if (s.beyond(partitions)) {
+            continue; // batch b had fewer partitions (a later repartition): not loaded
+          }
           StoreInspector in = ctx.inspector(s);
           Optional<String> why = RewindCommand.check(s, in, committed, version,
               RewindCommand.storesOfPartition(scan, s));
@@ -229,12 +235,16 @@ final class SavepointCommand {
    * check the offset log), every file under {@code sources/} (the file
    * source's log: a restart from the savepoint plans its next batch from it, as after a rewind)
    * and the operators' metadata and schemas under {@code state/<op>/_metadata/} and {@code
-   * state/<op>/_stateSchema/}.
+   * state/<op>/_stateSchema/}, and Spark's state schema file of a store, {@code
+   * state/<op>/<partition>/[<store name>/]_metadata/schema} (written under partition 0: its
+   * schema check reads it at every start; a copy without it skipped the check, and Spark's state
+   * data source failed on the copy). Strata's own keys never contain {@code _metadata}.
    */
   static boolean sparkFileOf(String key, long b) {
     return key.equals("metadata") || key.equals("offsets/" + b) || key.equals("commits/" + b)
         || key.equals("offsets/" + (b - 1))
-        || key.startsWith("sources/") || key.matches("state/\\d+/(_metadata|_stateSchema)/.*");
+        || key.startsWith("sources/") || key.matches("state/\\d+/(_metadata|_stateSchema)/.*")
+        || key.matches("state/\\d+/\\d+/([^/]+/)?_metadata/.*");
   }
 
   /** {@code strata savepoint list <ckpt>}. */

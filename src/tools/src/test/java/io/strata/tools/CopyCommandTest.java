@@ -30,6 +30,11 @@ class CopyCommandTest {
   void aCopyIsSelfContainedAndHoldsOnlyWhatItsBatchNeeds() throws Exception {
     Path source = ToolFixtures.mergedCheckpoint(tmp);
     String src = source.toUri().toString();
+    // Spark's state schema file, in partition 0's directory (new-user walk of issue 44: it was
+    // left out of copies and savepoints).
+    Path schema = source.resolve("state/0/0/_metadata/schema");
+    Files.createDirectories(schema.getParent());
+    Files.writeString(schema, "v2\n{\"fields\":[]}");
     assertEquals(StrataTool.EXIT_OK, ToolFixtures.tool("savepoint", "create", src, "--batch",
         "5", "--name", "five").code());
     Path fromSavepoint = tmp.resolve("copy-5");
@@ -45,6 +50,10 @@ class CopyCommandTest {
     assertTrue(files(newest) < files(source), "only what batch 21 needs: " + files(newest)
         + " of " + files(source));
 
+    for (Path copy : new Path[] {fromSavepoint, newest}) {
+      assertEquals("v2\n{\"fields\":[]}", Files.readString(copy.resolve(
+          "state/0/0/_metadata/schema")), "Spark's schema file in " + copy);
+    }
     try (Stream<Path> s = Files.walk(source)) {
       s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     }

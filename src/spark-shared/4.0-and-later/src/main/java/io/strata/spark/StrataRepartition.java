@@ -199,11 +199,16 @@ public final class StrataRepartition {
 
   /**
    * The {@code spark-submit --class} entry point: runs {@link #run} on the session spark-submit
-   * configured (Strata's settings, S3 access for the state data source) and prints its summary.
-   * Exits 2 for a bad command line; a refusal or failure ends with the exception (spark-submit
-   * exits non-zero).
+   * configured (Strata's settings, a Hadoop file system for the checkpoint's scheme) and prints
+   * its summary. Exit codes as the {@code strata} tool's: 0 done (or {@code --help}), 2 a bad
+   * command line, 4 a refusal (its message on stderr, nothing written); any other failure ends
+   * with its exception (spark-submit exits non-zero).
    */
   public static void main(String[] args) throws IOException {
+    if (java.util.Arrays.asList(args).contains("--help")) {
+      System.out.println(USAGE);
+      return;
+    }
     Options options;
     try {
       options = Options.parse(args);
@@ -214,10 +219,17 @@ public final class StrataRepartition {
       return;
     }
     SparkSession spark = SparkSession.builder().appName("strata-repartition").getOrCreate();
+    int exit = 0;
     try {
       System.out.print(run(spark, options).summary());
+    } catch (Refused e) {
+      System.err.println("strata repartition: " + e.getMessage());
+      exit = 4;
     } finally {
       spark.stop();
+    }
+    if (exit != 0) {
+      System.exit(exit);
     }
   }
 
@@ -234,6 +246,10 @@ public final class StrataRepartition {
   public static Result run(SparkSession spark, Options options) throws IOException {
     org.apache.spark.sql.classic.SparkSession session =
         (org.apache.spark.sql.classic.SparkSession) spark;
+    // Spark's streaming query manager registers the state store coordinator on the driver,
+    // which the stores report their commits to (in a job that starts no query it would not exist,
+    // and every new partition's report would WARN).
+    spark.streams();
     Configuration hadoop = session.sessionState().newHadoopConf();
     try (CheckpointLogs logs = new CheckpointLogs(options.checkpoint(), hadoop)) {
       return run(spark, session, options, hadoop, logs);
@@ -307,7 +323,23 @@ public final class StrataRepartition {
     String commitText = logs.read("commits", n);
     boolean ids = hasCheckpointIds(commitText, n);
     spark.conf().set(FORMAT_VERSION, ids ? "2" : "1");
-    List<Store> stores = stores(spark, checkpoint);
+    List<Store> stores;
+    try {
+      stores = stores(spark, checkpoint);
+    } catch (RuntimeException e) {
+      Throwable root = e;
+      while (root.getCause() != null && root.getCause() != root) {
+        root = root.getCause();
+      }
+      if (root instanceof org.apache.hadoop.fs.UnsupportedFileSystemException) {
+        String scheme = new org.apache.hadoop.fs.Path(checkpoint).toUri().getScheme();
+        throw new Refused(checkpoint + ": Spark's state data source, which this job reads the "
+            + "operators and schemas with, needs a Hadoop file system for \"" + scheme + "\" ("
+            + root.getMessage() + "): set spark.hadoop.fs." + scheme + ".impl="
+            + "io.strata.checkpoint.StrataS3FileSystem (Strata's read-only one), or S3A's");
+      }
+      throw e;
+    }
     List<StructType[]> schemas = new ArrayList<>();
     for (Store s : stores) {
       // The schemas only (no rows are read through the state data source; see StateRead).
