@@ -56,10 +56,11 @@ import org.apache.spark.util.SerializableConfiguration;
  * </ol>
  *
  * <p>A run that fails before step 3 leaves the checkpoint as it was (the versions it wrote are a
- * later run's, which the query's next run supersedes). One that fails between the two log
- * writes leaves {@code offsets/N+1} without its commit: running the job again with the same
- * {@code --partitions} finishes it (as Spark's runner retries a failed repartition batch); the
- * query must not be started before that, since Spark 4.0 and 4.1 do not detect an unfinished
+ * later run's, which the query's next run supersedes). If the commit's write fails, the job
+ * deletes the {@code offsets/N+1} it wrote. One that dies between the two log writes leaves
+ * {@code offsets/N+1} without its commit: running the job again with the same {@code
+ * --partitions} finishes it (as Spark's runner retries a failed repartition batch); the query
+ * must not be started before that, since Spark 4.0 and 4.1 do not detect an unfinished
  * repartition.
  *
  * <p>Old partitions at or above {@code M} keep their objects (nothing loads them again);
@@ -410,7 +411,26 @@ public final class StrataRepartition {
       throw new Refused(checkpoint + ": offsets/" + newBatch + " appeared while the job ran: "
           + "another run of the query or of this job writes this checkpoint");
     }
-    if (!logs.create("commits", newBatch, withIds(commitText, n, ids ? checkpointIds : null))) {
+    boolean committed;
+    try {
+      committed = logs.create("commits", newBatch, withIds(commitText, n, ids ? checkpointIds
+          : null));
+    } catch (IOException | RuntimeException e) {
+      // Take offsets/N+1 back: a query started on it would run batch N+1 on the old state
+      // layout (Spark 4.0 and 4.1 do not detect an unfinished repartition) and lose state.
+      if (!resume) {
+        try {
+          logs.delete("offsets", newBatch);
+        } catch (IOException | RuntimeException undo) {
+          e.addSuppressed(undo);
+          throw new IOException(checkpoint + ": commits/" + newBatch + " could not be written "
+              + "and offsets/" + newBatch + " could not be taken back: run this job again "
+              + "with --partitions " + to + " before starting the query", e);
+        }
+      }
+      throw e;
+    }
+    if (!committed) {
       throw new Refused(checkpoint + ": commits/" + newBatch + " appeared while the job ran: "
           + "another run of the query or of this job writes this checkpoint");
     }

@@ -118,6 +118,20 @@ public final class CheckpointLogs implements AutoCloseable {
     return true;
   }
 
+  /**
+   * Deletes {@code log/batch} (a job taking back an entry it wrote, when its next write failed).
+   *
+   * @throws IOException if the delete fails
+   */
+  public void delete(String log, long batch) throws IOException {
+    Path f = file(log, batch);
+    if (s3 != null) {
+      s3.delete(f);
+    } else {
+      fs.delete(f, false);
+    }
+  }
+
   @Override
   public void close() {
     if (s3 != null) {
