@@ -204,6 +204,11 @@ final class GcTrigger {
         now, lastUploadsCheckMillis < 0
             || now - lastUploadsCheckMillis >= settings.gracePeriodMillis());
     lastRoundVersion = committedVersion;
+    if (resumesAfterVersion >= 0 && committedVersion > resumesAfterVersion) {
+      // This round is the one the skip waited for: if it fails, failed rounds' pacing applies
+      // (not a round at every maintenance); if it skips again, finished() sets it anew.
+      resumesAfterVersion = -1;
+    }
     return r;
   }
 

@@ -377,6 +377,7 @@ class GcAdversarialTwoTest {
       GcStats collected = live.collectGarbage();
       assertEquals(9, collected.oldestRetainedVersion(), "collects again, retaining 9 to 11 "
           + "(with no base snapshot their chains name every older delta): " + collected);
+      assertFalse(live.gcDue(), "then a round interval again, not a round per maintenance");
     }
   }
 
