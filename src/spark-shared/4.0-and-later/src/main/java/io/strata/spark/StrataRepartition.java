@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.strata.checkpoint.CheckpointLogs;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Iterator;
