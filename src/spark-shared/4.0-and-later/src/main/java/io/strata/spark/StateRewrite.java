@@ -6,7 +6,6 @@ import java.util.Iterator;
 import java.util.List;
 import org.apache.spark.api.java.function.Function2;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCheckpointInfo;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
@@ -32,13 +31,14 @@ import scala.Tuple2;
  * @param storeName the store's name ({@code default} for aggregations and deduplications)
  * @param keySchema the state key's schema, as the state data source reads it
  * @param valueSchema the state value's schema
+ * @param placement the store's key encoding ({@link StatePlacement#encoderSpec})
  * @param storeConf the store settings of the batch (the offset log's, with the new count)
  * @param hadoop the Hadoop configuration with Strata's settings and the run id
  * @param emptyVersion the version the empty store stands at (the new batch's id)
  */
 record StateRewrite(String stateRoot, long operatorId, String storeName, StructType keySchema,
-    StructType valueSchema, StateStoreConf storeConf, SerializableConfiguration hadoop,
-    long emptyVersion)
+    StructType valueSchema, StatePlacement placement, StateStoreConf storeConf,
+    SerializableConfiguration hadoop, long emptyVersion)
     implements Function2<Integer, Iterator<Tuple2<Integer, Tuple2<byte[], byte[]>>>,
         Iterator<String>>, Serializable {
 
@@ -54,7 +54,7 @@ record StateRewrite(String stateRoot, long operatorId, String storeName, StructT
       Iterator<Tuple2<Integer, Tuple2<byte[], byte[]>>> rows) {
     StrataStateStoreProvider provider = new StrataStateStoreProvider();
     provider.init(new StateStoreId(stateRoot, operatorId, partition, storeName), keySchema,
-        valueSchema, new NoPrefixKeyStateEncoderSpec(keySchema), false, storeConf,
+        valueSchema, placement.encoderSpec(keySchema), false, storeConf,
         hadoop.value(), false, Option.empty());
     try {
       StateStore store = provider.openEmptyStore(emptyVersion);

@@ -11,7 +11,6 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
@@ -35,15 +34,14 @@ import org.apache.spark.util.SerializableConfiguration;
  * <ol>
  *   <li>the newest committed batch {@code N} is read from the offset and commit logs; the query
  *       must be stopped (its newest log entry older than {@code --idle-minutes}, or {@code
- *       --force}), its state kept by Strata, and every stateful operator one whose state key is
- *       its partition key: a streaming aggregation ({@code stateStoreSave}) or {@code
- *       dropDuplicates} ({@code dedupe}, {@code dedupeWithinWatermark}). Others (joins,
- *       session windows, {@code flatMapGroupsWithState}, {@code transformWithState}) are refused
- *       by name;
+ *       --force}), its state kept by Strata, and every stateful operator one whose keys
+ *       {@link StatePlacement} can place: streaming aggregations, {@code dropDuplicates}, {@code
+ *       flatMapGroupsWithState}, session windows and stream-stream joins (join state formats 1
+ *       and 2). Others ({@code transformWithState}) are refused by name;
  *   <li>each operator's state of batch {@code N} (version {@code N + 1} of every old partition,
  *       restored by Strata, {@link StateRead}) is shuffled by its key into the new count of
- *       partitions (Murmur3 of the key's fields with seed 42, modulo {@code M}: the placement the
- *       query's own shuffle gives each key) and written into every new partition as version
+ *       partitions (Murmur3 of the key's partition-key fields with seed 42, modulo {@code M}: the
+ *       placement the query's own shuffle gives each key) and written into every new partition as version
  *       {@code N + 2} of nothing else ({@link StateRewrite}), under a run id of its own. Spark's
  *       state data source gives the schemas and the operators ({@code state-metadata}), so the
  *       session needs a Hadoop file system for the checkpoint's scheme (S3A, or Strata's
@@ -67,9 +65,6 @@ import org.apache.spark.util.SerializableConfiguration;
  * count, so a rewind across the repartition must restore the old count too.
  */
 public final class StrataRepartition {
-  /** The operators whose state key is their partition key (Spark 4.2's Noop extractors). */
-  public static final Set<String> SUPPORTED_OPERATORS =
-      Set.of("stateStoreSave", "dedupe", "dedupeWithinWatermark");
   static final String SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions";
   static final String PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass";
   static final String FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion";
@@ -341,17 +336,14 @@ public final class StrataRepartition {
       throw e;
     }
     List<StructType[]> schemas = new ArrayList<>();
+    List<StatePlacement> placements = new ArrayList<>();
     for (Store s : stores) {
       // The schemas only (no rows are read through the state data source; see StateRead).
       StructType schema = spark.read().format("statestore").option("batchId", n)
           .option("operatorId", s.operatorId()).option("storeName", s.storeName())
           .load(checkpoint).schema();
       StructType keySchema = (StructType) schema.apply("key").dataType();
-      if (keySchema.fields().length == 0) {
-        throw new Refused(checkpoint + ": operator " + s.operatorId() + " (" + s.operatorName()
-            + ") has no grouping key (a global aggregation): Spark keeps its state in partition "
-            + "0 whatever the count, which this job does not rewrite");
-      }
+      placements.add(StatePlacement.of(checkpoint, s, keySchema));
       schemas.add(new StructType[] {keySchema,
           (StructType) schema.apply("value").dataType()});
     }
@@ -369,7 +361,8 @@ public final class StrataRepartition {
     Configuration writeConf = new Configuration(hadoop);
     writeConf.set(StrataProviderBase.RUN_ID_KEY, UUID.randomUUID().toString());
     SerializableConfiguration shipped = new SerializableConfiguration(writeConf);
-    Map<Long, String[]> checkpointIds = new TreeMap<>();
+    // Operator id to, per new partition, the checkpoint id of each of its stores.
+    Map<Long, String[][]> checkpointIds = new TreeMap<>();
     long rows = 0;
     JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     List<Integer> oldPartitions = new ArrayList<>();
@@ -380,12 +373,13 @@ public final class StrataRepartition {
       Store s = stores.get(i);
       StructType keySchema = schemas.get(i)[0];
       StructType valueSchema = schemas.get(i)[1];
+      StatePlacement placement = placements.get(i);
       String stateRoot = checkpoint + "/state";
       StateRead read = new StateRead(stateRoot, s.operatorId(), s.storeName(), keySchema,
-          valueSchema, storeConf, shipped, n + 1, ids ? oldIds(commitText, n, s, from) : null,
-          to);
+          valueSchema, placement, storeConf, shipped, n + 1,
+          ids ? oldIds(commitText, n, s, from, placement.storeIndex()) : null, to);
       StateRewrite rewrite = new StateRewrite(stateRoot, s.operatorId(), s.storeName(),
-          keySchema, valueSchema, storeConf, shipped, newBatch);
+          keySchema, valueSchema, placement, storeConf, shipped, newBatch);
       List<String> written = sc.parallelize(oldPartitions, from).flatMapToPair(read)
           .partitionBy(new ExactPartitioner(to)).mapPartitionsWithIndex(rewrite, false)
           .collect();
@@ -402,7 +396,13 @@ public final class StrataRepartition {
               + "shuffle gave " + written.size() + " partitions); the logs are unchanged");
         }
       }
-      checkpointIds.put(s.operatorId(), byPartition);
+      long storesOfOperator = stores.stream().filter(o -> o.operatorId() == s.operatorId())
+          .count();
+      String[][] ofOperator = checkpointIds.computeIfAbsent(s.operatorId(),
+          op -> new String[to][(int) storesOfOperator]);
+      for (int p = 0; p < to; p++) {
+        ofOperator[p][placement.storeIndex()] = byPartition[p];
+      }
     }
 
     // Then the logs: the offsets entry with the new count, then the commit.
@@ -440,19 +440,15 @@ public final class StrataRepartition {
    * The checkpoint's stateful operators and their stores, from Spark's {@code state-metadata}
    * source (the operator metadata under {@code state/<op>/_metadata}).
    *
-   * @throws Refused if there is none, or an operator is not one of {@link #SUPPORTED_OPERATORS}
+   * @throws Refused if there is none, or an operator or store is not one {@link StatePlacement}
+   *     places
    */
   static List<Store> stores(SparkSession spark, String checkpoint) {
     List<Store> stores = new ArrayList<>();
     for (Row r : spark.read().format("state-metadata").load(checkpoint).collectAsList()) {
       Store s = new Store(((Number) r.getAs("operatorId")).longValue(), r.getAs("operatorName"),
           r.getAs("stateStoreName"));
-      if (!SUPPORTED_OPERATORS.contains(s.operatorName())) {
-        throw new Refused(checkpoint + ": operator " + s.operatorId() + " is "
-            + s.operatorName() + ", whose state this job cannot repartition; it covers "
-            + "streaming aggregations (stateStoreSave) and dropDuplicates (dedupe, "
-            + "dedupeWithinWatermark), whose state key is the partition key");
-      }
+      StatePlacement.check(checkpoint, s);
       stores.add(s);
     }
     if (stores.isEmpty()) {
@@ -505,12 +501,15 @@ public final class StrataRepartition {
   }
 
   /**
-   * Operator {@code s}'s checkpoint ids of batch {@code batch}'s versions, one per partition
-   * (checkpoint format 2), from {@code commits/<batch>}'s {@code stateUniqueIds}.
+   * Store {@code s}'s checkpoint ids of batch {@code batch}'s versions, one per partition
+   * (checkpoint format 2), from {@code commits/<batch>}'s {@code stateUniqueIds} (operator id to,
+   * per partition, one id per store of the operator).
    *
+   * @param storeIndex the store's place in a partition's ids ({@link StatePlacement#storeIndex})
    * @throws Refused if the commit does not name one for each of {@code count} partitions
    */
-  static String[] oldIds(String text, long batch, Store s, int count) throws IOException {
+  static String[] oldIds(String text, long batch, Store s, int count, int storeIndex)
+      throws IOException {
     JsonNode op = JSON.readTree(lines(text, "commits/" + batch)[1]).path("stateUniqueIds")
         .path(Long.toString(s.operatorId()));
     if (!op.isArray() || op.size() != count) {
@@ -519,7 +518,12 @@ public final class StrataRepartition {
     }
     String[] out = new String[count];
     for (int p = 0; p < count; p++) {
-      out[p] = op.get(p).path(0).asText(null);
+      out[p] = op.get(p).path(storeIndex).asText(null);
+      if (out[p] == null) {
+        throw new Refused("commits/" + batch + " names no checkpoint id for store "
+            + s.storeName() + " of operator " + s.operatorId() + " in partition " + p
+            + " (stateUniqueIds): " + op.get(p));
+      }
     }
     return out;
   }
@@ -566,11 +570,13 @@ public final class StrataRepartition {
   /**
    * {@code commits/<batch>}'s text for the repartition batch: the same watermark and fields,
    * and under checkpoint format 2 {@code stateUniqueIds} replaced by the rewritten stores' ids
-   * (operator id to one id per partition, one store each).
+   * (operator id to, per partition, one id per store in {@link StatePlacement#storeIndex}
+   * order).
    *
    * @param ids null under checkpoint format 1
    */
-  static String withIds(String text, long batch, Map<Long, String[]> ids) throws IOException {
+  static String withIds(String text, long batch, Map<Long, String[][]> ids)
+      throws IOException {
     if (text == null) {
       throw new Refused("commits/" + batch + " is missing");
     }
@@ -580,8 +586,11 @@ public final class StrataRepartition {
       ObjectNode byOperator = meta.putObject("stateUniqueIds");
       ids.forEach((op, partitions) -> {
         ArrayNode a = byOperator.putArray(Long.toString(op));
-        for (String id : partitions) {
-          a.addArray().add(id);
+        for (String[] partition : partitions) {
+          ArrayNode storeIds = a.addArray();
+          for (String id : partition) {
+            storeIds.add(id);
+          }
         }
       });
     }

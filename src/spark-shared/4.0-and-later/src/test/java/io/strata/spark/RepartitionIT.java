@@ -16,11 +16,19 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StatefulProcessor;
 import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.streaming.ValueState;
 import org.apache.spark.sql.streaming.Trigger;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
@@ -40,10 +48,11 @@ import org.junit.jupiter.params.provider.CsvSource;
  * job equals the state before, spread over the new partitions, and the resumed query's state
  * sits in them. Spark's state data source reads through Strata's read-only {@code
  * StrataS3FileSystem} (no hadoop-aws), as docs/operations.md tells users to set it.
- * Refusals (a live query, an operator whose state key is not its partition key, a foreign
- * checkpoint, the same count) write nothing. Spark 4.1 runs every case; 4.0 a scale-up, 4.2 a
- * scale-down (CI time). {@code RuntimeJarIT} runs the job from the runtime jar on a user's
- * class path.
+ * Refusals (a live query, a {@code transformWithState} operator, a global aggregation, a
+ * foreign checkpoint, the same count) write nothing. Spark 4.1 runs every case; 4.0 a
+ * scale-up, 4.2 a scale-down (CI time). {@code RuntimeJarIT} runs the job from the runtime jar
+ * on a user's class path; {@link RescaledQueriesIT} rescales joins, {@code
+ * flatMapGroupsWithState} and session windows.
  */
 class RepartitionIT {
   private static final int KEYS = 24;
@@ -280,19 +289,21 @@ class RepartitionIT {
     assertTrue(foreign.getMessage().contains("HDFSBackedStateStoreProvider"),
         foreign.getMessage());
 
-    // A stream-stream join: its state key is not its partition key.
-    String join = h.s3Checkpoint("join");
+    // transformWithState: its column families and timers are not rewritten.
+    String tws = h.s3Checkpoint("tws");
     SparkSession s = session(SparkS3Harness.PROVIDER, 4, 1);
-    Dataset<Row> left = s.readStream().schema(SCHEMA).option("maxFilesPerTrigger", 1)
-        .json(in.toString());
-    Dataset<Row> right = s.readStream().schema(SCHEMA).option("maxFilesPerTrigger", 1)
-        .json(in.toString()).withColumnRenamed("id", "id2");
-    StreamingQuery q = left.join(right, "key").writeStream().format("noop")
-        .option("checkpointLocation", join).trigger(Trigger.AvailableNow()).start();
+    StreamingQuery q = s.readStream().schema(SCHEMA).option("maxFilesPerTrigger", 1)
+        .json(in.toString())
+        .groupByKey((MapFunction<Row, String>) row -> row.getString(0), Encoders.STRING())
+        .transformWithState(new CountProcessor(), TimeMode.None(), OutputMode.Update(),
+            Encoders.STRING())
+        .writeStream().outputMode("update").format("noop")
+        .option("checkpointLocation", tws).trigger(Trigger.AvailableNow()).start();
     q.awaitTermination();
-    StrataRepartition.Refused joined = assertThrows(StrataRepartition.Refused.class,
-        () -> repartition(job, join, "--partitions", "6", "--force"));
-    assertTrue(joined.getMessage().contains("symmetricHashJoin"), joined.getMessage());
+    StrataRepartition.Refused twsRefused = assertThrows(StrataRepartition.Refused.class,
+        () -> repartition(job, tws, "--partitions", "6", "--force"));
+    assertTrue(twsRefused.getMessage().contains("transformWithStateExec"),
+        twsRefused.getMessage());
 
     // A global aggregation: no grouping key, its state in partition 0 whatever the count.
     String global = h.s3Checkpoint("global");
@@ -313,5 +324,28 @@ class RepartitionIT {
     assertFalse(Files.exists(dir.resolve("offsets").resolve("1")), "no offsets/1 written");
     assertFalse(Files.exists(Path.of(java.net.URI.create(hdfs)).resolve("offsets").resolve("1")),
         "no offsets/1 written in the foreign checkpoint");
+  }
+
+  /** Counts rows per key in a value state (a {@code transformWithState} query to refuse). */
+  static final class CountProcessor extends StatefulProcessor<String, Row, String> {
+    private static final long serialVersionUID = 1L;
+    private transient ValueState<Long> count;
+
+    @Override
+    public void init(OutputMode outputMode, TimeMode timeMode) {
+      count = getHandle().getValueState("count", Encoders.LONG(), TTLConfig.NONE());
+    }
+
+    @Override
+    public scala.collection.Iterator<String> handleInputRows(String key,
+        scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+      long n = count.exists() ? count.get() : 0;
+      while (rows.hasNext()) {
+        rows.next();
+        n++;
+      }
+      count.update(n);
+      return scala.jdk.javaapi.CollectionConverters.asScala(List.of(key + ":" + n).iterator());
+    }
   }
 }

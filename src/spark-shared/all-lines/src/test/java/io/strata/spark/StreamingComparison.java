@@ -115,6 +115,19 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
     }
   }
 
+  /**
+   * Work on Strata's checkpoint between its two runs: after the first run stopped (and the local
+   * state was wiped), before the restart. The baseline's runs have no such step.
+   */
+  @FunctionalInterface
+  interface BetweenRuns {
+    /**
+     * @return how many batch ids it used (its own batches, without output): the second run's
+     *     batch ids are that many higher than the baseline's
+     */
+    long run(SparkS3Harness h, String checkpoint) throws Exception;
+  }
+
   /** Writes the input files of batches {@code [from, to)} into the left and right directories. */
   @FunctionalInterface
   interface Input {
@@ -179,11 +192,20 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
    * Strata wrote version objects.
    */
   Result check(QueryDef q, String baselineProvider) throws Exception {
+    return check(q, baselineProvider, null);
+  }
+
+  /**
+   * {@link #check(QueryDef, String)} with {@code between} run on Strata's checkpoint at the
+   * restart; Strata's output is compared with its batch ids after the step moved down by the
+   * ids the step used (none of which may have output).
+   */
+  Result check(QueryDef q, String baselineProvider, BetweenRuns between) throws Exception {
     if (h.spark.sparkContext().isStopped()) {
       restart(q.name(), "found stopped before it");
     }
     try {
-      return checkOnce(q, baselineProvider);
+      return checkOnce(q, baselineProvider, between);
     } catch (Exception | AssertionError e) {
       if (!ContextStopCause.isStoppedContext(e)) {
         throw e;
@@ -193,7 +215,7 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
       // the query. Say why, loudly, and run the query once more on a new session; a second
       // stop fails the test.
       restart(q.name(), "stopped by Spark while it ran");
-      return checkOnce(q, baselineProvider);
+      return checkOnce(q, baselineProvider, between);
     }
   }
 
@@ -209,19 +231,20 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
     }
   }
 
-  private Result checkOnce(QueryDef q, String baselineProvider) throws Exception {
+  private Result checkOnce(QueryDef q, String baselineProvider, BetweenRuns between)
+      throws Exception {
     Path in = Files.createDirectories(h.work.resolve("in-" + q.name()));
     Path right = Files.createDirectories(h.work.resolve("right-" + q.name()));
     String baselineCkpt = h.fileCheckpoint(q.name());
     CompletableFuture<SortedMap<Long, List<String>>> baselineRun = CompletableFuture.supplyAsync(
-        () -> runTwiceUnchecked(q, baselineProvider, baselineCkpt, in, right),
+        () -> runTwiceUnchecked(q, baselineProvider, baselineCkpt, in, right, null),
         runnable -> new Thread(runnable, "baseline-" + q.name()).start());
     Path in2 = Files.createDirectories(h.work.resolve("in2-" + q.name()));
     Path right2 = Files.createDirectories(h.work.resolve("right2-" + q.name()));
     String ckpt = h.s3Checkpoint(q.name());
     SortedMap<Long, List<String>> strata;
     try {
-      strata = runTwice(q, SparkS3Harness.PROVIDER, ckpt, in2, right2);
+      strata = runTwice(q, SparkS3Harness.PROVIDER, ckpt, in2, right2, between);
     } finally {
       awaitQuietly(baselineRun);
     }
@@ -246,16 +269,16 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
   }
 
   private SortedMap<Long, List<String>> runTwiceUnchecked(QueryDef q, String provider,
-      String checkpoint, Path in, Path right) {
+      String checkpoint, Path in, Path right, BetweenRuns between) {
     try {
-      return runTwice(q, provider, checkpoint, in, right);
+      return runTwice(q, provider, checkpoint, in, right, between);
     } catch (Exception e) {
       throw new CompletionException(e);
     }
   }
 
   private SortedMap<Long, List<String>> runTwice(QueryDef q, String provider, String checkpoint,
-      Path in, Path right) throws Exception {
+      Path in, Path right, BetweenRuns between) throws Exception {
     boolean strata = provider.equals(SparkS3Harness.PROVIDER);
     String run = q.name() + "@" + provider + "@" + checkpoint;
     OUTPUT.put(run, new ConcurrentSkipListMap<>());
@@ -264,6 +287,8 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
     if (strata) {
       h.wipeLocalState();
     }
+    long firstOfSecondRun = OUTPUT.get(run).isEmpty() ? 0 : OUTPUT.get(run).lastKey() + 1;
+    long used = between == null ? 0 : between.run(h, checkpoint);
     input.write(in, right, half, batches);
     List<StreamingQueryProgress> second = runOnce(q, 1, provider, checkpoint, in, right, run);
     if (strata) {
@@ -271,7 +296,18 @@ final class StreamingComparison implements BeforeAllCallback, AfterAllCallback {
           .mapToLong(o -> o.customMetrics().getOrDefault("strataRestoreBytes", 0L)).sum();
       assertTrue(restored > 0, q.name() + ": the restart restored state from S3");
     }
-    return OUTPUT.remove(run);
+    SortedMap<Long, List<String>> out = OUTPUT.remove(run);
+    if (used == 0) {
+      return out;
+    }
+    SortedMap<Long, List<String>> moved = new java.util.TreeMap<>();
+    for (Map.Entry<Long, List<String>> e : out.entrySet()) {
+      long b = e.getKey();
+      assertFalse(b >= firstOfSecondRun && b < firstOfSecondRun + used, q.name()
+          + ": batch " + b + " was the step's own between the runs, yet the query ran it");
+      moved.put(b < firstOfSecondRun ? b : b - used, e.getValue());
+    }
+    return moved;
   }
 
   private List<StreamingQueryProgress> runOnce(QueryDef q, int runNo, String provider,

@@ -148,30 +148,52 @@ class StreamingQueriesIT {
   }
 
   @Test
+  @OnlyOnSparkLines(value = {"3.5", "4.0", "4.2"}, reason = RESCALED_ON_41)
   void streamStreamJoin() throws Exception {
-    check(new QueryDef("join", OutputMode.Append(), (in, r) ->
-        in.withWatermark("ts", "20 seconds")
-            .join(r.withWatermark("rts", "20 seconds"),
-                expr("key = rkey AND rts >= ts AND rts <= ts + interval 15 seconds"))));
+    check(join("join", Map.of()));
   }
 
   @Test
+  @OnlyOnSparkLines(value = {"3.5", "4.0", "4.2"}, reason = RESCALED_ON_41)
   void flatMapGroupsWithStateWithEventTimeTimeouts() throws Exception {
+    check(flatMapGroupsWithState("fmgws", Map.of()));
+  }
+
+  @Test
+  @OnlyOnSparkLines(value = {"3.5", "4.0", "4.2"}, reason = RESCALED_ON_41)
+  void sessionWindow() throws Exception {
+    check(sessionWindow("session", Map.of()));
+  }
+
+  /** Why three queries skip Spark 4.1 here. */
+  static final String RESCALED_ON_41 = "on Spark 4.1 RescaledQueriesIT runs this query with the "
+      + "same restart, rescaled to a new number of partitions at it";
+
+  /** A stream-stream inner join with a time bound, both sides watermarked. */
+  static QueryDef join(String name, Map<String, String> conf) {
+    return new QueryDef(name, OutputMode.Append(), (in, r) ->
+        in.withWatermark("ts", "20 seconds")
+            .join(r.withWatermark("rts", "20 seconds"),
+                expr("key = rkey AND rts >= ts AND rts <= ts + interval 15 seconds")), conf);
+  }
+
+  /** {@code flatMapGroupsWithState} counting rows per key until idle (event-time timeouts). */
+  static QueryDef flatMapGroupsWithState(String name, Map<String, String> conf) {
     FlatMapGroupsWithStateFunction<String, Row, Long, String> fn = StreamingQueriesIT::countUntilIdle;
-    check(new QueryDef("fmgws", OutputMode.Update(), (in, r) ->
+    return new QueryDef(name, OutputMode.Update(), (in, r) ->
         in.withWatermark("ts", "10 seconds")
             .groupByKey((MapFunction<Row, String>) row -> row.getString(1), Encoders.STRING())
             .flatMapGroupsWithState(fn, OutputMode.Update(), Encoders.LONG(), Encoders.STRING(),
                 GroupStateTimeout.EventTimeTimeout())
-            .toDF("out")));
+            .toDF("out"), conf);
   }
 
-  @Test
-  void sessionWindow() throws Exception {
-    check(new QueryDef("session", OutputMode.Append(), (in, r) ->
+  /** A session-window aggregation per key (5 s gap), append mode. */
+  static QueryDef sessionWindow(String name, Map<String, String> conf) {
+    return new QueryDef(name, OutputMode.Append(), (in, r) ->
         in.withWatermark("ts", "10 seconds")
             .groupBy(session_window(col("ts"), "5 seconds"), col("key"))
-            .agg(count("*").as("n"), sum("value").as("total"))));
+            .agg(count("*").as("n"), sum("value").as("total")), conf);
   }
 
   /** Counts rows per key; when a key is idle past its event-time timeout, emits and drops it. */

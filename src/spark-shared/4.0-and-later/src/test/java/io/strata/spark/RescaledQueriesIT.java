@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.testkit.OnlyOnSparkLines;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Issue 44: {@link StrataRepartition} on the operators whose state key is more than their
+ * partition key, or whose state is in several stores: a stream-stream join (four stores; the
+ * indexed ones hash all but the index), {@code flatMapGroupsWithState} and a session window
+ * (prefix-scan keys; all but the session start hashed). Each query is {@link StreamingQueriesIT}'s,
+ * run as there (3 files, a stop with Strata's local state wiped, 3 more files), with the job run
+ * at the stop on Strata's checkpoint only: every batch after it equals the batch of Spark's HDFS
+ * provider's run that never rescaled (Strata's ids one higher, for the job's own batch), and the
+ * resumed run restores the rewritten partitions from S3. The join runs in checkpoint format 2
+ * (its four checkpoint ids per partition in the commit log). On Spark 4.1 only: the job's code
+ * is the same on every line, and {@link RepartitionIT} runs it on 4.0 and 4.2 too;
+ * {@link StreamingQueriesIT} runs these queries without the rescale on the other lines.
+ */
+@OnlyOnSparkLines(value = "4.1", reason = "the job's code is the same on every 4.x line; "
+    + "RepartitionIT runs it on 4.0 and 4.2")
+class RescaledQueriesIT {
+  @RegisterExtension
+  static final StreamingComparison cmp =
+      new StreamingComparison(4, StreamingComparison::recurringKeys, 6, 3);
+
+  /** The job at the restart: {@code --partitions to}; asserts what it rewrote. */
+  private static StreamingComparison.BetweenRuns rescaleTo(int to, List<String> stores) {
+    return (h, checkpoint) -> {
+      SparkSession job = h.spark.newSession();
+      job.conf().set("spark.sql.streaming.stateStore.providerClass", SparkS3Harness.PROVIDER);
+      // Spark's state data source reads the schemas through a Hadoop file system for s3a:
+      // Strata's read-only one, as docs/operations.md says.
+      job.conf().set("fs.s3a.impl", "io.strata.checkpoint.StrataS3FileSystem");
+      job.conf().set("fs.s3a.impl.disable.cache", "true");
+      StrataRepartition.Result r = StrataRepartition.run(job,
+          StrataRepartition.Options.parse(checkpoint, "--partitions", "" + to, "--force"));
+      assertTrue(r.written(), r.summary());
+      assertEquals(4, r.from(), r.summary());
+      assertEquals(stores, r.stores().stream().map(s -> s.operatorName() + "/" + s.storeName())
+          .toList(), r.summary());
+      assertTrue(r.rows() > 0, r.summary());
+      return 1;
+    };
+  }
+
+  @Test
+  void streamStreamJoinInCheckpointFormat2From4To5() throws Exception {
+    cmp.check(StreamingQueriesIT.join("rescaled-join", Map.of(StreamingComparison.STRATA_ONLY
+        + "spark.sql.streaming.stateStore.checkpointFormatVersion", "2")),
+        SparkS3Harness.HDFS_PROVIDER, rescaleTo(5, StatePlacement.JOIN_STORES.stream()
+            .map(s -> "symmetricHashJoin/" + s).sorted().toList()));
+  }
+
+  @Test
+  void flatMapGroupsWithStateFrom4To3() throws Exception {
+    cmp.check(StreamingQueriesIT.flatMapGroupsWithState("rescaled-fmgws", Map.of()),
+        SparkS3Harness.HDFS_PROVIDER, rescaleTo(3, List.of("flatMapGroupsWithState/default")));
+  }
+
+  @Test
+  void sessionWindowFrom4To3() throws Exception {
+    cmp.check(StreamingQueriesIT.sessionWindow("rescaled-session", Map.of()),
+        SparkS3Harness.HDFS_PROVIDER,
+        rescaleTo(3, List.of("sessionWindowStateStoreSaveExec/default")));
+  }
+}
