@@ -226,10 +226,10 @@ class RepartitionIT {
     // The tool after the rescale (batches 0-2 at the old count, 3 the repartition, 4-6 at the
     // new): the old partitions above the new count are neither damage nor blockers.
     if (line.isEmpty() || line.get().equals("4.1")) {
-      tool(0, "verify", checkpoint);
-      tool(0, "gc", checkpoint, "--dry-run");
-      tool(0, "rewind", checkpoint, "--to-batch", "6", "--force", "--dry-run");
-      tool(0, "rewind", checkpoint, "--to-batch", "2", "--force", "--dry-run");
+      h.tool(0, "verify", checkpoint);
+      h.tool(0, "gc", checkpoint, "--dry-run");
+      h.tool(0, "rewind", checkpoint, "--to-batch", "6", "--force", "--dry-run");
+      h.tool(0, "rewind", checkpoint, "--to-batch", "2", "--force", "--dry-run");
     }
 
     String reference = "reference-" + name;
@@ -243,26 +243,6 @@ class RepartitionIT {
       assertEquals(expected.get(b), got.get(b < 3 ? b : b + 1), "batch " + (b < 3 ? b : b + 1)
           + " equals the reference's batch " + b);
     }
-  }
-
-  /** {@code java -jar <tools jar> args... --conf-file <S3 settings>}; asserts its exit code. */
-  private static String tool(int exit, String... args) throws Exception {
-    Path conf = h.work.resolve("strata-tool.conf");
-    String p = "spark.sql.streaming.stateStore.strata.";
-    Files.writeString(conf, String.join("\n", p + "s3.endpoint " + h.s3.endpoint(),
-        p + "s3.region us-east-1", p + "s3.pathStyleAccess true",
-        p + "s3.accessKeyId " + io.strata.testkit.S3ProxyServer.ACCESS_KEY,
-        p + "s3.secretAccessKey " + io.strata.testkit.S3ProxyServer.SECRET_KEY, ""));
-    List<String> cmd = new java.util.ArrayList<>(List.of(Path.of(System.getProperty(
-        "java.home"), "bin", "java").toString(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar",
-        System.getProperty("strata.tools.jar")));
-    cmd.addAll(List.of(args));
-    cmd.addAll(List.of("--conf-file", conf.toString()));
-    Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(proc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(proc.waitFor(120, java.util.concurrent.TimeUnit.SECONDS), "strata " + args[0]);
-    assertEquals(exit, proc.exitValue(), "strata " + String.join(" ", args) + ": " + out);
-    return out;
   }
 
   @io.strata.testkit.OnlyOnSparkLines(value = "4.1", reason = "the refusals are Java code of "

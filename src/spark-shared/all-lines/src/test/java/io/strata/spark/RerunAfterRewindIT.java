@@ -168,25 +168,7 @@ class RerunAfterRewindIT {
    * @return what it printed
    */
   private static String tool(String... args) throws Exception {
-    Path conf = h.work.resolve("strata-tool.conf");
-    String p = "spark.sql.streaming.stateStore.strata.";
-    Files.writeString(conf, String.join("\n", p + "s3.endpoint " + h.s3.endpoint(),
-        p + "s3.region us-east-1", p + "s3.pathStyleAccess true",
-        p + "s3.accessKeyId " + io.strata.testkit.S3ProxyServer.ACCESS_KEY,
-        p + "s3.secretAccessKey " + io.strata.testkit.S3ProxyServer.SECRET_KEY, ""));
-    Path out = Files.createTempFile(logs, args[0], ".txt");
-    List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin",
-        "java").toString(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar",
-        System.getProperty("strata.tools.jar")));
-    cmd.addAll(List.of(args));
-    cmd.addAll(List.of("--conf-file", conf.toString()));
-    Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile())
-        .start();
-    assertTrue(proc.waitFor(120, java.util.concurrent.TimeUnit.SECONDS), "strata " + args[0]
-        + " ended");
-    String printed = Files.readString(out);
-    assertEquals(0, proc.exitValue(), "strata " + String.join(" ", args) + ": " + printed);
-    return printed;
+    return h.tool(0, args);
   }
 
   /** The greatest batch id in {@code commits/}. */

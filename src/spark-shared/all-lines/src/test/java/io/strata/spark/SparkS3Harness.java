@@ -181,6 +181,41 @@ final class SparkS3Harness implements AutoCloseable {
     }
   }
 
+  /**
+   * Runs the {@code strata} tool jar (system property {@code strata.tools.jar}) in its own JVM
+   * with {@code args}, then {@code --conf-file} naming this harness's S3 server and keys, and
+   * asserts its exit code (within 120 s).
+   *
+   * @return what it printed, stdout and stderr together
+   */
+  String tool(int exit, String... args) throws IOException, InterruptedException {
+    Path conf = work.resolve("strata-tool.conf");
+    String p = "spark.sql.streaming.stateStore.strata.";
+    Files.writeString(conf, String.join("\n", p + "s3.endpoint " + s3.endpoint(),
+        p + "s3.region us-east-1", p + "s3.pathStyleAccess true",
+        p + "s3.accessKeyId " + S3ProxyServer.ACCESS_KEY,
+        p + "s3.secretAccessKey " + S3ProxyServer.SECRET_KEY, ""));
+    Path out = Files.createTempFile(work, args[0], ".txt");
+    java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
+        "-XX:TieredStopAtLevel=1", "-jar", System.getProperty("strata.tools.jar")));
+    cmd.addAll(java.util.List.of(args));
+    cmd.addAll(java.util.List.of("--conf-file", conf.toString()));
+    Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile())
+        .start();
+    if (!proc.waitFor(120, java.util.concurrent.TimeUnit.SECONDS)) {
+      proc.destroyForcibly();
+      throw new AssertionError("strata " + String.join(" ", args) + " did not end in 120 s: "
+          + Files.readString(out));
+    }
+    String printed = Files.readString(out);
+    if (proc.exitValue() != exit) {
+      throw new AssertionError("strata " + String.join(" ", args) + " exited with "
+          + proc.exitValue() + ", expected " + exit + ": " + printed);
+    }
+    return printed;
+  }
+
   static void deleteRecursively(Path p) throws IOException {
     if (!Files.exists(p)) {
       return;
