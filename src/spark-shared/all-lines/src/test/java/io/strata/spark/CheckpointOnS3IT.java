@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.strata.checkpoint.CheckpointRequests;
 import io.strata.objectstore.RequestListener;
 import io.strata.testkit.ChildJvm;
+import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -110,6 +111,16 @@ class CheckpointOnS3IT {
         + " " + r.statusCode()).collect(Collectors.joining(", ", "[", "]"));
   }
 
+  /**
+   * Why the tests with a second driver JVM run on one Scala build of a line: the create-only
+   * writes and their refusal are the checkpoint file manager's Java over Hadoop's API and the
+   * object store (no Scala conversion on the path), and the steady-batch test runs that file
+   * manager under both builds' Spark.
+   */
+  static final String CHILD_JVMS = "the checkpoint file manager's create-only writes are the same "
+      + "Java on both Scala builds; aSteadyBatchCostsTheDriverThreeCreateOnlyPutsAndNothingElse "
+      + "runs them on this build";
+
   @Test
   void aSteadyBatchCostsTheDriverThreeCreateOnlyPutsAndNothingElse() throws Exception {
     String ckpt = h.s3Checkpoint("steady");
@@ -193,6 +204,8 @@ class CheckpointOnS3IT {
   }
 
   @Test
+  @OncePerSparkLine(reason = CHILD_JVMS)
+  @io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"}, reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
   void aSecondInstanceFailsOnItsFirstBatchWriteAndTheFirstContinuesExactly() throws Exception {
     String ckpt = h.s3Checkpoint("two");
     Path in = Files.createDirectories(h.work.resolve("two-in"));
@@ -252,6 +265,8 @@ class CheckpointOnS3IT {
   }
 
   @Test
+  @OncePerSparkLine(reason = CHILD_JVMS)
+  @io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"}, reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
   void aDriverKilledBetweenOffsetsAndCommitsReRunsTheBatchOnRestart() throws Exception {
     String ckpt = h.s3Checkpoint("kill");
     Path in = Files.createDirectories(h.work.resolve("kill-in"));

@@ -60,6 +60,7 @@ class StreamingQueriesIT {
   }
 
   @Test
+  @OncePerSparkLine(reason = TWIN)
   void aggregationCompleteMode() throws Exception {
     check(new QueryDef("agg-complete", OutputMode.Complete(), (in, r) ->
         in.groupBy("key").agg(count("*").as("n"), sum("value").as("total"))));
@@ -72,6 +73,7 @@ class StreamingQueriesIT {
    * after that commit: it must see the committed state (restored), as Spark's provider does.
    */
   @Test
+  @OncePerSparkLine(reason = TWIN)
   void completeModeBatchReadTwice() throws Exception {
     check(new QueryDef("agg-complete-twice", OutputMode.Complete(), (in, r) ->
         in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
@@ -86,6 +88,8 @@ class StreamingQueriesIT {
    * the rows Spark's provider gives.
    */
   @Test
+  @OncePerSparkLine(reason = TWIN)
+  @io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"}, reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
   void completeModeBatchComputedTwiceInOneTask() throws Exception {
     check(new QueryDef("agg-complete-self-union", OutputMode.Complete(), (in, r) ->
         in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
@@ -103,6 +107,7 @@ class StreamingQueriesIT {
    */
   @Test
   @OncePerSparkLine(reason = "the side store is the same code in both Scala builds of a line")
+  @io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"}, reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
   void aggregationComputedTwiceAtOnceInOneTask() throws Exception {
     check(new QueryDef("agg-update-zip", OutputMode.Update(), (in, r) ->
         in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
@@ -142,6 +147,7 @@ class StreamingQueriesIT {
   }
 
   @Test
+  @OncePerSparkLine(reason = TWIN)
   void dropDuplicatesWithWatermark() throws Exception {
     check(new QueryDef("dedup", OutputMode.Append(), (in, r) ->
         in.withWatermark("ts", "15 seconds").dropDuplicates("key", "ts")));
@@ -149,12 +155,14 @@ class StreamingQueriesIT {
 
   @Test
   @OnlyOnSparkLines(value = {"3.5", "4.0", "4.2"}, reason = RESCALED_ON_41)
+  @OncePerSparkLine(reason = TWIN)
   void streamStreamJoin() throws Exception {
     check(join("join", Map.of()));
   }
 
   @Test
   @OnlyOnSparkLines(value = {"3.5", "4.0", "4.2"}, reason = RESCALED_ON_41)
+  @OncePerSparkLine(reason = TWIN)
   void flatMapGroupsWithStateWithEventTimeTimeouts() throws Exception {
     check(flatMapGroupsWithState("fmgws", Map.of()));
   }
@@ -164,6 +172,15 @@ class StreamingQueriesIT {
   void sessionWindow() throws Exception {
     check(sessionWindow("session", Map.of()));
   }
+
+  /**
+   * Why most queries here run on one Scala build of a line: the second build (Spark 3.5 on
+   * Scala 2.13) runs the keyed aggregation and the session window here (prefix scans) and, in
+   * {@link StatefulOperatorsIT}, a global aggregation, a limit, dropDuplicatesWithinWatermark,
+   * mapGroupsWithState, flatMapGroupsWithState and a full outer join: the paths that cross Scala.
+   */
+  static final String TWIN = "the second Scala build runs the keyed aggregation and the session "
+      + "window here and the other operators in StatefulOperatorsIT";
 
   /** Why three queries skip Spark 4.1 here. */
   static final String RESCALED_ON_41 = "on Spark 4.1 RescaledQueriesIT runs this query with the "
