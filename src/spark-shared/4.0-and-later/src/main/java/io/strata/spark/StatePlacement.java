@@ -77,7 +77,8 @@ record StatePlacement(int partitionKeyFields, int prefixScanFields, int storeInd
     if (p.partitionKeyFields() < 1) {
       throw new StrataRepartition.Refused(checkpoint + ": operator " + s.operatorId() + " ("
           + op + ") has no grouping key (a global aggregation): Spark keeps its state in "
-          + "partition 0 whatever the count, which this job does not rewrite");
+          + "partition 0 whatever the count, which this job does not rewrite; to change this "
+          + "query's partitions, start it on a new checkpoint");
     }
     return p;
   }
@@ -100,7 +101,8 @@ record StatePlacement(int partitionKeyFields, int prefixScanFields, int storeInd
           + op + ", whose state this job cannot repartition; it covers streaming "
           + "aggregations (stateStoreSave), dropDuplicates (dedupe, dedupeWithinWatermark), "
           + "flatMapGroupsWithState, session windows (" + SESSION_WINDOW + ") and stream-"
-          + "stream joins (" + JOIN + ", state formats 1 and 2)");
+          + "stream joins (" + JOIN + ", state formats 1 and 2); to change this query's "
+          + "partitions, start it on a new checkpoint");
     }
   }
 

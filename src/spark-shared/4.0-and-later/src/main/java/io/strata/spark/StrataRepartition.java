@@ -46,19 +46,25 @@ import org.apache.spark.util.SerializableConfiguration;
  *       state data source gives the schemas and the operators ({@code state-metadata}), so the
  *       session needs a Hadoop file system for the checkpoint's scheme (S3A, or Strata's
  *       read-only {@code StrataS3FileSystem});
- *   <li>{@code offsets/N+1} is batch {@code N}'s entry with {@code spark.sql.shuffle.partitions}
+ *   <li>{@code offsets/N+1} (claimed before step 2 with a marker Spark cannot read, {@link
+ *       #PENDING}) becomes batch {@code N}'s entry with {@code spark.sql.shuffle.partitions}
  *       set to {@code M}, then {@code commits/N+1} batch {@code N}'s commit (with the new
  *       checkpoint ids under checkpoint format 2). Batch {@code N + 1} reads no new input; the
  *       query's next batch, {@code N + 2}, runs with {@code M} partitions on the rewritten state.
  * </ol>
  *
- * <p>A run that fails before step 3 leaves the checkpoint as it was (the versions it wrote are a
- * later run's, which the query's next run supersedes). If the commit's write fails, the job
- * deletes the {@code offsets/N+1} it wrote. One that dies between the two log writes leaves
- * {@code offsets/N+1} without its commit: running the job again with the same {@code
- * --partitions} finishes it (as Spark's runner retries a failed repartition batch); the query
- * must not be started before that, since Spark 4.0 and 4.1 do not detect an unfinished
- * repartition.
+ * <p>The job claims {@code offsets/N+1} with its marker before it writes any state: a query or
+ * another run of the job that wrote {@code offsets/N+1} first wins, and this run writes
+ * nothing. While the marker is there, a query started on the checkpoint fails at once, on every
+ * line, with a message naming this job and the count. A run that fails after the claim leaves
+ * the marker: running the job again with the same {@code --partitions} finishes the repartition
+ * (the state written again under a new run, which supersedes the failed run's), as Spark's
+ * runner retries a failed repartition batch. If the commit's write fails (and reading it back
+ * does not find it), the job deletes {@code offsets/N+1}: the query then runs batch {@code N +
+ * 1} with the old count on the old partitions, whose new versions supersede the job's. A job
+ * that dies between the offsets and the commit write (two PUTs in a row) leaves {@code
+ * offsets/N+1} without its commit: run the job again before starting the query (Spark 4.2
+ * refuses to start it meanwhile; 4.0 and 4.1 do not detect an unfinished repartition).
  *
  * <p>Old partitions at or above {@code M} keep their objects (nothing loads them again);
  * {@code strata gc} leaves them, and the checkpoint's history below {@code N + 1} keeps the old
@@ -70,9 +76,17 @@ public final class StrataRepartition {
   static final String FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion";
   static final String STRICT_DISTRIBUTION =
       "spark.sql.streaming.statefulOperator.useStrictDistribution";
+  /**
+   * The first line of the marker the job claims {@code offsets/N+1} with before it writes any
+   * state, followed by the new count. Spark cannot read it (not a log version), so a query
+   * started before the job finished fails at once with this text in its message ("Log file was
+   * malformed ... from v-strata-repartition-pending-..."), on every line.
+   */
+  static final String PENDING = "v-strata-repartition-pending-run-io.strata.spark."
+      + "StrataRepartition-again-with---partitions-";
   static final String USAGE = "Usage: spark-submit --class io.strata.spark.StrataRepartition "
       + "<runtime jar> <checkpoint> --partitions <M> [--dry-run] [--force] "
-      + "[--idle-minutes <minutes, default 10>]";
+      + "[--idle-minutes <minutes, default 10>] [--file-sink <output path of a file sink>]...";
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private StrataRepartition() { }
@@ -86,9 +100,11 @@ public final class StrataRepartition {
    * @param force run although the query looks alive
    * @param idleMinutes how long ago the newest log entry must be written for the query to look
    *     stopped, in minutes
+   * @param fileSinks the output directories of the query's file sinks ({@code --file-sink},
+   *     repeatable), whose sink logs get the repartition batch as an empty batch
    */
   public record Options(String checkpoint, int partitions, boolean dryRun, boolean force,
-      long idleMinutes) {
+      long idleMinutes, List<String> fileSinks) {
     /**
      * Parses the command line.
      *
@@ -100,10 +116,17 @@ public final class StrataRepartition {
       boolean dryRun = false;
       boolean force = false;
       long idle = 10;
+      List<String> sinks = new ArrayList<>();
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
         switch (a) {
           case "--dry-run" -> dryRun = true;
+          case "--file-sink" -> {
+            if (i + 1 >= args.length) {
+              throw new IllegalArgumentException(a + " needs a value");
+            }
+            sinks.add(args[++i]);
+          }
           case "--force" -> force = true;
           case "--partitions", "--idle-minutes" -> {
             if (i + 1 >= args.length) {
@@ -145,8 +168,18 @@ public final class StrataRepartition {
       if (partitions == null) {
         throw new IllegalArgumentException("Missing --partitions");
       }
-      return new Options(checkpoint, partitions, dryRun, force, idle);
+      return new Options(checkpoint, partitions, dryRun, force, idle, List.copyOf(sinks));
     }
+  }
+
+  /** How far an earlier run of the job got (see {@link #run(SparkSession, Options)}). */
+  private enum Stage {
+    /** Nothing of a repartition in the logs. */
+    FRESH,
+    /** {@code offsets/N+1} is this job's marker ({@link #PENDING}). */
+    MARKED,
+    /** {@code offsets/N+1} is the repartition batch's entry, without its commit. */
+    LOGGED
   }
 
   /** A stateful operator's store to rewrite (from the checkpoint's operator metadata). */
@@ -232,7 +265,8 @@ public final class StrataRepartition {
    * Repartitions {@code options.checkpoint()} (see the class comment for the steps).
    *
    * @param spark a session with Strata's settings and a Hadoop file system for the checkpoint's
-   *     scheme (Spark's state data source qualifies the path with one)
+   *     scheme (Spark's state data source qualifies the path with one); its checkpoint format
+   *     setting is the checkpoint's while the job runs, and its own again afterwards
    * @return what it did
    * @throws Refused if the checkpoint cannot be repartitioned as asked (a message naming the
    *     reason, the file or operator and what is expected); nothing was written
@@ -246,8 +280,17 @@ public final class StrataRepartition {
     // and every new partition's report would WARN).
     spark.streams();
     Configuration hadoop = session.sessionState().newHadoopConf();
+    // The job sets the session's checkpoint format to the checkpoint's (below); the caller's
+    // session gets its own setting back.
+    scala.Option<String> format = spark.conf().getOption(FORMAT_VERSION);
     try (CheckpointLogs logs = new CheckpointLogs(options.checkpoint(), hadoop)) {
       return run(spark, session, options, hadoop, logs);
+    } finally {
+      if (format.isDefined()) {
+        spark.conf().set(FORMAT_VERSION, format.get());
+      } else {
+        spark.conf().unset(FORMAT_VERSION);
+      }
     }
   }
 
@@ -263,27 +306,38 @@ public final class StrataRepartition {
           + "there is no state to repartition");
     }
     long n = commit[0];
-    boolean resume = false;
+    // Where an earlier run of this job stopped: nothing written (FRESH), its marker claimed
+    // offsets/N+1 (MARKED), or the real offsets/N+1 is written (LOGGED); see the class comment.
+    Stage stage = Stage.FRESH;
     if (offset[0] > n) {
-      // A repartition that wrote its offsets but not its commit is finished by a second run.
-      Map<String, String> last = offsetsConf(logs.read("offsets", offset[0]), offset[0]);
-      String pending = last.get(SHUFFLE_PARTITIONS);
-      boolean repartitionBatch = offset[0] == n + 1 && pending != null
-          && !pending.equals(offsetsConf(logs.read("offsets", n), n).get(SHUFFLE_PARTITIONS));
-      resume = repartitionBatch && Integer.toString(to).equals(pending);
-      if (repartitionBatch && !resume) {
+      String lastText = logs.read("offsets", offset[0]);
+      String pending;
+      if (lastText != null && lastText.startsWith(PENDING)) {
+        pending = lastText.substring(PENDING.length()).trim();
+        stage = Stage.MARKED;
+      } else {
+        // A repartition that wrote its offsets but not its commit is finished by a second run.
+        pending = offsetsConf(lastText, offset[0]).get(SHUFFLE_PARTITIONS);
+        boolean changed = pending != null && !pending.equals(offsetsConf(
+            logs.read("offsets", n), n).get(SHUFFLE_PARTITIONS));
+        stage = changed ? Stage.LOGGED : Stage.FRESH;
+      }
+      boolean repartitionBatch = offset[0] == n + 1 && stage != Stage.FRESH;
+      if (repartitionBatch && !Integer.toString(to).equals(pending)) {
         throw new Refused(checkpoint + ": offsets/" + offset[0] + " is an unfinished "
             + "repartition to " + pending + " partitions (no commits/" + offset[0] + "): run "
-            + "this job again with --partitions " + pending + " to finish it, and do not start "
-            + "the query before that (Spark 4.0 and 4.1 would run that batch on the old state "
-            + "layout and lose state)");
+            + "this job again with --partitions " + pending + " to finish it");
       }
-      if (!resume) {
+      if (!repartitionBatch) {
         throw new Refused(checkpoint + ": offsets/" + offset[0] + " has no commit (the newest "
-            + "is commits/" + n + "): batch " + offset[0] + " did not finish. Run the query "
-            + "until it commits, stop it, and repartition then");
+            + "is commits/" + n + "): batch " + offset[0] + " did not finish. Finish it: start "
+            + "the query once with Trigger.AvailableNow() (it runs the planned batch and the "
+            + "input then available, and stops), or take it back with strata rewind "
+            + checkpoint + " --to-batch " + offset[0] + " (its input is planned again); then "
+            + "run this job");
       }
     }
+    boolean resume = stage != Stage.FRESH;
     long newest = Math.max(commit[1], offset[1]);
     long idleMs = options.idleMinutes() * 60_000L;
     long ago = System.currentTimeMillis() - newest;
@@ -319,9 +373,23 @@ public final class StrataRepartition {
     boolean ids = hasCheckpointIds(commitText, n);
     spark.conf().set(FORMAT_VERSION, ids ? "2" : "1");
     List<Store> stores;
+    List<StructType[]> schemas = new ArrayList<>();
+    List<StatePlacement> placements = new ArrayList<>();
     try {
       stores = stores(spark, checkpoint);
-    } catch (RuntimeException e) {
+      for (Store s : stores) {
+        // The schemas only (no rows are read through the state data source; see StateRead).
+        StructType schema = spark.read().format("statestore").option("batchId", n)
+            .option("operatorId", s.operatorId()).option("storeName", s.storeName())
+            .load(checkpoint).schema();
+        StructType keySchema = (StructType) schema.apply("key").dataType();
+        placements.add(StatePlacement.of(checkpoint, s, keySchema));
+        schemas.add(new StructType[] {keySchema,
+            (StructType) schema.apply("value").dataType()});
+      }
+    } catch (Refused e) {
+      throw e;
+    } catch (Exception e) { // Spark's readers throw Hadoop's IOException undeclared
       Throwable root = e;
       while (root.getCause() != null && root.getCause() != root) {
         root = root.getCause();
@@ -333,26 +401,23 @@ public final class StrataRepartition {
             + root.getMessage() + "): set spark.hadoop.fs." + scheme + ".impl="
             + "io.strata.checkpoint.StrataS3FileSystem (Strata's read-only one), or S3A's");
       }
-      throw e;
-    }
-    List<StructType[]> schemas = new ArrayList<>();
-    List<StatePlacement> placements = new ArrayList<>();
-    for (Store s : stores) {
-      // The schemas only (no rows are read through the state data source; see StateRead).
-      StructType schema = spark.read().format("statestore").option("batchId", n)
-          .option("operatorId", s.operatorId()).option("storeName", s.storeName())
-          .load(checkpoint).schema();
-      StructType keySchema = (StructType) schema.apply("key").dataType();
-      placements.add(StatePlacement.of(checkpoint, s, keySchema));
-      schemas.add(new StructType[] {keySchema,
-          (StructType) schema.apply("value").dataType()});
+      if (e instanceof IOException io) {
+        throw io;
+      }
+      throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
     }
     long newBatch = n + 1;
     if (options.dryRun()) {
       return new Result(n, newBatch, from, to, stores, 0, false);
     }
 
-    // The state first: a failure here leaves the logs, and so the query, as they were.
+    // Claim the batch first: a query (or another run of this job) that writes offsets/N+1 first
+    // wins, and this run writes no state; once the marker is there, no query starts on the
+    // checkpoint (Spark cannot read the marker) until a run of this job replaces it.
+    if (stage == Stage.FRESH && !logs.create("offsets", newBatch, PENDING + to + "\n")) {
+      throw new Refused(checkpoint + ": offsets/" + newBatch + " appeared while the job ran: "
+          + "another run of the query or of this job writes this checkpoint; nothing written");
+    }
     SQLConf sql = session.sessionState().conf().clone();
     conf.forEach(sql::setConfString);
     sql.setConfString(SHUFFLE_PARTITIONS, Integer.toString(to));
@@ -405,27 +470,44 @@ public final class StrataRepartition {
       }
     }
 
-    // Then the logs: the offsets entry with the new count, then the commit.
-    if (!resume && !logs.create("offsets", newBatch, withPartitions(offsetsText, n, to))) {
-      throw new Refused(checkpoint + ": offsets/" + newBatch + " appeared while the job ran: "
-          + "another run of the query or of this job writes this checkpoint");
+    // The file sinks' logs: Spark's file sink log needs every batch id up to the newest (its
+    // readers and its compaction fail on a gap), and batch N+1 runs no sink.
+    for (String sink : options.fileSinks()) {
+      FileSinkLogs.addEmptyBatch(spark, sink, newBatch);
+    }
+    // Then the logs: the marker becomes the offsets entry with the new count, then the commit.
+    if (stage != Stage.LOGGED) {
+      logs.delete("offsets", newBatch);
+      if (!logs.create("offsets", newBatch, withPartitions(offsetsText, n, to))) {
+        throw new Refused(checkpoint + ": offsets/" + newBatch + " appeared while the job "
+            + "replaced its marker: another run of the query or of this job writes this "
+            + "checkpoint");
+      }
     }
     boolean committed;
+    String commitNew = withIds(commitText, n, ids ? checkpointIds : null);
     try {
-      committed = logs.create("commits", newBatch, withIds(commitText, n, ids ? checkpointIds
-          : null));
+      committed = logs.create("commits", newBatch, commitNew);
     } catch (IOException | RuntimeException e) {
+      // A write whose answer was lost may have been applied: then the job is done.
+      try {
+        if (commitNew.equals(logs.read("commits", newBatch))) {
+          return new Result(n, newBatch, from, to, stores, rows, true);
+        }
+      } catch (IOException | RuntimeException unread) {
+        e.addSuppressed(unread);
+      }
       // Take offsets/N+1 back: a query started on it would run batch N+1 on the old state
       // layout (Spark 4.0 and 4.1 do not detect an unfinished repartition) and lose state.
-      if (!resume) {
-        try {
-          logs.delete("offsets", newBatch);
-        } catch (IOException | RuntimeException undo) {
-          e.addSuppressed(undo);
-          throw new IOException(checkpoint + ": commits/" + newBatch + " could not be written "
-              + "and offsets/" + newBatch + " could not be taken back: run this job again "
-              + "with --partitions " + to + " before starting the query", e);
-        }
+      // Without it the query runs batch N+1 with the old count, on the old partitions, whose
+      // versions N+2 supersede this job's.
+      try {
+        logs.delete("offsets", newBatch);
+      } catch (IOException | RuntimeException undo) {
+        e.addSuppressed(undo);
+        throw new IOException(checkpoint + ": commits/" + newBatch + " could not be written "
+            + "and offsets/" + newBatch + " could not be taken back: run this job again "
+            + "with --partitions " + to + " before starting the query", e);
       }
       throw e;
     }

@@ -306,6 +306,67 @@ class RepartitionIT {
         "no offsets/1 written in the foreign checkpoint");
   }
 
+  /**
+   * A job that died after its claim, and a query with a file sink: while {@code offsets/N+1}
+   * is the job's marker the query does not start (its error names the job and the count), the
+   * job refuses another count, and run again with the count it finishes; with {@code
+   * --file-sink} the sink's log gets the repartition batch, so a batch read of the output and
+   * the resumed query work, and the output holds every distinct row once.
+   */
+  @io.strata.testkit.OnlyOnSparkLines(value = "4.1", reason = "the marker and the sink log are "
+      + "Java code of this job, the same on every line")
+  @Test
+  void anInterruptedJobBlocksTheQueryUntilRunAgainAndAFileSinkKeepsEveryBatch()
+      throws Exception {
+    String name = "file-sink";
+    Path in = Files.createDirectories(h.work.resolve("in-" + name));
+    writeBatch(in, 0);
+    writeBatch(in, 1);
+    String checkpoint = h.s3Checkpoint(name);
+    Path sink = h.work.resolve("sink-" + name);
+    SparkSession s = session(SparkS3Harness.PROVIDER, 4, 1);
+    java.util.function.Supplier<StreamingQuery> start = () -> {
+      try {
+        return s.readStream().schema(SCHEMA).option("maxFilesPerTrigger", 1).json(in.toString())
+            .dropDuplicates("key", "id").writeStream().format("parquet")
+            .option("path", sink.toString()).option("checkpointLocation", checkpoint)
+            .trigger(Trigger.AvailableNow()).start();
+      } catch (java.util.concurrent.TimeoutException e) {
+        throw new IllegalStateException(e);
+      }
+    };
+    StreamingQuery q = start.get();
+    q.awaitTermination();
+    assertFalse(q.exception().isDefined(), () -> q.exception().get().toString());
+
+    // The job claimed offsets/2 for 6 partitions and died.
+    try (CheckpointLogs logs = new CheckpointLogs(checkpoint,
+        ((org.apache.spark.sql.classic.SparkSession) s).sessionState().newHadoopConf())) {
+      assertTrue(logs.create("offsets", 2, StrataRepartition.PENDING + "6\n"));
+    }
+    StreamingQuery blocked = start.get();
+    Exception refused = assertThrows(Exception.class, blocked::awaitTermination);
+    assertTrue(String.valueOf(refused.getMessage()).contains("StrataRepartition-again-with---"
+        + "partitions-6"), refused.toString());
+    SparkSession job = readSession(4, 1);
+    StrataRepartition.Refused other = assertThrows(StrataRepartition.Refused.class,
+        () -> repartition(job, checkpoint, "--partitions", "5", "--force"));
+    assertTrue(other.getMessage().contains("--partitions 6"), other.getMessage());
+    StrataRepartition.Result r = repartition(job, checkpoint, "--partitions", "6", "--force",
+        "--file-sink", sink.toString());
+    assertTrue(r.written(), r.summary());
+    assertEquals(2, r.newBatch());
+
+    writeBatch(in, 2);
+    StreamingQuery resumed = start.get();
+    resumed.awaitTermination();
+    assertFalse(resumed.exception().isDefined(), () -> resumed.exception().get().toString());
+    long expected = h.spark.read().schema(SCHEMA).json(in.toString())
+        .dropDuplicates("key", "id").count();
+    assertEquals(expected, h.spark.read().parquet(sink.toString()).count(),
+        "every distinct row once in the file sink's output");
+  }
+
   /** Counts rows per key in a value state (a {@code transformWithState} query to refuse). */
   static final class CountProcessor extends StatefulProcessor<String, Row, String> {
     private static final long serialVersionUID = 1L;

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.spark;
+
+import java.lang.reflect.Array;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * The repartition batch in a file sink's log ({@code <output>/_spark_metadata}), for {@link
+ * StrataRepartition}: batch {@code N + 1} runs no sink, but Spark's file sink log ({@code
+ * FileStreamSinkLog}, a {@code CompactibleFileStreamLog}) needs every batch id: a batch read of
+ * the output walks them from the last compaction ("... doesn't exist"), and the compaction of
+ * every tenth batch fails on a gap ({@code BATCH_METADATA_NOT_FOUND}). The batch is added
+ * empty, through Spark's own class (so a compaction batch is compacted as Spark would), found
+ * by name: it moved to {@code execution.streaming.sinks} in Spark 4.1.
+ */
+final class FileSinkLogs {
+  private static final String[] PACKAGES = {"org.apache.spark.sql.execution.streaming.sinks",
+      "org.apache.spark.sql.execution.streaming"};
+
+  private FileSinkLogs() { }
+
+  /**
+   * Adds batch {@code batch} with no files to the log of the file sink writing {@code output},
+   * unless the log has it already.
+   *
+   * @throws StrataRepartition.Refused if {@code output} has no file sink log
+   * @throws IllegalStateException if Spark's class is missing or its write fails (the cause
+   *     attached)
+   */
+  static void addEmptyBatch(SparkSession spark, String output, long batch) {
+    String metadata = output.replaceAll("/+$", "") + "/_spark_metadata";
+    org.apache.hadoop.fs.Path dir = new org.apache.hadoop.fs.Path(metadata);
+    try {
+      org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(
+          ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().newHadoopConf());
+      if (!fs.exists(dir)) {
+        throw new StrataRepartition.Refused("--file-sink " + output + ": " + metadata
+            + " does not exist: not the output directory of a file sink");
+      }
+      for (String pkg : PACKAGES) {
+        Class<?> log;
+        Class<?> status;
+        try {
+          log = Class.forName(pkg + ".FileStreamSinkLog");
+          status = Class.forName(pkg + ".SinkFileStatus");
+        } catch (ClassNotFoundException e) {
+          continue;
+        }
+        Constructor<?> make = null;
+        for (Constructor<?> c : log.getConstructors()) {
+          if (c.getParameterCount() == 4) {
+            make = c;
+          }
+        }
+        if (make == null) {
+          break;
+        }
+        Object sinkLog = make.newInstance(1, spark, metadata, scala.Option.empty());
+        log.getMethod("add", long.class, Object.class).invoke(sinkLog, batch,
+            Array.newInstance(status, 0));
+        return;
+      }
+      throw new IllegalStateException("Spark's FileStreamSinkLog was not found in "
+          + String.join(" or ", PACKAGES));
+    } catch (InvocationTargetException e) {
+      throw new IllegalStateException("Adding batch " + batch + " to " + metadata + " failed: "
+          + e.getCause(), e.getCause());
+    } catch (ReflectiveOperationException | java.io.IOException e) {
+      throw new IllegalStateException("Adding batch " + batch + " to " + metadata + " failed: "
+          + e, e);
+    }
+  }
+}
