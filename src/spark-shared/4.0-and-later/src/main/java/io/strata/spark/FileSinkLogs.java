@@ -22,8 +22,42 @@ final class FileSinkLogs {
   private FileSinkLogs() { }
 
   /**
+   * Checks that {@code output} has a file sink log and that Spark's class for it loads (before
+   * the job writes anything).
+   *
+   * @throws StrataRepartition.Refused if not, naming the directory or the class
+   */
+  static void check(SparkSession spark, String output) {
+    String metadata = output.replaceAll("/+$", "") + "/_spark_metadata";
+    org.apache.hadoop.fs.Path dir = new org.apache.hadoop.fs.Path(metadata);
+    try {
+      org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(
+          ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().newHadoopConf());
+      if (!fs.exists(dir)) {
+        throw new StrataRepartition.Refused("--file-sink " + output + ": " + metadata
+            + " does not exist: not the output directory of a file sink");
+      }
+    } catch (java.io.IOException e) {
+      throw new StrataRepartition.Refused("--file-sink " + output + ": " + metadata
+          + " cannot be read (" + e + ")");
+    }
+    for (String pkg : PACKAGES) {
+      try {
+        Class.forName(pkg + ".FileStreamSinkLog");
+        return;
+      } catch (ClassNotFoundException e) {
+        // the other package
+      }
+    }
+    throw new StrataRepartition.Refused("--file-sink " + output + ": Spark's FileStreamSinkLog "
+        + "was not found in " + String.join(" or ", PACKAGES));
+  }
+
+  /**
    * Adds batch {@code batch} with no files to the log of the file sink writing {@code output},
-   * unless the log has it already.
+   * unless the log has it already. The log takes the job session's {@code
+   * spark.sql.streaming.fileSink.log.*} settings (its compaction interval among them), which
+   * must be the query's.
    *
    * @throws StrataRepartition.Refused if {@code output} has no file sink log
    * @throws IllegalStateException if Spark's class is missing or its write fails (the cause

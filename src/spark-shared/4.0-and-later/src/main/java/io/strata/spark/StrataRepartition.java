@@ -216,7 +216,11 @@ public final class StrataRepartition {
     }
   }
 
-  /** A refusal: the checkpoint is left as it was (exit code 1 from {@link #main}). */
+  /**
+   * A refusal (exit code 4 from {@link #main}): before the job's claim the checkpoint is left as
+   * it was; after it (a race lost while replacing its marker, or a commit that appeared), see
+   * the message.
+   */
   public static final class Refused extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
@@ -342,9 +346,12 @@ public final class StrataRepartition {
     long idleMs = options.idleMinutes() * 60_000L;
     long ago = System.currentTimeMillis() - newest;
     if (!options.force() && ago < idleMs) {
-      throw new Refused(checkpoint + ": the query looks alive (its newest offset or commit "
-          + "entry was written " + Math.max(0, ago / 1000) + " s ago, less than --idle-minutes "
-          + options.idleMinutes() + "); stop it first, or pass --force if it is stopped");
+      throw new Refused(checkpoint + (stage == Stage.MARKED ? ": a run of this job claimed "
+          + "offsets/" + offset[0] + " " + Math.max(0, ago / 1000) + " s ago (less than "
+          + "--idle-minutes " + options.idleMinutes() + "); if that run is no longer running, "
+          + "pass --force" : ": the query looks alive (its newest offset or commit entry was "
+          + "written " + Math.max(0, ago / 1000) + " s ago, less than --idle-minutes "
+          + options.idleMinutes() + "); stop it first, or pass --force if it is stopped"));
     }
     String offsetsText = logs.read("offsets", n);
     Map<String, String> conf = offsetsConf(offsetsText, n);
@@ -356,6 +363,22 @@ public final class StrataRepartition {
     }
     int from = Integer.parseInt(conf.getOrDefault(SHUFFLE_PARTITIONS, "-1"));
     if (from == to && !resume) {
+      if (!options.fileSinks().isEmpty() && n > 0 && !Integer.toString(to).equals(
+          offsetsConf(logs.read("offsets", n - 1), n - 1).get(SHUFFLE_PARTITIONS))) {
+        // Batch N is a finished repartition: a run that died before its sinks' logs got the
+        // batch is finished by adding them now.
+        for (String sink : options.fileSinks()) {
+          FileSinkLogs.check(spark, sink);
+        }
+        if (!options.dryRun()) {
+          for (String sink : options.fileSinks()) {
+            FileSinkLogs.addEmptyBatch(spark, sink, n);
+          }
+        }
+        return new Result(n - 1, n, Integer.parseInt(offsetsConf(logs.read("offsets", n - 1),
+            n - 1).getOrDefault(SHUFFLE_PARTITIONS, "-1")), to, List.of(), 0,
+            !options.dryRun());
+      }
       throw new Refused(checkpoint + " already has " + to + " partitions (offsets/" + n + ")");
     }
     if ("false".equalsIgnoreCase(conf.get(STRICT_DISTRIBUTION))) {
@@ -375,6 +398,7 @@ public final class StrataRepartition {
     List<Store> stores;
     List<StructType[]> schemas = new ArrayList<>();
     List<StatePlacement> placements = new ArrayList<>();
+    List<String[]> oldIds = new ArrayList<>();
     try {
       stores = stores(spark, checkpoint);
       for (Store s : stores) {
@@ -383,9 +407,14 @@ public final class StrataRepartition {
             .option("operatorId", s.operatorId()).option("storeName", s.storeName())
             .load(checkpoint).schema();
         StructType keySchema = (StructType) schema.apply("key").dataType();
-        placements.add(StatePlacement.of(checkpoint, s, keySchema));
+        StatePlacement placement = StatePlacement.of(checkpoint, s, keySchema);
+        placements.add(placement);
         schemas.add(new StructType[] {keySchema,
             (StructType) schema.apply("value").dataType()});
+        oldIds.add(ids ? oldIds(commitText, n, s, from, placement.storeIndex()) : null);
+      }
+      for (String sink : options.fileSinks()) {
+        FileSinkLogs.check(spark, sink);
       }
     } catch (Refused e) {
       throw e;
@@ -441,8 +470,7 @@ public final class StrataRepartition {
       StatePlacement placement = placements.get(i);
       String stateRoot = checkpoint + "/state";
       StateRead read = new StateRead(stateRoot, s.operatorId(), s.storeName(), keySchema,
-          valueSchema, placement, storeConf, shipped, n + 1,
-          ids ? oldIds(commitText, n, s, from, placement.storeIndex()) : null, to);
+          valueSchema, placement, storeConf, shipped, n + 1, oldIds.get(i), to);
       StateRewrite rewrite = new StateRewrite(stateRoot, s.operatorId(), s.storeName(),
           keySchema, valueSchema, placement, storeConf, shipped, newBatch);
       List<String> written = sc.parallelize(oldPartitions, from).flatMapToPair(read)
@@ -470,15 +498,16 @@ public final class StrataRepartition {
       }
     }
 
-    // The file sinks' logs: Spark's file sink log needs every batch id up to the newest (its
-    // readers and its compaction fail on a gap), and batch N+1 runs no sink.
-    for (String sink : options.fileSinks()) {
-      FileSinkLogs.addEmptyBatch(spark, sink, newBatch);
-    }
     // Then the logs: the marker becomes the offsets entry with the new count, then the commit.
     if (stage != Stage.LOGGED) {
+      String entry = withPartitions(offsetsText, n, to);
+      String now = logs.read("offsets", newBatch);
+      if (now == null || !now.startsWith(PENDING)) {
+        throw new Refused(checkpoint + ": offsets/" + newBatch + " is no longer this job's "
+            + "marker: another run of the query or of this job writes this checkpoint");
+      }
       logs.delete("offsets", newBatch);
-      if (!logs.create("offsets", newBatch, withPartitions(offsetsText, n, to))) {
+      if (!logs.create("offsets", newBatch, entry)) {
         throw new Refused(checkpoint + ": offsets/" + newBatch + " appeared while the job "
             + "replaced its marker: another run of the query or of this job writes this "
             + "checkpoint");
@@ -489,13 +518,21 @@ public final class StrataRepartition {
     try {
       committed = logs.create("commits", newBatch, commitNew);
     } catch (IOException | RuntimeException e) {
-      // A write whose answer was lost may have been applied: then the job is done.
+      // A write whose answer was lost may have been applied: then the job is done. Only a
+      // commit known to be absent lets the offsets be taken back.
+      String found;
       try {
-        if (commitNew.equals(logs.read("commits", newBatch))) {
-          return new Result(n, newBatch, from, to, stores, rows, true);
-        }
+        found = logs.read("commits", newBatch);
       } catch (IOException | RuntimeException unread) {
         e.addSuppressed(unread);
+        throw e;
+      }
+      if (commitNew.equals(found)) {
+        addSinkBatches(spark, options, newBatch);
+        return new Result(n, newBatch, from, to, stores, rows, true);
+      }
+      if (found != null) {
+        throw e;
       }
       // Take offsets/N+1 back: a query started on it would run batch N+1 on the old state
       // layout (Spark 4.0 and 4.1 do not detect an unfinished repartition) and lose state.
@@ -515,7 +552,21 @@ public final class StrataRepartition {
       throw new Refused(checkpoint + ": commits/" + newBatch + " appeared while the job ran: "
           + "another run of the query or of this job writes this checkpoint");
     }
+    addSinkBatches(spark, options, newBatch);
     return new Result(n, newBatch, from, to, stores, rows, true);
+  }
+
+  /**
+   * Adds the committed repartition batch to every {@code --file-sink}'s log: Spark's file sink
+   * log needs every batch id up to the newest (its readers and its compaction fail on a gap),
+   * and the batch runs no sink. Only after the commit: an entry for a batch the query may still
+   * run would make its sink skip that batch's output. A run that dies before this step leaves a
+   * gap Spark reports loudly; the job run again with {@code --file-sink} adds it.
+   */
+  private static void addSinkBatches(SparkSession spark, Options options, long batch) {
+    for (String sink : options.fileSinks()) {
+      FileSinkLogs.addEmptyBatch(spark, sink, batch);
+    }
   }
 
   /**
