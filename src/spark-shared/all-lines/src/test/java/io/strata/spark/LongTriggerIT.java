@@ -52,7 +52,8 @@ import org.junit.jupiter.api.Timeout;
 @OncePerSparkLine(reason = "the snapshot and garbage-collection rhythm is strata-core's, the "
     + "same bytecode on both Scala builds; this build runs the query paths that cross Scala "
     + "(StatefulOperatorsIT, CheckpointOnS3IT, StreamingUiMetricsIT)")
-@io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"}, reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
+@io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"},
+    reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
 class LongTriggerIT {
   private static final int KEYS = 40;
   private static final int BATCHES = 12;

@@ -89,7 +89,8 @@ class StreamingQueriesIT {
    */
   @Test
   @OncePerSparkLine(reason = TWIN)
-  @io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"}, reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
+  @io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"},
+      reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
   void completeModeBatchComputedTwiceInOneTask() throws Exception {
     check(new QueryDef("agg-complete-self-union", OutputMode.Complete(), (in, r) ->
         in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
@@ -107,7 +108,8 @@ class StreamingQueriesIT {
    */
   @Test
   @OncePerSparkLine(reason = "the side store is the same code in both Scala builds of a line")
-  @io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"}, reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
+  @io.strata.testkit.OnlyOnSparkLines(value = {"3.5", "4.1", "4.2"},
+      reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
   void aggregationComputedTwiceAtOnceInOneTask() throws Exception {
     check(new QueryDef("agg-update-zip", OutputMode.Update(), (in, r) ->
         in.groupBy("key").agg(count("*").as("n"), sum("value").as("total")),
