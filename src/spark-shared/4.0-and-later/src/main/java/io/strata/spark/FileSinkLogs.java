@@ -64,15 +64,9 @@ final class FileSinkLogs {
    *     attached)
    */
   static void addEmptyBatch(SparkSession spark, String output, long batch) {
+    check(spark, output);
     String metadata = output.replaceAll("/+$", "") + "/_spark_metadata";
-    org.apache.hadoop.fs.Path dir = new org.apache.hadoop.fs.Path(metadata);
     try {
-      org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(
-          ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().newHadoopConf());
-      if (!fs.exists(dir)) {
-        throw new StrataRepartition.Refused("--file-sink " + output + ": " + metadata
-            + " does not exist: not the output directory of a file sink");
-      }
       for (String pkg : PACKAGES) {
         Class<?> log;
         Class<?> status;
@@ -101,7 +95,7 @@ final class FileSinkLogs {
     } catch (InvocationTargetException e) {
       throw new IllegalStateException("Adding batch " + batch + " to " + metadata + " failed: "
           + e.getCause(), e.getCause());
-    } catch (ReflectiveOperationException | java.io.IOException e) {
+    } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("Adding batch " + batch + " to " + metadata + " failed: "
           + e, e);
     }
