@@ -182,6 +182,14 @@ public final class StrataRepartition {
     LOGGED
   }
 
+  /**
+   * What the job reads and writes for one store, all found before its claim.
+   *
+   * @param oldIds per old partition, the checkpoint id of the version read (format 2), or null
+   */
+  private record StorePlan(Store store, StructType keySchema, StructType valueSchema,
+      StatePlacement placement, String[] oldIds) { }
+
   /** A stateful operator's store to rewrite (from the checkpoint's operator metadata). */
   public record Store(long operatorId, String operatorName, String storeName) { }
 
@@ -363,20 +371,19 @@ public final class StrataRepartition {
     }
     int from = Integer.parseInt(conf.getOrDefault(SHUFFLE_PARTITIONS, "-1"));
     if (from == to && !resume) {
-      if (!options.fileSinks().isEmpty() && n > 0 && !Integer.toString(to).equals(
-          offsetsConf(logs.read("offsets", n - 1), n - 1).get(SHUFFLE_PARTITIONS))) {
+      String before = options.fileSinks().isEmpty() || n == 0 ? null
+          : offsetsConf(logs.read("offsets", n - 1), n - 1).get(SHUFFLE_PARTITIONS);
+      if (before != null && !before.equals(Integer.toString(to))) {
         // Batch N is a finished repartition: a run that died before its sinks' logs got the
-        // batch is finished by adding them now.
+        // batch is finished by adding them now (each checked first).
         for (String sink : options.fileSinks()) {
-          FileSinkLogs.check(spark, sink);
-        }
-        if (!options.dryRun()) {
-          for (String sink : options.fileSinks()) {
+          if (options.dryRun()) {
+            FileSinkLogs.check(spark, sink);
+          } else {
             FileSinkLogs.addEmptyBatch(spark, sink, n);
           }
         }
-        return new Result(n - 1, n, Integer.parseInt(offsetsConf(logs.read("offsets", n - 1),
-            n - 1).getOrDefault(SHUFFLE_PARTITIONS, "-1")), to, List.of(), 0,
+        return new Result(n - 1, n, Integer.parseInt(before), to, List.of(), 0,
             !options.dryRun());
       }
       throw new Refused(checkpoint + " already has " + to + " partitions (offsets/" + n + ")");
@@ -396,9 +403,7 @@ public final class StrataRepartition {
     boolean ids = hasCheckpointIds(commitText, n);
     spark.conf().set(FORMAT_VERSION, ids ? "2" : "1");
     List<Store> stores;
-    List<StructType[]> schemas = new ArrayList<>();
-    List<StatePlacement> placements = new ArrayList<>();
-    List<String[]> oldIds = new ArrayList<>();
+    List<StorePlan> plans = new ArrayList<>();
     try {
       stores = stores(spark, checkpoint);
       for (Store s : stores) {
@@ -408,10 +413,8 @@ public final class StrataRepartition {
             .load(checkpoint).schema();
         StructType keySchema = (StructType) schema.apply("key").dataType();
         StatePlacement placement = StatePlacement.of(checkpoint, s, keySchema);
-        placements.add(placement);
-        schemas.add(new StructType[] {keySchema,
-            (StructType) schema.apply("value").dataType()});
-        oldIds.add(ids ? oldIds(commitText, n, s, from, placement.storeIndex()) : null);
+        plans.add(new StorePlan(s, keySchema, (StructType) schema.apply("value").dataType(),
+            placement, ids ? oldIds(commitText, n, s, from, placement.storeIndex()) : null));
       }
       for (String sink : options.fileSinks()) {
         FileSinkLogs.check(spark, sink);
@@ -463,14 +466,14 @@ public final class StrataRepartition {
     for (int p = 0; p < from; p++) {
       oldPartitions.add(p);
     }
-    for (int i = 0; i < stores.size(); i++) {
-      Store s = stores.get(i);
-      StructType keySchema = schemas.get(i)[0];
-      StructType valueSchema = schemas.get(i)[1];
-      StatePlacement placement = placements.get(i);
+    for (StorePlan plan : plans) {
+      Store s = plan.store();
+      StructType keySchema = plan.keySchema();
+      StructType valueSchema = plan.valueSchema();
+      StatePlacement placement = plan.placement();
       String stateRoot = checkpoint + "/state";
       StateRead read = new StateRead(stateRoot, s.operatorId(), s.storeName(), keySchema,
-          valueSchema, placement, storeConf, shipped, n + 1, oldIds.get(i), to);
+          valueSchema, placement, storeConf, shipped, n + 1, plan.oldIds(), to);
       StateRewrite rewrite = new StateRewrite(stateRoot, s.operatorId(), s.storeName(),
           keySchema, valueSchema, placement, storeConf, shipped, newBatch);
       List<String> written = sc.parallelize(oldPartitions, from).flatMapToPair(read)
