@@ -2,16 +2,18 @@
 package io.strata.spark;
 
 import java.io.Serializable;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Optional;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.PairFlatMapFunction;
-import org.apache.spark.sql.catalyst.expressions.Murmur3HashFunction;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
-import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.SerializableConfiguration;
 import org.apache.spark.util.TaskCompletionListener;
 import scala.Option;
@@ -19,70 +21,64 @@ import scala.Tuple2;
 
 /**
  * One old state partition's read in {@link StrataRepartition}, on an executor: store {@code
- * partition} at {@code version} (restored from S3 by Strata, checked by checksum), every row
- * paired with the new partition the query's own shuffle gives its key: Spark's {@code
- * HashPartitioning} of the key's partition-key fields ({@link StatePlacement}), {@code
- * pmod(Murmur3Hash(fields, seed 42), newCount)} (the fields hashed in order with the running
- * seed, as {@code Murmur3Hash} does for several grouping expressions; a struct's fields hash the
- * same way). The rows are copied out as the
- * stored {@code UnsafeRow} bytes. Spark's state data source is not used for the rows: on Spark
- * 4.0 and 4.1 it finds a batch's partitions by listing directories, which after a repartition
- * to fewer partitions names old ones.
+ * partition} at {@code version} (restored from S3 by Strata, checked by checksum), every row of
+ * every column family paired with the new partition the query's own shuffle gives its key
+ * ({@link StatePlacement.Family#newPartition}). The rows are copied out as the stored {@code
+ * UnsafeRow} bytes; a multi-valued key (a ListState's) as one row with its values in order.
+ * Spark's state data source is not used for the rows: on Spark 4.0 and 4.1 it finds a batch's
+ * partitions by listing directories, which after a repartition to fewer partitions names old
+ * ones.
  *
  * @param stateRoot the checkpoint's state directory
  * @param operatorId the operator's id
  * @param storeName the store's name
- * @param keySchema the state key's schema
- * @param valueSchema the state value's schema
- * @param placement which key fields are hashed, and the store's key encoding
+ * @param placement the store's families: their schemas, key encodings and partition keys
  * @param storeConf the store settings of the batch read
  * @param hadoop the Hadoop configuration with Strata's settings
  * @param version the version to read ({@code N + 1} for batch {@code N})
  * @param checkpointIds per old partition, the version's checkpoint id (format 2), or null
  * @param newCount the new number of partitions
  */
-record StateRead(String stateRoot, long operatorId, String storeName, StructType keySchema,
-    StructType valueSchema, StatePlacement placement, StateStoreConf storeConf, SerializableConfiguration hadoop,
-    long version, String[] checkpointIds, int newCount)
-    implements PairFlatMapFunction<Integer, Integer, Tuple2<byte[], byte[]>>, Serializable {
+record StateRead(String stateRoot, long operatorId, String storeName, StatePlacement placement,
+    StateStoreConf storeConf, SerializableConfiguration hadoop, long version,
+    String[] checkpointIds, int newCount)
+    implements PairFlatMapFunction<Integer, Integer, StateRead.Row>, Serializable {
 
   /**
-   * The new partition of a state key, as Spark's shuffle places the key's row.
+   * One key of a family, as stored.
    *
-   * @param partitionKey the leading key fields the shuffle hashes ({@link
-   *     StatePlacement#partitionKey}); the key's later fields are not read
+   * @param family the family's place in {@link StatePlacement#families}
+   * @param key the key's {@code UnsafeRow} bytes
+   * @param values the value's {@code UnsafeRow} bytes: one, or a list's values in order
    */
-  static int newPartition(org.apache.spark.sql.catalyst.InternalRow key, StructType partitionKey,
-      int count) {
-    org.apache.spark.sql.catalyst.InternalRow hashed = key;
-    int n = partitionKey.length();
-    if (n < key.numFields()) {
-      // Spark's hash of a struct walks the row's fields, not the schema's: hash a row of the
-      // leading fields alone.
-      Object[] values = new Object[n];
-      for (int i = 0; i < n; i++) {
-        values[i] = key.get(i, partitionKey.fields()[i].dataType());
-      }
-      hashed = new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(values);
-    }
-    int hash = (int) Murmur3HashFunction.hash(hashed, partitionKey, 42L);
-    return ((hash % count) + count) % count;
+  record Row(int family, byte[] key, byte[][] values) implements Serializable {
+    private static final long serialVersionUID = 1L;
   }
 
   /**
    * Reads partition {@code partition}.
    *
-   * @return (new partition, (key bytes, value bytes)) per row
+   * @return (new partition, row) per key
    * @throws org.apache.spark.SparkException (undeclared) as Strata's load does
    */
   @Override
-  public Iterator<Tuple2<Integer, Tuple2<byte[], byte[]>>> call(Integer partition) {
+  public Iterator<Tuple2<Integer, Row>> call(Integer partition) {
     StrataStateStoreProvider provider = new StrataStateStoreProvider();
-    provider.init(new StateStoreId(stateRoot, operatorId, partition, storeName), keySchema,
-        valueSchema, placement.encoderSpec(keySchema), false, storeConf,
+    StatePlacement.Family first = placement.families().get(0);
+    provider.init(new StateStoreId(stateRoot, operatorId, partition, storeName), first.keySchema(),
+        first.valueSchema(), first.encoderSpec(), placement.columnFamilies(), storeConf,
         hadoop.value(), false, Option.empty());
     ReadStateStore store;
     try {
+      if (placement.columnFamilies()) {
+        for (StatePlacement.Family f : placement.families()) {
+          if (f.name().equals("default")) {
+            continue; // declared by init
+          }
+          provider.declareFamily(f.name(), f.keySchema(), f.valueSchema(), f.encoderSpec(),
+              f.multipleValues(), false);
+        }
+      }
       store = provider.getReadStore(version, checkpointIds == null
           ? Option.empty() : Option.apply(checkpointIds[partition]));
     } catch (RuntimeException | Error e) {
@@ -100,20 +96,55 @@ record StateRead(String stateRoot, long operatorId, String storeName, StructType
         }
       }
     });
-    StructType partitionKey = placement.partitionKey(keySchema);
-    scala.collection.Iterator<UnsafeRowPair> rows =
-        store.iterator(StateStore.DEFAULT_COL_FAMILY_NAME());
+    List<StatePlacement.Family> families = placement.families();
+    java.util.Set<String> names = ((AbstractStrataStore) store).familyNames();
     return new Iterator<>() {
+      private int family = -1;
+      private scala.collection.Iterator<UnsafeRowPair> rows;
+      private UnsafeRowPair pending; // a multi-valued family's next key's first pair
+
       @Override
       public boolean hasNext() {
-        return rows.hasNext();
+        while (pending == null && (rows == null || !rows.hasNext())) {
+          if (++family >= families.size()) {
+            return false;
+          }
+          StatePlacement.Family f = families.get(family);
+          if (!names.contains(f.name())) {
+            // Listed in the schema file but never created (4.1's ListState with TTL keeps no
+            // $rowCounter_ family): nothing to read.
+            rows = null;
+            continue;
+          }
+          rows = f.multipleValues()
+              ? ((AbstractStrataStore) store).multiValueScan(Optional.empty(), f.name())
+              : store.iterator(f.name());
+        }
+        return true;
       }
 
       @Override
-      public Tuple2<Integer, Tuple2<byte[], byte[]>> next() {
-        UnsafeRowPair r = rows.next();
-        return new Tuple2<>(newPartition(r.key(), partitionKey, newCount),
-            new Tuple2<>(r.key().copy().getBytes(), r.value().copy().getBytes()));
+      public Tuple2<Integer, Row> next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        StatePlacement.Family f = families.get(family);
+        UnsafeRowPair r = pending != null ? pending : rows.next();
+        pending = null;
+        UnsafeRow key = r.key().copy();
+        List<byte[]> values = new ArrayList<>();
+        values.add(r.value().copy().getBytes());
+        // One pair per value, a key's values together in order: gather them.
+        while (f.multipleValues() && rows.hasNext()) {
+          UnsafeRowPair more = rows.next();
+          if (!more.key().equals(key)) {
+            pending = new UnsafeRowPair(more.key().copy(), more.value().copy());
+            break;
+          }
+          values.add(more.value().copy().getBytes());
+        }
+        return new Tuple2<>(f.newPartition(key, newCount),
+            new Row(family, key.getBytes(), values.toArray(new byte[0][])));
       }
     };
   }

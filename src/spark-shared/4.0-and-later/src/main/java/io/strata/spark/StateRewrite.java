@@ -10,7 +10,6 @@ import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCheckpointInfo;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.SerializableConfiguration;
 import scala.Option;
 import scala.Tuple2;
@@ -18,10 +17,11 @@ import scala.Tuple2;
 /**
  * One new state partition's write in {@link StrataRepartition}, on an executor: the rows
  * {@link StateRead} placed in partition {@code p} (the stored {@code UnsafeRow} bytes of key and
- * value) become store {@code p}'s state, written as a new version of nothing else:
- * the store opened empty at {@code emptyVersion} ({@link AbstractStrataProvider#openEmptyStore},
- * Strata's {@code loadEmpty}), every row put as it was stored, then one commit of {@code
- * emptyVersion + 1}.
+ * values, per column family) become store {@code p}'s state, written as a new version of nothing
+ * else: the store opened empty at {@code emptyVersion} ({@link
+ * AbstractStrataProvider#openEmptyStore}, Strata's {@code loadEmpty}), every family created as
+ * the operator declares it, every row put as it was stored (a list's values merged in order),
+ * then one commit of {@code emptyVersion + 1}.
  * The Hadoop configuration carries a run id of the repartition's own ({@code
  * sql.streaming.runId}), so the commit is a later query run's: it wins over any version the
  * earlier runs left at the same number.
@@ -29,18 +29,16 @@ import scala.Tuple2;
  * @param stateRoot the checkpoint's state directory ({@code <checkpoint>/state})
  * @param operatorId the stateful operator's id
  * @param storeName the store's name ({@code default} for aggregations and deduplications)
- * @param keySchema the state key's schema, as the state data source reads it
- * @param valueSchema the state value's schema
- * @param placement the store's key encoding ({@link StatePlacement#encoderSpec})
+ * @param placement the store's families: their schemas and key encodings
  * @param storeConf the store settings of the batch (the offset log's, with the new count)
  * @param hadoop the Hadoop configuration with Strata's settings and the run id
  * @param emptyVersion the version the empty store stands at (the new batch's id)
  */
-record StateRewrite(String stateRoot, long operatorId, String storeName, StructType keySchema,
-    StructType valueSchema, StatePlacement placement, StateStoreConf storeConf,
-    SerializableConfiguration hadoop, long emptyVersion)
-    implements Function2<Integer, Iterator<Tuple2<Integer, Tuple2<byte[], byte[]>>>,
-        Iterator<String>>, Serializable {
+record StateRewrite(String stateRoot, long operatorId, String storeName,
+    StatePlacement placement, StateStoreConf storeConf, SerializableConfiguration hadoop,
+    long emptyVersion)
+    implements Function2<Integer, Iterator<Tuple2<Integer, StateRead.Row>>, Iterator<String>>,
+        Serializable {
 
   /**
    * Writes partition {@code partition}'s store.
@@ -50,30 +48,47 @@ record StateRewrite(String stateRoot, long operatorId, String storeName, StructT
    *     store is aborted and nothing of it is committed
    */
   @Override
-  public Iterator<String> call(Integer partition,
-      Iterator<Tuple2<Integer, Tuple2<byte[], byte[]>>> rows) {
+  public Iterator<String> call(Integer partition, Iterator<Tuple2<Integer, StateRead.Row>> rows) {
     StrataStateStoreProvider provider = new StrataStateStoreProvider();
-    provider.init(new StateStoreId(stateRoot, operatorId, partition, storeName), keySchema,
-        valueSchema, placement.encoderSpec(keySchema), false, storeConf,
-        hadoop.value(), false, Option.empty());
+    List<StatePlacement.Family> families = placement.families();
+    StatePlacement.Family first = families.get(0);
+    provider.init(new StateStoreId(stateRoot, operatorId, partition, storeName),
+        first.keySchema(), first.valueSchema(), first.encoderSpec(), placement.columnFamilies(),
+        storeConf, hadoop.value(), false, Option.empty());
     try {
       StateStore store = provider.openEmptyStore(emptyVersion);
       long n = 0;
       StateStoreCheckpointInfo info;
       try {
-        UnsafeRow key = new UnsafeRow(keySchema.length());
-        UnsafeRow value = new UnsafeRow(valueSchema.length());
+        if (placement.columnFamilies()) {
+          for (StatePlacement.Family f : families) {
+            if (f.name().equals("default")) {
+              continue; // every store has it, with init's schemas
+            }
+            // As the operator declares them: names starting with '$' are Spark's own indexes.
+            store.createColFamilyIfAbsent(f.name(), f.keySchema(), f.valueSchema(),
+                f.encoderSpec(), f.multipleValues(), f.name().startsWith("$"));
+          }
+        }
         while (rows.hasNext()) {
-          Tuple2<Integer, Tuple2<byte[], byte[]>> r = rows.next();
+          Tuple2<Integer, StateRead.Row> r = rows.next();
           if (r._1() != partition.intValue()) {
             throw new IllegalStateException("a row for partition " + r._1() + " reached "
                 + "partition " + partition);
           }
-          byte[] k = r._2()._1();
-          byte[] v = r._2()._2();
+          StatePlacement.Family f = families.get(r._2().family());
+          byte[] k = r._2().key();
+          UnsafeRow key = new UnsafeRow(f.keySchema().length());
           key.pointTo(k, k.length);
-          value.pointTo(v, v.length);
-          store.put(key, value, StateStore.DEFAULT_COL_FAMILY_NAME());
+          for (byte[] v : r._2().values()) {
+            UnsafeRow value = new UnsafeRow(f.valueSchema().length());
+            value.pointTo(v, v.length);
+            if (f.multipleValues()) {
+              store.merge(key, value, f.name());
+            } else {
+              store.put(key, value, f.name());
+            }
+          }
           n++;
         }
         store.commit();

@@ -20,7 +20,6 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.internal.SQLConf;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.SerializableConfiguration;
 
 /**
@@ -36,8 +35,9 @@ import org.apache.spark.util.SerializableConfiguration;
  *       must be stopped (its newest log entry older than {@code --idle-minutes}, or {@code
  *       --force}), its state kept by Strata, and every stateful operator one whose keys
  *       {@link StatePlacement} can place: streaming aggregations, {@code dropDuplicates}, {@code
- *       flatMapGroupsWithState}, session windows and stream-stream joins (join state formats 1
- *       and 2). Others ({@code transformWithState}) are refused by name;
+ *       flatMapGroupsWithState}, session windows, stream-stream joins (join state formats 1
+ *       and 2) and {@code transformWithState} (every column family). Others are refused by
+ *       name;
  *   <li>each operator's state of batch {@code N} (version {@code N + 1} of every old partition,
  *       restored by Strata, {@link StateRead}) is shuffled by its key into the new count of
  *       partitions (Murmur3 of the key's partition-key fields with seed 42, modulo {@code M}: the
@@ -187,8 +187,7 @@ public final class StrataRepartition {
    *
    * @param oldIds per old partition, the checkpoint id of the version read (format 2), or null
    */
-  private record StorePlan(Store store, StructType keySchema, StructType valueSchema,
-      StatePlacement placement, String[] oldIds) { }
+  private record StorePlan(Store store, StatePlacement placement, String[] oldIds) { }
 
   /** A stateful operator's store to rewrite (from the checkpoint's operator metadata). */
   public record Store(long operatorId, String operatorName, String storeName) { }
@@ -408,13 +407,9 @@ public final class StrataRepartition {
       stores = stores(spark, checkpoint);
       for (Store s : stores) {
         // The schemas only (no rows are read through the state data source; see StateRead).
-        StructType schema = spark.read().format("statestore").option("batchId", n)
-            .option("operatorId", s.operatorId()).option("storeName", s.storeName())
-            .load(checkpoint).schema();
-        StructType keySchema = (StructType) schema.apply("key").dataType();
-        StatePlacement placement = StatePlacement.of(checkpoint, s, keySchema);
-        plans.add(new StorePlan(s, keySchema, (StructType) schema.apply("value").dataType(),
-            placement, ids ? oldIds(commitText, n, s, from, placement.storeIndex()) : null));
+        StatePlacement placement = StoreSchemas.placement(spark, checkpoint, s, n, conf);
+        plans.add(new StorePlan(s, placement,
+            ids ? oldIds(commitText, n, s, from, placement.storeIndex()) : null));
       }
       for (String sink : options.fileSinks()) {
         FileSinkLogs.check(spark, sink);
@@ -468,14 +463,12 @@ public final class StrataRepartition {
     }
     for (StorePlan plan : plans) {
       Store s = plan.store();
-      StructType keySchema = plan.keySchema();
-      StructType valueSchema = plan.valueSchema();
       StatePlacement placement = plan.placement();
       String stateRoot = checkpoint + "/state";
-      StateRead read = new StateRead(stateRoot, s.operatorId(), s.storeName(), keySchema,
-          valueSchema, placement, storeConf, shipped, n + 1, plan.oldIds(), to);
+      StateRead read = new StateRead(stateRoot, s.operatorId(), s.storeName(), placement,
+          storeConf, shipped, n + 1, plan.oldIds(), to);
       StateRewrite rewrite = new StateRewrite(stateRoot, s.operatorId(), s.storeName(),
-          keySchema, valueSchema, placement, storeConf, shipped, newBatch);
+          placement, storeConf, shipped, newBatch);
       List<String> written = sc.parallelize(oldPartitions, from).flatMapToPair(read)
           .partitionBy(new ExactPartitioner(to)).mapPartitionsWithIndex(rewrite, false)
           .collect();

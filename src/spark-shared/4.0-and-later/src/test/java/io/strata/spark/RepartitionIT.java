@@ -269,9 +269,10 @@ class RepartitionIT {
     assertTrue(foreign.getMessage().contains("HDFSBackedStateStoreProvider"),
         foreign.getMessage());
 
-    // transformWithState: its column families and timers are not rewritten.
+    // transformWithState with its rows in Avro: not rewritten (unsaferow, the default, is).
     String tws = h.s3Checkpoint("tws");
     SparkSession s = session(SparkS3Harness.PROVIDER, 4, 1);
+    s.conf().set(StoreSchemas.ENCODING_FORMAT, "avro");
     StreamingQuery q = s.readStream().schema(SCHEMA).option("maxFilesPerTrigger", 1)
         .json(in.toString())
         .groupByKey((MapFunction<Row, String>) row -> row.getString(0), Encoders.STRING())
@@ -282,8 +283,9 @@ class RepartitionIT {
     q.awaitTermination();
     StrataRepartition.Refused twsRefused = assertThrows(StrataRepartition.Refused.class,
         () -> repartition(job, tws, "--partitions", "6", "--force"));
-    assertTrue(twsRefused.getMessage().contains("transformWithStateExec"),
-        twsRefused.getMessage());
+    assertTrue(twsRefused.getMessage().contains("transformWithStateExec")
+        && twsRefused.getMessage().contains("Avro"), twsRefused.getMessage());
+    s.conf().unset(StoreSchemas.ENCODING_FORMAT);
 
     // A global aggregation: no grouping key, its state in partition 0 whatever the count.
     String global = h.s3Checkpoint("global");
@@ -367,7 +369,7 @@ class RepartitionIT {
         "every distinct row once in the file sink's output");
   }
 
-  /** Counts rows per key in a value state (a {@code transformWithState} query to refuse). */
+  /** Counts rows per key in a value state (a {@code transformWithState} query in Avro). */
   static final class CountProcessor extends StatefulProcessor<String, Row, String> {
     private static final long serialVersionUID = 1L;
     private transient ValueState<Long> count;

@@ -13,20 +13,26 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Issue 44: {@link StrataRepartition} on the operators whose state key is more than their
- * partition key, or whose state is in several stores: a stream-stream join (four stores; the
- * indexed ones hash all but the index), {@code flatMapGroupsWithState} and a session window
- * (prefix-scan keys; all but the session start hashed). Each query is {@link StreamingQueriesIT}'s,
+ * partition key, or whose state is in several stores or column families: a stream-stream join
+ * (four stores; the indexed ones hash all but the index), {@code flatMapGroupsWithState}, a
+ * session window (prefix-scan keys; all but the session start hashed) and {@code
+ * transformWithState} (a family per state variable, timer and TTL index; Spark's RocksDB
+ * provider is their reference). Each query is {@link StreamingQueriesIT}'s,
  * run as there (3 files, a stop with Strata's local state wiped, 3 more files), with the job run
  * at the stop on Strata's checkpoint only: every batch after it equals the batch of Spark's HDFS
  * provider's run that never rescaled (Strata's ids one higher, for the job's own batch), and the
  * resumed run restores the rewritten partitions from S3. The join runs in checkpoint format 2
- * (its four checkpoint ids per partition in the commit log). On Spark 4.1 only: the job's code
- * is the same on every line, and {@link RepartitionIT} runs it on 4.0 and 4.2 too;
- * {@link StreamingQueriesIT} runs these queries without the rescale on the other lines.
+ * (its four checkpoint ids per partition in the commit log). The job's code is the same on
+ * every line: the join, flatMapGroupsWithState and session window run on Spark 4.1 only
+ * ({@link RepartitionIT} runs the job on 4.0 and 4.2 too; {@link StreamingQueriesIT} runs these
+ * queries without the rescale on the other lines); transformWithState on 4.0 and 4.1, whose
+ * column families differ (4.0's lists keep an entry counter family).
  */
-@OnlyOnSparkLines(value = "4.1", reason = "the job's code is the same on every 4.x line; "
-    + "RepartitionIT runs it on 4.0 and 4.2")
+@OnlyOnSparkLines(value = {"4.0", "4.1"}, reason = "transformWithState's families differ between "
+    + "4.0 and 4.1; 4.2 runs transformWithState only on its own RocksDB provider")
 class RescaledQueriesIT {
+  private static final String ONE_LINE = "the job's code is the same on every 4.x line; "
+      + "RepartitionIT runs it on 4.0 and 4.2";
   @RegisterExtension
   static final StreamingComparison cmp =
       new StreamingComparison(4, StreamingComparison::recurringKeys, 6, 3);
@@ -51,6 +57,7 @@ class RescaledQueriesIT {
     };
   }
 
+  @OnlyOnSparkLines(value = "4.1", reason = ONE_LINE)
   @Test
   void streamStreamJoinInCheckpointFormat2From4To5() throws Exception {
     cmp.check(StreamingQueriesIT.join("rescaled-join", Map.of(StreamingComparison.STRATA_ONLY
@@ -59,12 +66,37 @@ class RescaledQueriesIT {
             .map(s -> "symmetricHashJoin/" + s).sorted().toList()));
   }
 
+  @OnlyOnSparkLines(value = "4.1", reason = ONE_LINE)
   @Test
   void flatMapGroupsWithStateFrom4To3() throws Exception {
     cmp.check(StreamingQueriesIT.flatMapGroupsWithState("rescaled-fmgws", Map.of()),
         SparkS3Harness.HDFS_PROVIDER, rescaleTo(3, List.of("flatMapGroupsWithState/default")));
   }
 
+  /**
+   * transformWithState in event time: value, list and map state and the two timer indexes,
+   * rewritten family by family (Spark's RocksDB provider is the reference: HDFS has no column
+   * families).
+   */
+  @Test
+  void transformWithStateEventTimeFrom4To5() throws Exception {
+    StreamingComparison.Result res = cmp.check(TransformWithStateIT.eventTime("rescaled-tws"),
+        SparkS3Harness.ROCKSDB_PROVIDER, rescaleTo(5, List.of("transformWithStateExec/default")));
+    assertTrue(res.output().values().stream().flatMap(List::stream)
+        .anyMatch(s -> s.contains(":fired:")), "some event-time timers fired");
+  }
+
+  /**
+   * transformWithState in processing time with TTL: the TTL index, minimum-expiry and count
+   * families of a list and a map state, and a variable the resumed run deletes.
+   */
+  @Test
+  void transformWithStateTtlFrom4To3() throws Exception {
+    cmp.check(TransformWithStateIT.processingTime("rescaled-tws-ttl"),
+        SparkS3Harness.ROCKSDB_PROVIDER, rescaleTo(3, List.of("transformWithStateExec/default")));
+  }
+
+  @OnlyOnSparkLines(value = "4.1", reason = ONE_LINE)
   @Test
   void sessionWindowFrom4To3() throws Exception {
     cmp.check(StreamingQueriesIT.sessionWindow("rescaled-session", Map.of()),

@@ -64,15 +64,8 @@ class TransformWithStateIT {
    */
   @Test
   void eventTimeValueListMapStateAndTimers() throws Exception {
-    StreamingComparison.Result res = cmp.check(new QueryDef("tws-event", OutputMode.Update(),
-        (in, r, run) -> in.withWatermark("ts", "10 seconds")
-            // keys go idle one after another (batch b keeps keys k00..k(24-4b)), so their
-            // timers fire
-            .filter(expr("CAST(substring(key, 2) AS INT) < 25 - 4 * (value DIV 100)"))
-            .groupByKey((MapFunction<Row, String>) row -> row.getString(1), Encoders.STRING())
-            .transformWithState(new EventTimeProcessor(), TimeMode.EventTime(),
-                OutputMode.Update(), Encoders.STRING())
-            .toDF("out"), Map.of()), SparkS3Harness.ROCKSDB_PROVIDER);
+    StreamingComparison.Result res = cmp.check(eventTime("tws-event"),
+        SparkS3Harness.ROCKSDB_PROVIDER);
     assertTrue(res.output().values().stream().flatMap(List::stream)
         .anyMatch(s -> s.contains(":fired:")), "some event-time timers fired");
     for (Manifest m : newestManifests(res.checkpoint()).values()) {
@@ -130,6 +123,35 @@ class TransformWithStateIT {
     }
   }
 
+  /**
+   * {@link #eventTimeValueListMapStateAndTimers}'s query (also rescaled by {@link
+   * RescaledQueriesIT}).
+   */
+  static QueryDef eventTime(String name) {
+    return new QueryDef(name, OutputMode.Update(),
+        (in, r, run) -> in.withWatermark("ts", "10 seconds")
+            // keys go idle one after another (batch b keeps keys k00..k(24-4b)), so their
+            // timers fire
+            .filter(expr("CAST(substring(key, 2) AS INT) < 25 - 4 * (value DIV 100)"))
+            .groupByKey((MapFunction<Row, String>) row -> row.getString(1), Encoders.STRING())
+            .transformWithState(new EventTimeProcessor(), TimeMode.EventTime(),
+                OutputMode.Update(), Encoders.STRING())
+            .toDF("out"), Map.of());
+  }
+
+  /**
+   * {@link #processingTimeTimersTtlAndDeletedStateVariable}'s query (also rescaled by {@link
+   * RescaledQueriesIT}).
+   */
+  static QueryDef processingTime(String name) {
+    return new QueryDef(name, OutputMode.Update(),
+        (in, r, run) -> in
+            .groupByKey((MapFunction<Row, String>) row -> row.getString(1), Encoders.STRING())
+            .transformWithState(new ProcessingTimeProcessor(run == 1), TimeMode.ProcessingTime(),
+                OutputMode.Update(), Encoders.STRING())
+            .toDF("out"), Map.of());
+  }
+
   /** {@code [batch_id, change_type, key, value, partition]} rows to sorted "batch|key". */
   private static List<String> batchAndKey(List<String> rows) {
     List<String> out = new ArrayList<>();
@@ -175,12 +197,8 @@ class TransformWithStateIT {
    */
   @Test
   void processingTimeTimersTtlAndDeletedStateVariable() throws Exception {
-    StreamingComparison.Result res = cmp.check(new QueryDef("tws-proc", OutputMode.Update(),
-        (in, r, run) -> in
-            .groupByKey((MapFunction<Row, String>) row -> row.getString(1), Encoders.STRING())
-            .transformWithState(new ProcessingTimeProcessor(run == 1), TimeMode.ProcessingTime(),
-                OutputMode.Update(), Encoders.STRING())
-            .toDF("out"), Map.of()), SparkS3Harness.ROCKSDB_PROVIDER);
+    StreamingComparison.Result res = cmp.check(processingTime("tws-proc"),
+        SparkS3Harness.ROCKSDB_PROVIDER);
     List<String> all = res.output().values().stream().flatMap(List::stream).toList();
     assertTrue(all.stream().anyMatch(s -> s.contains(":timer:")), "processing-time timers fired");
     assertTrue(all.stream().anyMatch(s -> s.contains("legacy=gone")),
