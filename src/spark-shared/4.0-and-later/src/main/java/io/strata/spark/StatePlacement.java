@@ -44,26 +44,34 @@ import org.apache.spark.sql.types.StructType;
  *       timer's by-time index.
  * </ul>
  *
- * <p>Refused by name: joins in state format 3 or later (column families in one store), and
- * operators with no grouping key (Spark keeps a global aggregation's state in partition 0
- * whatever the count).
+ * <p>Operators without a grouping key, a global aggregation ({@code stateStoreSave} with an
+ * empty key) and a streaming limit ({@code globalLimit}), keep their state in partition 0
+ * whatever the count (Spark gathers their input into one partition, {@code AllTuples}): their
+ * store is rewritten as it is, in partition 0 alone ({@link #singlePartition}). Spark 4.2's
+ * runner hashes their empty key like any other, which places it in partition {@code 42 mod M}.
+ *
+ * <p>Refused by name: joins in state format 3 or later (column families in one store).
  *
  * @param columnFamilies whether the store has column families (transformWithState), opened with
  *     {@code useColumnFamilies}
  * @param families the store's families: {@code default} alone without column families, and
  *     first with them if the store lists it
+ * @param singlePartition whether the operator keeps its state in partition 0 alone, whatever the
+ *     count (no grouping key): read from and written to partition 0 only
  * @param storeIndex the store's place in a partition's list of checkpoint ids in the commit log
  *     (checkpoint format 2): 0, or for a join {@code left-keyToNumValues}, {@code
  *     left-keyWithIndexToValue}, {@code right-keyToNumValues}, {@code right-keyWithIndexToValue}
  *     (Spark's {@code SymmetricHashJoinStateManager.allStateStoreNames} order)
  */
-record StatePlacement(boolean columnFamilies, List<Family> families, int storeIndex)
-    implements Serializable {
+record StatePlacement(boolean columnFamilies, List<Family> families, boolean singlePartition,
+    int storeIndex) implements Serializable {
   /** The operators whose partition key is their whole state key. */
   static final Set<String> WHOLE_KEY = Set.of("stateStoreSave", "dedupe",
       "dedupeWithinWatermark", "flatMapGroupsWithState", "applyInPandasWithState");
   static final String SESSION_WINDOW = "sessionWindowStateStoreSaveExec";
   static final String JOIN = "symmetricHashJoin";
+  /** A streaming limit's operator: one count in partition 0. */
+  static final String GLOBAL_LIMIT = "globalLimit";
   /** Spark's names of the transformWithState operators (JVM, Pandas, PySpark). */
   static final Set<String> TRANSFORM_WITH_STATE = Set.of("transformWithStateExec",
       "transformWithStateInPandasExec", "transformWithStateInPySparkExec");
@@ -82,7 +90,8 @@ record StatePlacement(boolean columnFamilies, List<Family> families, int storeIn
    * @param multipleValues whether a key holds a list of values (a ListState's family)
    * @param keyPath the struct fields, outermost first, that lead from the key to the row whose
    *     leading {@code keyFields} fields are the partition key; empty for the key itself
-   * @param keyFields how many leading fields of that row the query's shuffle hashes, at least 1
+   * @param keyFields how many leading fields of that row the query's shuffle hashes (0 for an
+   *     operator without grouping key, whose rows all go to partition 0)
    */
   record Family(String name, StructType keySchema, StructType valueSchema,
       KeyStateEncoderSpec encoderSpec, boolean multipleValues, List<Integer> keyPath,
@@ -155,16 +164,18 @@ record StatePlacement(boolean columnFamilies, List<Family> families, int storeIn
       keyFields = s.storeName().endsWith("-keyWithIndexToValue") ? n - 1 : n;
       storeIndex = JOIN_STORES.indexOf(s.storeName());
     }
-    if (keyFields < 1) {
+    boolean single = GLOBAL_LIMIT.equals(op) || ("stateStoreSave".equals(op) && n == 0);
+    if (single) {
+      keyFields = 0;
+    } else if (keyFields < 1) {
       throw new StrataRepartition.Refused(checkpoint + ": operator " + s.operatorId() + " ("
-          + op + ") has no grouping key (a global aggregation): Spark keeps its state in "
-          + "partition 0 whatever the count, which this job does not rewrite; to change this "
-          + "query's partitions, start it on a new checkpoint");
+          + op + ", store " + s.storeName() + ") has a state key of " + n + " fields, too few "
+          + "for its partition key: not a layout this job knows");
     }
     KeyStateEncoderSpec spec = prefixScan == 0 ? new NoPrefixKeyStateEncoderSpec(keySchema)
         : new PrefixKeyScanStateEncoderSpec(keySchema, prefixScan);
     return new StatePlacement(false, List.of(new Family("default", keySchema, valueSchema, spec,
-        false, List.of(), keyFields)), storeIndex);
+        false, List.of(), keyFields)), single, storeIndex);
   }
 
   /**
@@ -226,7 +237,7 @@ record StatePlacement(boolean columnFamilies, List<Family> families, int storeIn
       throw new StrataRepartition.Refused(checkpoint + ": operator " + s.operatorId() + " ("
           + s.operatorName() + ") lists no column family in its state schema file");
     }
-    return new StatePlacement(true, List.copyOf(families), 0);
+    return new StatePlacement(true, List.copyOf(families), false, 0);
   }
 
   /**
@@ -243,13 +254,14 @@ record StatePlacement(boolean columnFamilies, List<Family> families, int storeIn
           + "covers joins in state formats 1 and 2 (" + JOIN_STORES + ")");
     }
     if (!WHOLE_KEY.contains(op) && !SESSION_WINDOW.equals(op) && !JOIN.equals(op)
-        && !TRANSFORM_WITH_STATE.contains(op)) {
+        && !TRANSFORM_WITH_STATE.contains(op) && !GLOBAL_LIMIT.equals(op)) {
       throw new StrataRepartition.Refused(checkpoint + ": operator " + s.operatorId() + " is "
           + op + ", whose state this job cannot repartition; it covers streaming "
           + "aggregations (stateStoreSave), dropDuplicates (dedupe, dedupeWithinWatermark), "
           + "flatMapGroupsWithState, session windows (" + SESSION_WINDOW + "), stream-"
-          + "stream joins (" + JOIN + ", state formats 1 and 2) and transformWithState; to "
-          + "change this query's partitions, start it on a new checkpoint");
+          + "stream joins (" + JOIN + ", state formats 1 and 2), transformWithState and "
+          + "streaming limits (" + GLOBAL_LIMIT + "); to change this query's partitions, start "
+          + "it on a new checkpoint");
     }
   }
 }

@@ -36,8 +36,9 @@ import org.apache.spark.util.SerializableConfiguration;
  *       --force}), its state kept by Strata, and every stateful operator one whose keys
  *       {@link StatePlacement} can place: streaming aggregations, {@code dropDuplicates}, {@code
  *       flatMapGroupsWithState}, session windows, stream-stream joins (join state formats 1
- *       and 2) and {@code transformWithState} (every column family). Others are refused by
- *       name;
+ *       and 2), {@code transformWithState} (every column family), and the operators without a
+ *       grouping key (a global aggregation, a streaming limit), whose state stays in
+ *       partition 0. Others are refused by name;
  *   <li>each operator's state of batch {@code N} (version {@code N + 1} of every old partition,
  *       restored by Strata, {@link StateRead}) is shuffled by its key into the new count of
  *       partitions (Murmur3 of the key's partition-key fields with seed 42, modulo {@code M}: the
@@ -409,7 +410,8 @@ public final class StrataRepartition {
         // The schemas only (no rows are read through the state data source; see StateRead).
         StatePlacement placement = StoreSchemas.placement(spark, checkpoint, s, n, conf);
         plans.add(new StorePlan(s, placement,
-            ids ? oldIds(commitText, n, s, from, placement.storeIndex()) : null));
+            ids ? oldIds(commitText, n, s, placement.singlePartition() ? 1 : from,
+                placement.storeIndex()) : null));
       }
       for (String sink : options.fileSinks()) {
         FileSinkLogs.check(spark, sink);
@@ -457,39 +459,42 @@ public final class StrataRepartition {
     Map<Long, String[][]> checkpointIds = new TreeMap<>();
     long rows = 0;
     JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    List<Integer> oldPartitions = new ArrayList<>();
-    for (int p = 0; p < from; p++) {
-      oldPartitions.add(p);
-    }
     for (StorePlan plan : plans) {
       Store s = plan.store();
       StatePlacement placement = plan.placement();
+      // An operator without grouping key keeps its state in partition 0 whatever the count.
+      int oldCount = placement.singlePartition() ? 1 : from;
+      int newCount = placement.singlePartition() ? 1 : to;
+      List<Integer> oldPartitions = new ArrayList<>();
+      for (int p = 0; p < oldCount; p++) {
+        oldPartitions.add(p);
+      }
       String stateRoot = checkpoint + "/state";
       StateRead read = new StateRead(stateRoot, s.operatorId(), s.storeName(), placement,
-          storeConf, shipped, n + 1, plan.oldIds(), to);
+          storeConf, shipped, n + 1, plan.oldIds(), newCount);
       StateRewrite rewrite = new StateRewrite(stateRoot, s.operatorId(), s.storeName(),
           placement, storeConf, shipped, newBatch);
-      List<String> written = sc.parallelize(oldPartitions, from).flatMapToPair(read)
-          .partitionBy(new ExactPartitioner(to)).mapPartitionsWithIndex(rewrite, false)
+      List<String> written = sc.parallelize(oldPartitions, oldCount).flatMapToPair(read)
+          .partitionBy(new ExactPartitioner(newCount)).mapPartitionsWithIndex(rewrite, false)
           .collect();
-      String[] byPartition = new String[to];
+      String[] byPartition = new String[newCount];
       for (String line : written) {
         String[] f = line.split(",", -1);
         byPartition[Integer.parseInt(f[0])] = f[2];
         rows += Long.parseLong(f[1]);
       }
-      for (int p = 0; p < to; p++) {
+      for (int p = 0; p < newCount; p++) {
         if (byPartition[p] == null) {
           throw new IllegalStateException("operator " + s.operatorId() + " store "
-              + s.storeName() + ": partition " + p + " of " + to + " was not written (the "
+              + s.storeName() + ": partition " + p + " of " + newCount + " was not written (the "
               + "shuffle gave " + written.size() + " partitions); the logs are unchanged");
         }
       }
       long storesOfOperator = stores.stream().filter(o -> o.operatorId() == s.operatorId())
           .count();
       String[][] ofOperator = checkpointIds.computeIfAbsent(s.operatorId(),
-          op -> new String[to][(int) storesOfOperator]);
-      for (int p = 0; p < to; p++) {
+          op -> new String[newCount][(int) storesOfOperator]);
+      for (int p = 0; p < newCount; p++) {
         ofOperator[p][placement.storeIndex()] = byPartition[p];
       }
     }

@@ -287,16 +287,6 @@ class RepartitionIT {
         && twsRefused.getMessage().contains("Avro"), twsRefused.getMessage());
     s.conf().unset(StoreSchemas.ENCODING_FORMAT);
 
-    // A global aggregation: no grouping key, its state in partition 0 whatever the count.
-    String global = h.s3Checkpoint("global");
-    StreamingQuery g = s.readStream().schema(SCHEMA).option("maxFilesPerTrigger", 1)
-        .json(in.toString()).groupBy().count().writeStream().outputMode("update").format("noop")
-        .option("checkpointLocation", global).trigger(Trigger.AvailableNow()).start();
-    g.awaitTermination();
-    StrataRepartition.Refused noKey = assertThrows(StrataRepartition.Refused.class,
-        () -> repartition(job, global, "--partitions", "6", "--force"));
-    assertTrue(noKey.getMessage().contains("no grouping key"), noKey.getMessage());
-
     IllegalArgumentException usage = assertThrows(IllegalArgumentException.class,
         () -> StrataRepartition.Options.parse(checkpoint, "--partitions", "0"));
     assertTrue(usage.getMessage().contains("--partitions 0"), usage.getMessage());

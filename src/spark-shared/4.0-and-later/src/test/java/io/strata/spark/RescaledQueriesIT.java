@@ -4,10 +4,12 @@ package io.strata.spark;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.spark.StreamingComparison.QueryDef;
 import io.strata.testkit.OnlyOnSparkLines;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -94,6 +96,36 @@ class RescaledQueriesIT {
   void transformWithStateTtlFrom4To3() throws Exception {
     cmp.check(TransformWithStateIT.processingTime("rescaled-tws-ttl"),
         SparkS3Harness.ROCKSDB_PROVIDER, rescaleTo(3, List.of("transformWithStateExec/default")));
+  }
+
+  /**
+   * Operators without a grouping key keep their state in partition 0 whatever the count: a
+   * {@code dropDuplicates} (rescaled by key) feeding a global count (partition 0 rewritten as it
+   * is), in checkpoint format 2 (the global count's one checkpoint id per batch). Counts whose
+   * divisors exclude 42 (Murmur3's hash of an empty key): hashing the empty key as Spark 4.2's
+   * runner does would place the state elsewhere than partition 0.
+   */
+  @OnlyOnSparkLines(value = "4.1", reason = ONE_LINE)
+  @Test
+  void globalCountAfterDropDuplicatesInCheckpointFormat2From4To5() throws Exception {
+    cmp.check(new QueryDef("rescaled-global", OutputMode.Update(),
+        (in, r, run) -> in.dropDuplicates("key", "value").groupBy().count(),
+        Map.of(StreamingComparison.STRATA_ONLY
+            + "spark.sql.streaming.stateStore.checkpointFormatVersion", "2")),
+        SparkS3Harness.HDFS_PROVIDER,
+        rescaleTo(5, List.of("stateStoreSave/default", "dedupe/default")));
+  }
+
+  /**
+   * A streaming limit ({@code globalLimit}: its count in partition 0): the limit is reached
+   * after the rescale, so a lost count would let later rows through.
+   */
+  @OnlyOnSparkLines(value = "4.1", reason = ONE_LINE)
+  @Test
+  void streamingLimitFrom4To8() throws Exception {
+    cmp.check(new QueryDef("rescaled-limit", OutputMode.Append(),
+        (in, r, run) -> in.select("key", "value").limit(150), Map.of()),
+        SparkS3Harness.HDFS_PROVIDER, rescaleTo(8, List.of("globalLimit/default")));
   }
 
   @OnlyOnSparkLines(value = "4.1", reason = ONE_LINE)
