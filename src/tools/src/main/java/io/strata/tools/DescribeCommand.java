@@ -53,7 +53,10 @@ final class DescribeCommand implements Callable<Integer> {
       if (options.json) {
         Map<String, Object> j = new LinkedHashMap<>();
         j.put("checkpoint", ctx.checkpoint);
-        j.put("spark", sparkJson(scan, behind));
+        Map<String, Object> spark = sparkJson(scan, behind);
+        java.util.OptionalInt claim = claim(ctx, scan);
+        spark.put("repartitionClaim", claim.isPresent() ? claim.getAsInt() : null);
+        j.put("spark", spark);
         List<Object> list = new ArrayList<>();
         stores.forEach(s -> list.add(s.json()));
         j.put("stores", list);
@@ -83,6 +86,19 @@ final class DescribeCommand implements Callable<Integer> {
       out.add(f.get());
     }
     return out;
+  }
+
+  /**
+   * The rescale job's claim on the newest, uncommitted offsets entry ({@link
+   * ToolContext#repartitionClaim}), or empty: no GET unless the newest batch is uncommitted.
+   */
+  private static java.util.OptionalInt claim(ToolContext ctx, CheckpointScan scan) {
+    CheckpointScan.SparkLogs l = scan.spark;
+    if (l.latestOffset().isEmpty() || (l.latestCommit().isPresent()
+        && l.latestCommit().getAsLong() >= l.latestOffset().getAsLong())) {
+      return java.util.OptionalInt.empty();
+    }
+    return ctx.repartitionClaim(l.latestOffset().getAsLong());
   }
 
   private static Map<String, Object> sparkJson(CheckpointScan scan, List<String> behind) {
@@ -119,6 +135,14 @@ final class DescribeCommand implements Callable<Integer> {
         + "   commits: " + (l.latestCommit().isPresent() ? "batch " + l.latestCommit().getAsLong()
         + " at " + Table.time(l.latestCommitObject().get().lastModifiedMillis()) : "none")
         + "   logs: " + l.agreement());
+    java.util.OptionalInt claim = claim(ctx, scan);
+    if (claim.isPresent()) {
+      ctx.out.println("  offsets/" + l.latestOffset().getAsLong() + " is the rescale job's "
+          + "claim (io.strata.spark.StrataRepartition, to " + claim.getAsInt() + " partitions), "
+          + "not a batch: the job was interrupted or is running. Run it again with "
+          + "--partitions " + claim.getAsInt() + " before starting the query (the query fails "
+          + "on the claim until then)");
+    }
     if (!behind.isEmpty()) {
       ctx.out.println("  stores behind the commit log (a committed batch without its state "
           + "version): " + String.join(", ", behind));

@@ -171,6 +171,31 @@ final class ToolContext implements AutoCloseable {
     }
   }
 
+  /**
+   * The count a rescale job ({@code io.strata.spark.StrataRepartition}) claimed {@code
+   * offsets/<batch>} for: the job writes that entry first as a marker Spark cannot read
+   * ({@code v-strata-repartition-pending-...-partitions-<M>}), and replaces it with the batch's
+   * real entry once the state is written. One GET.
+   *
+   * @return the new count, or empty if {@code offsets/<batch>} is not such a marker (or cannot
+   *     be read)
+   */
+  java.util.OptionalInt repartitionClaim(long batch) {
+    if (batch < 0) {
+      return java.util.OptionalInt.empty();
+    }
+    try (java.io.InputStream in = root().get("offsets/" + batch)) {
+      String first = new String(in.readNBytes(256), java.nio.charset.StandardCharsets.UTF_8)
+          .split("\n", 2)[0];
+      java.util.regex.Matcher m = java.util.regex.Pattern
+          .compile("v-strata-repartition-pending-.*-([0-9]{1,6})").matcher(first.trim());
+      return m.matches() ? java.util.OptionalInt.of(Integer.parseInt(m.group(1)))
+          : java.util.OptionalInt.empty();
+    } catch (java.io.IOException | RuntimeException e) {
+      return java.util.OptionalInt.empty();
+    }
+  }
+
   /** The checkpoint's object store (keys relative to the checkpoint; closed with this). */
   ObjectStore root() {
     return root;

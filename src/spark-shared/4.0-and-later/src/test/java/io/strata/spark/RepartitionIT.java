@@ -300,8 +300,8 @@ class RepartitionIT {
 
   /**
    * A job that died after its claim, and a query with a file sink: while {@code offsets/N+1}
-   * is the job's marker the query does not start (its error names the job and the count), the
-   * job refuses another count, and run again with the count it finishes; with {@code
+   * is the job's marker the query does not start (its error names the job and the count),
+   * {@code strata describe} names the claim, the job refuses another count, and run again with the count it finishes; with {@code
    * --file-sink} the sink's log gets the repartition batch, so a batch read of the output and
    * the resumed query work, and the output holds every distinct row once.
    */
@@ -340,6 +340,9 @@ class RepartitionIT {
     Exception refused = assertThrows(Exception.class, blocked::awaitTermination);
     assertTrue(String.valueOf(refused.getMessage()).contains("StrataRepartition-again-with---"
         + "partitions-6"), refused.toString());
+    String described = h.tool(0, "describe", checkpoint);
+    assertTrue(described.contains("offsets/2 is the rescale job's claim (io.strata.spark."
+        + "StrataRepartition, to 6 partitions)"), described);
     SparkSession job = readSession(4, 1);
     StrataRepartition.Refused other = assertThrows(StrataRepartition.Refused.class,
         () -> repartition(job, checkpoint, "--partitions", "5", "--force"));
