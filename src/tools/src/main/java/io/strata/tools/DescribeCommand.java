@@ -89,13 +89,13 @@ final class DescribeCommand implements Callable<Integer> {
   }
 
   /**
-   * The rescale job's claim on the newest, uncommitted offsets entry ({@link
-   * ToolContext#repartitionClaim}), or empty: no GET unless the newest batch is uncommitted.
+   * The rescale job's claim on the newest offsets entry ({@link ToolContext#repartitionClaim}),
+   * or empty: one GET (the job commits the batch before it replaces its claim, so the claim may
+   * sit on a committed batch).
    */
   private static java.util.OptionalInt claim(ToolContext ctx, CheckpointScan scan) {
     CheckpointScan.SparkLogs l = scan.spark;
-    if (l.latestOffset().isEmpty() || (l.latestCommit().isPresent()
-        && l.latestCommit().getAsLong() >= l.latestOffset().getAsLong())) {
+    if (l.latestOffset().isEmpty()) {
       return java.util.OptionalInt.empty();
     }
     return ctx.repartitionClaim(l.latestOffset().getAsLong());

@@ -22,7 +22,8 @@ import org.apache.hadoop.conf.Configuration;
  * stopped query's logs ({@link StrataRepartition}), through Strata's object store: on S3 ({@code
  * s3://}, {@code s3a://}) at the keys Spark's checkpoint file manager (Strata's, or S3A) keeps
  * them, with Strata's settings and S3A's as fallbacks, so no Hadoop file system for S3 is
- * needed; or in a local directory ({@code file:}). Writes are create-only.
+ * needed; or in a local directory ({@code file:}). Writes are create-only, but for {@link
+ * #replace}.
  */
 final class CheckpointLogs implements AutoCloseable {
   private final ObjectStore root;
@@ -100,6 +101,17 @@ final class CheckpointLogs implements AutoCloseable {
     } catch (io.strata.objectstore.ObjectAlreadyExistsException e) {
       return false;
     }
+  }
+
+  /**
+   * Writes {@code log/batch} over what is there, in one PUT (S3 replaces an object atomically:
+   * a reader sees the old text or the new one). Only for an entry the caller owns, such as
+   * {@link StrataRepartition}'s marker.
+   *
+   * @throws IOException if writing fails
+   */
+  void replace(String log, long batch, String text) throws IOException {
+    root.put(log + "/" + batch, ObjectBody.of(text.getBytes(StandardCharsets.UTF_8)));
   }
 
   /**

@@ -47,25 +47,24 @@ import org.apache.spark.util.SerializableConfiguration;
  *       state data source gives the schemas and the operators ({@code state-metadata}), so the
  *       session needs a Hadoop file system for the checkpoint's scheme (S3A, or Strata's
  *       read-only {@code StrataS3FileSystem});
- *   <li>{@code offsets/N+1} (claimed before step 2 with a marker Spark cannot read, {@link
- *       #PENDING}) becomes batch {@code N}'s entry with {@code spark.sql.shuffle.partitions}
- *       set to {@code M}, then {@code commits/N+1} batch {@code N}'s commit (with the new
- *       checkpoint ids under checkpoint format 2). Batch {@code N + 1} reads no new input; the
- *       query's next batch, {@code N + 2}, runs with {@code M} partitions on the rewritten state.
+ *   <li>{@code commits/N+1} is written (batch {@code N}'s commit, with the new checkpoint ids
+ *       under checkpoint format 2), then {@code offsets/N+1}, claimed before step 2 with a
+ *       marker Spark cannot read ({@link #PENDING}), becomes batch {@code N}'s entry with
+ *       {@code spark.sql.shuffle.partitions} set to {@code M}, in one PUT over the marker.
+ *       Batch {@code N + 1} reads no new input; the query's next batch, {@code N + 2}, runs with
+ *       {@code M} partitions on the rewritten state.
  * </ol>
  *
  * <p>The job claims {@code offsets/N+1} with its marker before it writes any state: a query or
  * another run of the job that wrote {@code offsets/N+1} first wins, and this run writes
  * nothing. While the marker is there, a query started on the checkpoint fails at once, on every
- * line, with a message naming this job and the count. A run that fails after the claim leaves
- * the marker: running the job again with the same {@code --partitions} finishes the repartition
- * (the state written again under a new run, which supersedes the failed run's), as Spark's
- * runner retries a failed repartition batch. If the commit's write fails (and reading it back
- * does not find it), the job deletes {@code offsets/N+1}: the query then runs batch {@code N +
- * 1} with the old count on the old partitions, whose new versions supersede the job's. A job
- * that dies between the offsets and the commit write (two PUTs in a row) leaves {@code
- * offsets/N+1} without its commit: run the job again before starting the query (Spark 4.2
- * refuses to start it meanwhile; 4.0 and 4.1 do not detect an unfinished repartition).
+ * line, with a message naming this job and the count; the marker goes only after the commit, so
+ * no query ever sees the new count without the rewritten state (Spark 4.0 and 4.1 would run
+ * such a batch on the old layout). A run that fails after the claim leaves the marker: running
+ * the job again with the same {@code --partitions} finishes the repartition (before the commit,
+ * the state is written again under a new run, which supersedes the failed run's, as Spark's
+ * runner retries a failed repartition batch; after it, only the marker is replaced). A commit
+ * write whose answer was lost is read back.
  *
  * <p>Old partitions at or above {@code M} keep their objects (nothing loads them again);
  * {@code strata gc} leaves them, and the checkpoint's history below {@code N + 1} keeps the old
@@ -177,10 +176,10 @@ public final class StrataRepartition {
   private enum Stage {
     /** Nothing of a repartition in the logs. */
     FRESH,
-    /** {@code offsets/N+1} is this job's marker ({@link #PENDING}). */
+    /** {@code offsets/N+1} is this job's marker ({@link #PENDING}), without its commit. */
     MARKED,
-    /** {@code offsets/N+1} is the repartition batch's entry, without its commit. */
-    LOGGED
+    /** {@code commits/N+1} is written and {@code offsets/N+1} is still the marker. */
+    COMMITTED
   }
 
   /**
@@ -319,42 +318,38 @@ public final class StrataRepartition {
     }
     long n = commit[0];
     // Where an earlier run of this job stopped: nothing written (FRESH), its marker claimed
-    // offsets/N+1 (MARKED), or the real offsets/N+1 is written (LOGGED); see the class comment.
+    // offsets/N+1 (MARKED), or commits/N+1 is written and the marker not yet replaced
+    // (COMMITTED); see the class comment.
     Stage stage = Stage.FRESH;
-    if (offset[0] > n) {
-      String lastText = logs.read("offsets", offset[0]);
-      String pending;
-      if (lastText != null && lastText.startsWith(PENDING)) {
-        pending = lastText.substring(PENDING.length()).trim();
-        stage = Stage.MARKED;
-      } else {
-        // A repartition that wrote its offsets but not its commit is finished by a second run.
-        pending = offsetsConf(lastText, offset[0]).get(SHUFFLE_PARTITIONS);
-        boolean changed = pending != null && !pending.equals(offsetsConf(
-            logs.read("offsets", n), n).get(SHUFFLE_PARTITIONS));
-        stage = changed ? Stage.LOGGED : Stage.FRESH;
-      }
-      boolean repartitionBatch = offset[0] == n + 1 && stage != Stage.FRESH;
-      if (repartitionBatch && !Integer.toString(to).equals(pending)) {
+    String lastText = offset[0] >= n ? logs.read("offsets", offset[0]) : null;
+    boolean marked = lastText != null && lastText.startsWith(PENDING);
+    if (marked && offset[0] == n && n > 0) {
+      stage = Stage.COMMITTED;
+      n = n - 1; // the batch whose state was read
+    } else if (marked && offset[0] == n + 1) {
+      stage = Stage.MARKED;
+    }
+    if (stage != Stage.FRESH) {
+      String pending = lastText.substring(PENDING.length()).trim();
+      if (!Integer.toString(to).equals(pending)) {
         throw new Refused(checkpoint + ": offsets/" + offset[0] + " is an unfinished "
-            + "repartition to " + pending + " partitions (no commits/" + offset[0] + "): run "
-            + "this job again with --partitions " + pending + " to finish it");
+            + "repartition to " + pending + " partitions: run this job again with "
+            + "--partitions " + pending + " to finish it");
       }
-      if (!repartitionBatch) {
-        throw new Refused(checkpoint + ": offsets/" + offset[0] + " has no commit (the newest "
-            + "is commits/" + n + "): batch " + offset[0] + " did not finish. Finish it: start "
-            + "the query once with Trigger.AvailableNow() (it runs the planned batch and the "
-            + "input then available, and stops), or take it back with strata rewind "
-            + checkpoint + " --to-batch " + offset[0] + " (its input is planned again); then "
-            + "run this job");
-      }
+    } else if (offset[0] > n) {
+      throw new Refused(checkpoint + ": offsets/" + offset[0] + " has no commit (the newest "
+          + "is commits/" + n + "): batch " + offset[0] + " did not finish. Finish it: start "
+          + "the query once with Trigger.AvailableNow() (it runs the planned batch and the "
+          + "input then available, and stops), or take it back with strata rewind "
+          + checkpoint + " --to-batch " + offset[0] + " --force (its input is planned again); "
+          + "then run this job");
     }
     boolean resume = stage != Stage.FRESH;
     long newest = Math.max(commit[1], offset[1]);
     long idleMs = options.idleMinutes() * 60_000L;
     long ago = System.currentTimeMillis() - newest;
     if (!options.force() && ago < idleMs) {
-      throw new Refused(checkpoint + (stage == Stage.MARKED ? ": a run of this job claimed "
+      throw new Refused(checkpoint + (stage != Stage.FRESH ? ": a run of this job claimed "
           + "offsets/" + offset[0] + " " + Math.max(0, ago / 1000) + " s ago (less than "
           + "--idle-minutes " + options.idleMinutes() + "); if that run is no longer running, "
           + "pass --force" : ": the query looks alive (its newest offset or commit entry was "
@@ -370,6 +365,17 @@ public final class StrataRepartition {
           + "; this job repartitions Strata checkpoints only");
     }
     int from = Integer.parseInt(conf.getOrDefault(SHUFFLE_PARTITIONS, "-1"));
+    if (stage == Stage.COMMITTED) {
+      // The state and the commit are written: only the marker's replacement and the sinks remain.
+      if (options.dryRun()) {
+        for (String sink : options.fileSinks()) {
+          FileSinkLogs.check(spark, sink);
+        }
+        return new Result(n, n + 1, from, to, List.of(), 0, false);
+      }
+      return finish(spark, options, logs, n, withPartitions(offsetsText, n, to), from, List.of(),
+          0);
+    }
     if (from == to && !resume) {
       String before = options.fileSinks().isEmpty() || n == 0 ? null
           : offsetsConf(logs.read("offsets", n - 1), n - 1).get(SHUFFLE_PARTITIONS);
@@ -499,28 +505,22 @@ public final class StrataRepartition {
       }
     }
 
-    // Then the logs: the marker becomes the offsets entry with the new count, then the commit.
-    if (stage != Stage.LOGGED) {
-      String entry = withPartitions(offsetsText, n, to);
-      String now = logs.read("offsets", newBatch);
-      if (now == null || !now.startsWith(PENDING)) {
-        throw new Refused(checkpoint + ": offsets/" + newBatch + " is no longer this job's "
-            + "marker: another run of the query or of this job writes this checkpoint");
-      }
-      logs.delete("offsets", newBatch);
-      if (!logs.create("offsets", newBatch, entry)) {
-        throw new Refused(checkpoint + ": offsets/" + newBatch + " appeared while the job "
-            + "replaced its marker: another run of the query or of this job writes this "
-            + "checkpoint");
-      }
+    // Then the logs: the commit first, while the marker still keeps every query off the
+    // checkpoint; then the marker becomes the batch's offsets entry with the new count, in one
+    // PUT (a query that saw the new offsets without their commit would run batch N+1 with the
+    // new count on the old layout: Spark 4.0 and 4.1 do not detect an unfinished repartition).
+    String now = logs.read("offsets", newBatch);
+    if (now == null || !now.startsWith(PENDING)) {
+      throw new Refused(checkpoint + ": offsets/" + newBatch + " is no longer this job's "
+          + "marker: another run of the query or of this job writes this checkpoint");
     }
-    boolean committed;
     String commitNew = withIds(commitText, n, ids ? checkpointIds : null);
+    boolean committed;
     try {
       committed = logs.create("commits", newBatch, commitNew);
     } catch (IOException | RuntimeException e) {
-      // A write whose answer was lost may have been applied: then the job is done. Only a
-      // commit known to be absent lets the offsets be taken back.
+      // A write whose answer was lost may have been applied: then go on. If the commit is
+      // absent the marker stays, and the query cannot start until a run of this job finishes.
       String found;
       try {
         found = logs.read("commits", newBatch);
@@ -528,33 +528,31 @@ public final class StrataRepartition {
         e.addSuppressed(unread);
         throw e;
       }
-      if (commitNew.equals(found)) {
-        addSinkBatches(spark, options, newBatch);
-        return new Result(n, newBatch, from, to, stores, rows, true);
-      }
-      if (found != null) {
+      if (!commitNew.equals(found)) {
         throw e;
       }
-      // Take offsets/N+1 back: a query started on it would run batch N+1 on the old state
-      // layout (Spark 4.0 and 4.1 do not detect an unfinished repartition) and lose state.
-      // Without it the query runs batch N+1 with the old count, on the old partitions, whose
-      // versions N+2 supersede this job's.
-      try {
-        logs.delete("offsets", newBatch);
-      } catch (IOException | RuntimeException undo) {
-        e.addSuppressed(undo);
-        throw new IOException(checkpoint + ": commits/" + newBatch + " could not be written "
-            + "and offsets/" + newBatch + " could not be taken back: run this job again "
-            + "with --partitions " + to + " before starting the query", e);
-      }
-      throw e;
+      committed = true;
     }
-    if (!committed) {
+    if (!committed && !commitNew.equals(logs.read("commits", newBatch))) {
       throw new Refused(checkpoint + ": commits/" + newBatch + " appeared while the job ran: "
-          + "another run of the query or of this job writes this checkpoint");
+          + "another run of this job writes this checkpoint; run it again with --partitions "
+          + to + " once that run has stopped");
     }
-    addSinkBatches(spark, options, newBatch);
-    return new Result(n, newBatch, from, to, stores, rows, true);
+    return finish(spark, options, logs, n, withPartitions(offsetsText, n, to), from, stores,
+        rows);
+  }
+
+  /**
+   * The last step: {@code commits/N+1} is written, and {@code offsets/N+1}, this job's marker,
+   * becomes the repartition batch's entry (one PUT over the marker: only a run of this job with
+   * the same count writes {@code offsets/N+1} while the marker is there, and it writes the same
+   * text); then the file sinks' logs get the batch.
+   */
+  private static Result finish(SparkSession spark, Options options, CheckpointLogs logs, long n,
+      String entry, int from, List<Store> stores, long rows) throws IOException {
+    logs.replace("offsets", n + 1, entry);
+    addSinkBatches(spark, options, n + 1);
+    return new Result(n, n + 1, from, options.partitions(), stores, rows, true);
   }
 
   /**

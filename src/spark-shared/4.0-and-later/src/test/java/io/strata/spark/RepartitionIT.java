@@ -301,7 +301,8 @@ class RepartitionIT {
   /**
    * A job that died after its claim, and a query with a file sink: while {@code offsets/N+1}
    * is the job's marker the query does not start (its error names the job and the count),
-   * {@code strata describe} names the claim, the job refuses another count, and run again with the count it finishes; with {@code
+   * {@code strata describe} names the claim, the job refuses another count, a run that died
+   * after its commit is finished by the next run, and run again with the count it finishes; with {@code
    * --file-sink} the sink's log gets the repartition batch, so a batch read of the output and
    * the resumed query work, and the output holds every distinct row once.
    */
@@ -351,6 +352,33 @@ class RepartitionIT {
         "--file-sink", sink.toString());
     assertTrue(r.written(), r.summary());
     assertEquals(2, r.newBatch());
+
+    // A run that died after its commit, before its marker became the batch's offsets entry and
+    // the sink's log got the batch: the query still does not start; run again, the job only
+    // replaces the marker and adds the sink's entry.
+    String finished;
+    try (CheckpointLogs logs = new CheckpointLogs(checkpoint,
+        ((org.apache.spark.sql.classic.SparkSession) s).sessionState().newHadoopConf())) {
+      finished = logs.read("offsets", 2);
+      logs.replace("offsets", 2, StrataRepartition.PENDING + "6\n");
+    }
+    Files.delete(sink.resolve("_spark_metadata").resolve("2"));
+    Files.deleteIfExists(sink.resolve("_spark_metadata").resolve(".2.crc"));
+    StreamingQuery blockedAfterCommit = start.get();
+    Exception stillRefused = assertThrows(Exception.class, blockedAfterCommit::awaitTermination);
+    assertTrue(String.valueOf(stillRefused.getMessage()).contains("StrataRepartition-again-with-"
+        + "--partitions-6"), stillRefused.toString());
+    String describedAfterCommit = h.tool(0, "describe", checkpoint);
+    assertTrue(describedAfterCommit.contains("offsets/2 is the rescale job's claim"),
+        describedAfterCommit);
+    StrataRepartition.Result again = repartition(job, checkpoint, "--partitions", "6",
+        "--force", "--file-sink", sink.toString());
+    assertTrue(again.written() && again.rows() == 0, again.summary());
+    try (CheckpointLogs logs = new CheckpointLogs(checkpoint,
+        ((org.apache.spark.sql.classic.SparkSession) s).sessionState().newHadoopConf())) {
+      assertEquals(finished, logs.read("offsets", 2), "the marker became the batch's entry");
+    }
+    assertTrue(Files.exists(sink.resolve("_spark_metadata").resolve("2")), "sink log entry");
 
     writeBatch(in, 2);
     StreamingQuery resumed = start.get();
