@@ -75,6 +75,15 @@ record StatePlacement(boolean columnFamilies, List<Family> families, boolean sin
   /** Spark's names of the transformWithState operators (JVM, Pandas, PySpark). */
   static final Set<String> TRANSFORM_WITH_STATE = Set.of("transformWithStateExec",
       "transformWithStateInPandasExec", "transformWithStateInPySparkExec");
+  /**
+   * transformWithState's timer index families by grouping key, by their exact names (a user's
+   * state variable may end the same way; only names starting with {@code $} are Spark's).
+   */
+  static final Set<String> TIMER_BY_KEY = Set.of("$procTimers_keyToTimestamp",
+      "$eventTimers_keyToTimestamp");
+  /** transformWithState's timer index families by expiry time, by their exact names. */
+  static final Set<String> TIMER_BY_TIME = Set.of("$procTimers_timestampToKey",
+      "$eventTimers_timestampToKey");
   /** A join's stores in the order of its checkpoint ids (join state formats 1 and 2). */
   static final List<String> JOIN_STORES = List.of("left-keyToNumValues",
       "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue");
@@ -205,9 +214,9 @@ record StatePlacement(boolean columnFamilies, List<Family> families, boolean sin
       List<Integer> path;
       if ("default".equals(name)) { // the grouping key; Spark keeps nothing in it
         path = List.of();
-      } else if (name.endsWith("_keyToTimestamp")) { // (key, expiryTimestampMs)
+      } else if (TIMER_BY_KEY.contains(name)) { // (key, expiryTimestampMs)
         path = List.of(0);
-      } else if (name.endsWith("_timestampToKey")) { // (expiryTimestampMs, key)
+      } else if (TIMER_BY_TIME.contains(name)) { // (expiryTimestampMs, key)
         path = List.of(1);
       } else if (name.startsWith("$ttl_")) { // (expirationMs, elementKey)
         path = "MapState".equals(types.get(name.substring(5))) ? List.of(1, 0) : List.of(1);

@@ -216,7 +216,8 @@ public final class StrataRepartition {
             .append("), store ").append(s.storeName()).append('\n');
       }
       if (written) {
-        sb.append("  ").append(rows).append(" state rows written; the query's next batch runs "
+        sb.append("  ").append(rows).append(" state rows written (keys, of every store and "
+            + "column family); the query's next batch runs "
             + "with ").append(to).append(" partitions\n");
       }
       return sb.toString();
