@@ -31,7 +31,7 @@ final class DeltaWriter {
    * then the file, and {@code sstFile} is not written), else streamed to {@code sstFile}
    * (replaced if it exists), with no bytes in memory.
    *
-   * @return the delta's size, checksum and entries
+   * @return the delta's size, checksum, entries and parts
    * @throws IOException if the file system fails (the file may then exist, partly written)
    */
   static DeltaFile write(PendingWrites pending, Path sstFile) throws IOException {
@@ -39,15 +39,16 @@ final class DeltaWriter {
       // Sized from the heap estimate (an upper bound of the raw bytes), capped well below a
       // humongous allocation; it grows if ever needed.
       Buffer buf = new Buffer((int) Math.min(256L << 10, pending.approxBytes() + 4096));
-      long entries = writeSst(pending, buf);
+      SstWriter w = writeSst(pending, buf);
       byte[] bytes = buf.bytes();
-      return new DeltaFile(sstFile, bytes.length, Checksums.xxhash64(bytes), entries, bytes);
+      return new DeltaFile(sstFile, bytes.length, Checksums.xxhash64(bytes), w.entries(), bytes,
+          w.parts());
     }
     // The hash (native state, closed here) sees the bytes as the buffer flushes them, in
     // 64 KiB writes rather than one call per block and trailer.
     try (StreamingXXHash64 hash = Checksums.newStreaming();
         OutputStream file = Files.newOutputStream(sstFile)) {
-      long entries;
+      SstWriter w;
       try (OutputStream out = new BufferedOutputStream(new FilterOutputStream(file) {
         @Override
         public void write(byte[] b, int off, int len) throws IOException {
@@ -60,13 +61,15 @@ final class DeltaWriter {
           write(new byte[] {(byte) b}, 0, 1);
         }
       }, 1 << 16)) {
-        entries = writeSst(pending, out);
+        w = writeSst(pending, out);
       }
-      return new DeltaFile(sstFile, Files.size(sstFile), hash.getValue(), entries);
+      return new DeltaFile(sstFile, Files.size(sstFile), hash.getValue(), w.entries(), null,
+          w.parts());
     }
   }
 
-  private static long writeSst(PendingWrites pending, OutputStream out) throws IOException {
+  private static SstWriter writeSst(PendingWrites pending, OutputStream out)
+      throws IOException {
     SstWriter w = new SstWriter(out);
     for (Map.Entry<byte[], byte[]> e : pending.entries()) {
       if (PendingWrites.isTombstone(e.getValue())) {
@@ -76,7 +79,7 @@ final class DeltaWriter {
       }
     }
     w.finish();
-    return w.entries();
+    return w;
   }
 
   /** A byte sink whose array is handed out without a copy when it is exactly full. */

@@ -99,9 +99,15 @@ record CommitDelta(Path sst, Path tmp, Optional<DeltaFile> delta, long startNano
    */
   CommitStats stats(long encodedNanos, long putNanos, long ingestNanos, ObjectBody body,
       Manifest m) {
+    long sstBytes = size();
+    CommitStats.ObjectParts parts = delta.map(DeltaFile::parts)
+        .map(p -> new CommitStats.ObjectParts(p.data(), p.filter(), p.index(), p.tableMeta(),
+            body.length() - sstBytes))
+        .orElse(new CommitStats.ObjectParts(0, 0, 0, 0, body.length() - sstBytes));
     return new CommitStats(ms(builtNanos - startNanos), ms(putNanos - encodedNanos),
-        ms(encodedNanos - builtNanos), ms(ingestNanos), size(), body.length(),
-        m.deltaChainLength(), m.versionsSinceBase());
+        ms(encodedNanos - builtNanos), ms(ingestNanos), sstBytes, body.length(),
+        m.deltaChainLength(), m.versionsSinceBase(),
+        TimeUnit.NANOSECONDS.toMicros(encodedNanos - startNanos), parts);
   }
 
   private static long ms(long nanos) {

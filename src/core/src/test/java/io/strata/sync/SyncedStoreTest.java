@@ -182,11 +182,22 @@ class SyncedStoreTest {
     try (SyncedStore s = open("a", 100)) {
       s.load(0, Optional.empty());
       writeVersion(s, 1);
-      s.commit();
+      CommitResult written = s.commit();
       CommitResult idle = s.commit();
       assertEquals(2, idle.manifest().version());
       assertEquals(1, idle.manifest().deltaChainLength());
       assertEquals(0, idle.stats().deltaBytes());
+      // The version object by part (issue 45): the SST's parts, then the manifest.
+      for (CommitResult c : List.of(written, idle)) {
+        var p = c.stats().parts();
+        assertEquals(c.stats().bytesUploaded(), p.sstData() + p.sstFilter() + p.sstIndex()
+            + p.sstTableMeta() + p.manifest(), p.toString());
+        assertEquals(c.stats().deltaBytes(), c.stats().bytesUploaded() - p.manifest());
+        assertTrue(p.manifest() > 0 && c.stats().ownMicros() >= 0, p.toString());
+      }
+      assertTrue(written.stats().parts().sstData() > 0
+          && written.stats().parts().sstFilter() > 0, written.stats().toString());
+      assertEquals(0, idle.stats().parts().sstData());
     }
     try (SyncedStore fresh = open("b", 100)) {
       fresh.load(2, Optional.empty());

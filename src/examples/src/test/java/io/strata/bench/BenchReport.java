@@ -568,15 +568,19 @@ public final class BenchReport {
   }
 
   /**
-   * Where a Strata commit's time goes: Strata's own per-batch metrics ({@code
-   * strataDeltaBuildMs}, {@code strataUploadMs}, {@code strataIngestMs}, summed over the
-   * operator's partitions) averaged over the steady batches and divided by the partitions, next
-   * to the p50 of {@code commit()} per partition, for every Strata run.
+   * Where a Strata commit's time and bytes go: Strata's own per-batch metrics ({@code
+   * strataDeltaBuildMs}, {@code strataUploadMs}, {@code strataIngestMs}, {@code
+   * strataCommitOwnMicros} and the version object's bytes by part, summed over the operator's
+   * partitions) averaged over the steady batches and divided by the partitions, next to the p50
+   * of {@code commit()} per partition, for every Strata run ("—" for results measured before
+   * the metric existed).
    */
   private String strataSplit() {
     StringBuilder sb = new StringBuilder();
-    sb.append("| run | build SST delta, ms | PUT version object, ms | ingest locally, ms | commit "
-        + "p50, ms |\n|---|---|---|---|---|\n");
+    sb.append("| run | build SST delta, ms | PUT version object, ms | ingest locally, ms | "
+        + "Strata's own time before the PUT, µs | version object, bytes: SST data / filter / "
+        + "index / table metadata / manifest | commit p50, ms |\n"
+        + "|---|---|---|---|---|---|---|\n");
     int rows = 0;
     Map<String, Integer> seen = new HashMap<>();
     for (JsonNode r : runs) {
@@ -588,6 +592,11 @@ public final class BenchReport {
       double build = 0;
       double upload = 0;
       double ingest = 0;
+      double own = 0;
+      String[] partNames = {"strataCommitSstDataBytes", "strataCommitSstFilterBytes",
+          "strataCommitSstIndexBytes", "strataCommitSstMetaBytes", "strataCommitManifestBytes"};
+      double[] parts = new double[partNames.length];
+      boolean hasParts = false;
       int n = 0;
       for (JsonNode b : r.path("batches")) {
         if (b.path("phase").asText().equals("steady")) {
@@ -595,6 +604,11 @@ public final class BenchReport {
           build += c.path("strataDeltaBuildMs").asDouble();
           upload += c.path("strataUploadMs").asDouble();
           ingest += c.path("strataIngestMs").asDouble();
+          own += c.path("strataCommitOwnMicros").asDouble();
+          hasParts |= c.has("strataCommitManifestBytes");
+          for (int i = 0; i < parts.length; i++) {
+            parts[i] += c.path(partNames[i]).asDouble();
+          }
           n++;
         }
       }
@@ -604,9 +618,15 @@ public final class BenchReport {
       double div = (double) n * x.path("partitions").asInt();
       String name = specName(r);
       int again = seen.merge(name, 1, Integer::sum);
-      sb.append(String.format(Locale.ROOT, "| %s | %.1f | %.1f | %.1f | %s |%n",
+      StringBuilder byPart = new StringBuilder();
+      for (int i = 0; i < parts.length; i++) {
+        byPart.append(i == 0 ? "" : " / ").append(num(Math.round(parts[i] / div)));
+      }
+      sb.append(String.format(Locale.ROOT, "| %s | %.1f | %.1f | %.1f | %s | %s | %s |%n",
           again == 1 ? name : name + " (run " + again + " of this spec)",
-          build / div, upload / div, ingest / div, num(commitP50(r))));
+          build / div, upload / div, ingest / div,
+          hasParts ? String.format(Locale.ROOT, "%.0f", own / div) : "—",
+          hasParts ? byPart : "—", num(commitP50(r))));
       rows++;
     }
     return rows == 0 ? "_No Strata runs in the results._" : sb.toString();

@@ -93,6 +93,25 @@ public final class SstWriter {
   private long dataBytes;
   private long dataBlocks;
   private boolean finished;
+  private Parts parts;
+
+  /**
+   * Where a finished SST's bytes went, by part (each block with its 5-byte trailer).
+   *
+   * @param data the data blocks (keys and values, LZ4-compressed where that saves an eighth)
+   * @param filter the full Bloom filter block ({@link #BITS_PER_KEY} bits per key)
+   * @param index the index block (one entry per data block)
+   * @param tableMeta the properties and metaindex blocks and the footer
+   * @param rawKeys the keys' bytes before encoding (internal keys: user key plus 8 bytes)
+   * @param rawValues the values' bytes before compression
+   */
+  public record Parts(long data, long filter, long index, long tableMeta, long rawKeys,
+      long rawValues) {
+    /** The file's size: the sum of the parts. */
+    public long total() {
+      return data + filter + index + tableMeta;
+    }
+  }
 
   /**
    * A writer whose file goes to {@code out} as blocks complete ({@code out} is not closed).
@@ -234,11 +253,14 @@ public final class SstWriter {
     }
     flushBlock();
     finished = true;
+    long dataEnd = offset;
     byte[] filter = legacyBloom(hashes, hashCount);
     long[] filterHandle = writeBlock(filter, filter.length, false);
+    long filterEnd = offset;
     indexRestarts.appendTo(index);
     index.fixed32((int) dataBlocks);
     long[] indexHandle = writeBlock(index.bytes, index.length, false);
+    long indexEnd = offset;
 
     Map<String, byte[]> props = new TreeMap<>();
     props.put("rocksdb.block.based.table.index.type", fixed32(0));
@@ -296,7 +318,21 @@ public final class SstWriter {
     footer.fixed64(SstReader.MAGIC);
     out.write(footer.bytes, 0, footer.length);
     offset += footer.length;
+    parts = new Parts(dataEnd, filterEnd - dataEnd, indexEnd - filterEnd, offset - indexEnd,
+        rawKeyBytes, rawValueBytes);
     return offset;
+  }
+
+  /**
+   * The finished file's bytes by part.
+   *
+   * @throws IllegalStateException before {@link #finish()}
+   */
+  public Parts parts() {
+    if (parts == null) {
+      throw new IllegalStateException("the SST is not finished");
+    }
+    return parts;
   }
 
   /** Number of entries added (puts and tombstones). */

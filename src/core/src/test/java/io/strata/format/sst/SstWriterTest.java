@@ -127,6 +127,42 @@ class SstWriterTest {
     }
   }
 
+  /**
+   * The parts a commit reports (issue 45, the commit's own cost): they add up to the file, and
+   * the filter and index are the blocks RocksDB's table properties name, each with its 5-byte
+   * trailer.
+   */
+  @ParameterizedTest
+  @ValueSource(ints = {1, 1250, 20_000})
+  void partsAddUpToTheFileAsRocksDbSizesItsBlocks(int n) throws Exception {
+    TreeMap<byte[], byte[]> writes = randomWrites(new Random(11 * n), n, 40, 300);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    SstWriter w = new SstWriter(out);
+    assertThrows(IllegalStateException.class, w::parts);
+    for (Map.Entry<byte[], byte[]> e : writes.entrySet()) {
+      if (e.getValue() == null) {
+        w.delete(e.getKey());
+      } else {
+        w.put(e.getKey(), e.getValue());
+      }
+    }
+    long size = w.finish();
+    SstWriter.Parts parts = w.parts();
+    assertEquals(size, parts.total());
+    Path f = tmp.resolve("parts.sst");
+    Files.write(f, out.toByteArray());
+    try (BloomFilter bloom = new BloomFilter(10, false); Options o = dbOptions(bloom);
+        SstFileReader r = new SstFileReader(o)) {
+      r.open(f.toString());
+      TableProperties p = r.getTableProperties();
+      assertEquals(p.getFilterSize() + 5, parts.filter());
+      assertEquals(p.getIndexSize() + 5, parts.index());
+      assertEquals(p.getRawKeySize(), parts.rawKeys());
+      assertEquals(p.getRawValueSize(), parts.rawValues());
+      assertTrue(parts.data() > 0 && parts.tableMeta() > 0, parts.toString());
+    }
+  }
+
   @ParameterizedTest
   @ValueSource(ints = {1, 1250, 20_000})
   void strataReaderReturnsEveryEntryWithTombstones(int n) throws Exception {

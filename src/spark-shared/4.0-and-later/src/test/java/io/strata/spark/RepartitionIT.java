@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.objectstore.ConditionalWriteProbe;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -103,6 +104,8 @@ class RepartitionIT {
    * A session for the job and for Spark's state data source: Strata's read-only {@code
    * StrataS3FileSystem} as Hadoop's {@code s3a} (docs/operations.md), no hadoop-aws.
    */
+  private static final String ENDPOINT = "spark.sql.streaming.stateStore.strata.s3.endpoint";
+
   private static SparkSession readSession(int partitions, int format) {
     SparkSession s = session(SparkS3Harness.PROVIDER, partitions, format);
     s.conf().set("fs.s3a.impl", "io.strata.checkpoint.StrataS3FileSystem");
@@ -189,7 +192,28 @@ class RepartitionIT {
     TreeSet<Integer> old = new TreeSet<>();
     List<String> dedupBefore = state(reader, checkpoint, 2, dedup, old);
     List<String> countsBefore = state(reader, checkpoint, 2, counts, old);
-    StrataRepartition.Result r = repartition(job, checkpoint, "--partitions", "" + to, "--force");
+    // The job's S3 requests, through a counting relay (docs/operations.md, "Rescaling").
+    StrataRepartition.Result r;
+    try (CountingProxy relay = new CountingProxy(h.s3.endpoint())) {
+      job.conf().set(ENDPOINT, relay.endpoint().toString());
+      try {
+        r = repartition(job, checkpoint, "--partitions", "" + to, "--force");
+      } finally {
+        job.conf().set(ENDPOINT, h.s3.endpoint().toString());
+      }
+      Map<String, Map<String, Integer>> byArea = new TreeMap<>();
+      for (CountingProxy.Request q : relay.requests()) {
+        String area = q.key().contains(ConditionalWriteProbe.PREFIX) ? "probe"
+            : CountingProxy.isStateStoreKey(q.key()) ? "state stores"
+            : q.key().matches(".*/(offsets|commits)(/.*)?") ? "offsets and commits" : "other";
+        byArea.computeIfAbsent(area, a -> new TreeMap<>()).merge(q.kind(), 1, Integer::sum);
+      }
+      System.out.println("Rescale " + from + " to " + to + " (2 operators, checkpoint format "
+          + format + "), S3 requests by area and kind: " + byArea);
+      // The logs: the marker's create-only PUT, the commit's, and the marker's replacement.
+      assertEquals(3, byArea.getOrDefault("offsets and commits", Map.of()).getOrDefault("PUT", 0),
+          byArea.toString());
+    }
     assertTrue(r.written(), r.summary());
     assertEquals(2, r.readBatch());
     assertEquals(3, r.newBatch());

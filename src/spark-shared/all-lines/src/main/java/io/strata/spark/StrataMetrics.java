@@ -31,6 +31,21 @@ final class StrataMetrics {
   static final StateStoreCustomTimingMetric INGEST_MS = new StateStoreCustomTimingMetric(
       "strataIngestMs",
       "Strata: time to ingest the previous commit's SST delta into local RocksDB (after it returned)");
+  static final StateStoreCustomSumMetric COMMIT_OWN_MICROS = new StateStoreCustomSumMetric(
+      "strataCommitOwnMicros", "Strata: its own time at commit before the PUT (delta, manifest), "
+          + "microseconds");
+  static final StateStoreCustomSizeMetric COMMIT_SST_DATA_BYTES = new StateStoreCustomSizeMetric(
+      "strataCommitSstDataBytes", "Strata: version objects' bytes of SST data blocks");
+  static final StateStoreCustomSizeMetric COMMIT_SST_FILTER_BYTES =
+      new StateStoreCustomSizeMetric("strataCommitSstFilterBytes",
+          "Strata: version objects' bytes of SST Bloom filters");
+  static final StateStoreCustomSizeMetric COMMIT_SST_INDEX_BYTES = new StateStoreCustomSizeMetric(
+      "strataCommitSstIndexBytes", "Strata: version objects' bytes of SST indexes");
+  static final StateStoreCustomSizeMetric COMMIT_SST_META_BYTES = new StateStoreCustomSizeMetric(
+      "strataCommitSstMetaBytes",
+      "Strata: version objects' bytes of SST properties, metaindex and footer");
+  static final StateStoreCustomSizeMetric COMMIT_MANIFEST_BYTES = new StateStoreCustomSizeMetric(
+      "strataCommitManifestBytes", "Strata: version objects' bytes of manifest and footer");
   static final StateStoreCustomSizeMetric BYTES_UPLOADED = new StateStoreCustomSizeMetric(
       "strataBytesUploaded", "Strata: bytes uploaded to S3 by the batch");
   static final StateStoreCustomSumMetric S3_REQUESTS = new StateStoreCustomSumMetric(
@@ -88,7 +103,9 @@ final class StrataMetrics {
       INGEST_MS, BYTES_UPLOADED, S3_REQUESTS, S3_PUTS, S3_GETS, S3_LISTS, S3_HEADS, S3_DELETES,
       S3_FAILED, DELTA_CHAIN, SNAPSHOT_LAG, ATTEMPTS_LOST, GC_DELETED_OBJECTS, GC_DELETED_BYTES,
       GC_FAILED_ROUNDS, GC_UNREADABLE_PUBLISHED_SNAPSHOTS, RESTORE_MS, RESTORE_BYTES,
-      RESTORE_DOWNLOAD_MS, BLOCK_CACHE_BYTES, FORCED_SNAPSHOTS);
+      RESTORE_DOWNLOAD_MS, BLOCK_CACHE_BYTES, FORCED_SNAPSHOTS, COMMIT_OWN_MICROS,
+      COMMIT_SST_DATA_BYTES, COMMIT_SST_FILTER_BYTES, COMMIT_SST_INDEX_BYTES,
+      COMMIT_SST_META_BYTES, COMMIT_MANIFEST_BYTES);
 
   /**
    * What one store reports for a batch.
@@ -144,6 +161,12 @@ final class StrataMetrics {
     m.put(RESTORE_DOWNLOAD_MS, b.restore().downloadMs());
     m.put(BLOCK_CACHE_BYTES, b.memory().blockCacheBytes());
     m.put(FORCED_SNAPSHOTS, (long) b.forcedSnapshots());
+    m.put(COMMIT_OWN_MICROS, c.ownMicros());
+    m.put(COMMIT_SST_DATA_BYTES, c.parts().sstData());
+    m.put(COMMIT_SST_FILTER_BYTES, c.parts().sstFilter());
+    m.put(COMMIT_SST_INDEX_BYTES, c.parts().sstIndex());
+    m.put(COMMIT_SST_META_BYTES, c.parts().sstTableMeta());
+    m.put(COMMIT_MANIFEST_BYTES, c.parts().manifest());
     return longs(m);
   }
 

@@ -184,6 +184,10 @@ class RuntimeJarIT {
 
       // Strata's provider did the work: its own metrics, PUTs in run 1, a restore from S3 in run 2.
       assertTrue(metric(out, "run1", "strataS3Puts") > 0, "Strata's PUTs in run 1");
+      // The commits' version objects by part (issue 45), in the runtime jar's metrics.
+      assertTrue(metric(out, "run1", "strataCommitSstDataBytes") > 0
+          && metric(out, "run1", "strataCommitSstFilterBytes") > 0
+          && metric(out, "run1", "strataCommitManifestBytes") > 0, "version objects by part");
       assertTrue(metric(out, "run2", "strataRestoreBytes") > 0,
           "run 2 restored state from S3 (local state was deleted)");
 
