@@ -70,6 +70,10 @@ class E2EBenchmarkIT {
     String text = Files.readString(md, StandardCharsets.UTF_8);
     assertTrue(text.contains("| strata |"), "tables have a Strata row:\n" + text);
     assertTrue(text.contains("| rocksdb-changelog-tuned |"), "tables have the peer's row");
+    // The commit's own cost (issue 45): Strata's time before the PUT and its object by part.
+    assertTrue(text.matches("(?s).*Strata's own time before the PUT, µs.*"
+        + "\\| \\d+ \\| [1-9]\\d* / [1-9]\\d* / [1-9]\\d* / [1-9]\\d* / [1-9]\\d* \\|.*"),
+        "the commit split shows Strata's own time and the version object by part:\n" + text);
     for (String plot : List.of("commit-p50-agg-none.svg", "requests-main-none.svg",
         "restore-agg-none.svg")) {
       Path p = tmp.resolve("plots").resolve(plot);
