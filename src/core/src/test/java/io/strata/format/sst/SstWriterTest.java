@@ -73,9 +73,8 @@ class SstWriterTest {
     return writes;
   }
 
-  private static byte[] javaSst(TreeMap<byte[], byte[]> writes) throws Exception {
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    SstWriter w = new SstWriter(out);
+  /** Adds {@code writes} to {@code w} (a null value is a tombstone). */
+  private static void add(SstWriter w, TreeMap<byte[], byte[]> writes) throws Exception {
     for (Map.Entry<byte[], byte[]> e : writes.entrySet()) {
       if (e.getValue() == null) {
         w.delete(e.getKey());
@@ -83,6 +82,12 @@ class SstWriterTest {
         w.put(e.getKey(), e.getValue());
       }
     }
+  }
+
+  private static byte[] javaSst(TreeMap<byte[], byte[]> writes) throws Exception {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    SstWriter w = new SstWriter(out);
+    add(w, writes);
     long size = w.finish();
     assertEquals(writes.size(), w.entries());
     byte[] bytes = out.toByteArray();
@@ -139,13 +144,7 @@ class SstWriterTest {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     SstWriter w = new SstWriter(out);
     assertThrows(IllegalStateException.class, w::parts);
-    for (Map.Entry<byte[], byte[]> e : writes.entrySet()) {
-      if (e.getValue() == null) {
-        w.delete(e.getKey());
-      } else {
-        w.put(e.getKey(), e.getValue());
-      }
-    }
+    add(w, writes);
     long size = w.finish();
     SstWriter.Parts parts = w.parts();
     assertEquals(size, parts.total());
