@@ -150,8 +150,9 @@ final class ToolContext implements AutoCloseable {
 
   /**
    * {@code spark.sql.shuffle.partitions} as {@code offsets/<batch>} records it: the number of
-   * state partitions every stateful operator had in that batch (a repartition changes it). One
-   * GET; -1 if the file has none or cannot be read.
+   * state partitions every stateful operator had in that batch (a repartition changes it), or
+   * the count a rescale job's claim on it names. One GET; -1 if the file has none or cannot be
+   * read.
    */
   int partitionsOfBatch(long batch) {
     if (batch < 0) {
@@ -160,6 +161,11 @@ final class ToolContext implements AutoCloseable {
     try (java.io.InputStream in = root().get("offsets/" + batch)) {
       String[] lines = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)
           .split("\n", 3);
+      java.util.regex.Matcher claim = CLAIM.matcher(lines[0].trim());
+      if (claim.matches()) {
+        // A rescale job's claim (its commit may be written already): its new count.
+        return Integer.parseInt(claim.group(1));
+      }
       if (lines.length < 2) {
         return -1;
       }
@@ -170,6 +176,10 @@ final class ToolContext implements AutoCloseable {
       return -1;
     }
   }
+
+  /** The first line of a rescale job's claim on {@code offsets/<batch>}, with its count. */
+  private static final java.util.regex.Pattern CLAIM =
+      java.util.regex.Pattern.compile("v-strata-repartition-pending-.*-([0-9]{1,6})");
 
   /**
    * The count a rescale job ({@code io.strata.spark.StrataRepartition}) claimed {@code
@@ -187,8 +197,7 @@ final class ToolContext implements AutoCloseable {
     try (java.io.InputStream in = root().get("offsets/" + batch)) {
       String first = new String(in.readNBytes(256), java.nio.charset.StandardCharsets.UTF_8)
           .split("\n", 2)[0];
-      java.util.regex.Matcher m = java.util.regex.Pattern
-          .compile("v-strata-repartition-pending-.*-([0-9]{1,6})").matcher(first.trim());
+      java.util.regex.Matcher m = CLAIM.matcher(first.trim());
       return m.matches() ? java.util.OptionalInt.of(Integer.parseInt(m.group(1)))
           : java.util.OptionalInt.empty();
     } catch (java.io.IOException | RuntimeException e) {

@@ -28,6 +28,48 @@ final class FileSinkLogs {
    * @throws StrataRepartition.Refused if not, naming the directory or the class
    */
   static void check(SparkSession spark, String output) {
+    checkExists(spark, output);
+  }
+
+  /**
+   * Checks {@code output} as {@link #check(SparkSession, String)} does, and that its log ends at
+   * the batch the job reads, {@code readBatch} (the file sink writes an entry for every batch,
+   * empty or not), or, when {@code resumed} (an earlier run of the job committed the
+   * repartition batch), at the repartition batch {@code readBatch + 1}.
+   *
+   * @throws StrataRepartition.Refused naming the directory, its newest batch and the one
+   *     expected: a log that ends after {@code readBatch} has output of a batch the checkpoint did
+   *     not commit (a crash after the sink's write, or a rewind), which the repartition batch
+   *     would hide; one that ends before it is not this query's sink
+   */
+  static void check(SparkSession spark, String output, long readBatch, boolean resumed) {
+    checkExists(spark, output);
+    String metadata = output.replaceAll("/+$", "") + "/_spark_metadata";
+    long newest;
+    try {
+      Object log = sinkLog(spark, metadata);
+      scala.Option<?> latest = (scala.Option<?>) log.getClass().getMethod("getLatestBatchId")
+          .invoke(log);
+      newest = latest.isDefined() ? ((Number) latest.get()).longValue() : -1;
+    } catch (InvocationTargetException e) {
+      throw new StrataRepartition.Refused("--file-sink " + output + ": " + metadata
+          + " cannot be read (" + e.getCause() + ")");
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("Reading " + metadata + " failed: " + e, e);
+    }
+    if (newest == readBatch || (resumed && newest == readBatch + 1)) {
+      return;
+    }
+    throw new StrataRepartition.Refused("--file-sink " + output + ": its log's newest batch is "
+        + newest + ", expected " + readBatch + (resumed ? " or " + (readBatch + 1) : "")
+        + " (the checkpoint's newest committed batch" + (resumed ? ", or the repartition "
+        + "batch" : "") + "). " + (newest > readBatch ? "The sink wrote output of a batch "
+        + "the checkpoint did not commit (a crash after the sink's write, or a rewind): the "
+        + "repartition batch would hide it. Finish that batch first (start the query once "
+        + "with Trigger.AvailableNow())" : "Not this query's file sink?"));
+  }
+
+  private static void checkExists(SparkSession spark, String output) {
     String metadata = output.replaceAll("/+$", "") + "/_spark_metadata";
     org.apache.hadoop.fs.Path dir = new org.apache.hadoop.fs.Path(metadata);
     try {
@@ -99,5 +141,25 @@ final class FileSinkLogs {
       throw new IllegalStateException("Adding batch " + batch + " to " + metadata + " failed: "
           + e, e);
     }
+  }
+
+  /** Spark's {@code FileStreamSinkLog} of {@code metadata}, made as Spark's file sink makes it. */
+  private static Object sinkLog(SparkSession spark, String metadata)
+      throws ReflectiveOperationException {
+    for (String pkg : PACKAGES) {
+      Class<?> log;
+      try {
+        log = Class.forName(pkg + ".FileStreamSinkLog");
+      } catch (ClassNotFoundException e) {
+        continue;
+      }
+      for (Constructor<?> c : log.getConstructors()) {
+        if (c.getParameterCount() == 4) {
+          return c.newInstance(1, spark, metadata, scala.Option.empty());
+        }
+      }
+    }
+    throw new ClassNotFoundException("Spark's FileStreamSinkLog (with a 4-argument constructor) "
+        + "in " + String.join(" or ", PACKAGES));
   }
 }

@@ -337,13 +337,6 @@ public final class StrataRepartition {
             + "repartition to " + pending + " partitions: run this job again with "
             + "--partitions " + pending + " to finish it");
       }
-    } else if (offset[0] > n) {
-      throw new Refused(checkpoint + ": offsets/" + offset[0] + " has no commit (the newest "
-          + "is commits/" + n + "): batch " + offset[0] + " did not finish. Finish it: start "
-          + "the query once with Trigger.AvailableNow() (it runs the planned batch and the "
-          + "input then available, and stops), or take it back with strata rewind "
-          + checkpoint + " --to-batch " + offset[0] + " --force (its input is planned again); "
-          + "then run this job");
     }
     boolean resume = stage != Stage.FRESH;
     long newest = Math.max(commit[1], offset[1]);
@@ -357,6 +350,15 @@ public final class StrataRepartition {
           + "written " + Math.max(0, ago / 1000) + " s ago, less than --idle-minutes "
           + options.idleMinutes() + "); stop it first, or pass --force if it is stopped"));
     }
+    if (stage == Stage.FRESH && offset[0] > n) {
+      throw new Refused(checkpoint + ": offsets/" + offset[0] + " has no commit (the newest "
+          + "is commits/" + n + "): batch " + offset[0] + " did not finish. Finish it: start "
+          + "the query once with Trigger.AvailableNow() (it runs the planned batch and the "
+          + "input then available, and stops), or, if the query writes no file sink (whose "
+          + "output of that batch would stay), take it back with strata rewind " + checkpoint
+          + " --to-batch " + offset[0] + " --force (its input is planned again); then run "
+          + "this job");
+    }
     String offsetsText = logs.read("offsets", n);
     Map<String, String> conf = offsetsConf(offsetsText, n);
     String provider = conf.get(PROVIDER_CLASS);
@@ -368,10 +370,10 @@ public final class StrataRepartition {
     int from = Integer.parseInt(conf.getOrDefault(SHUFFLE_PARTITIONS, "-1"));
     if (stage == Stage.COMMITTED) {
       // The state and the commit are written: only the marker's replacement and the sinks remain.
+      for (String sink : options.fileSinks()) {
+        FileSinkLogs.check(spark, sink, n, true);
+      }
       if (options.dryRun()) {
-        for (String sink : options.fileSinks()) {
-          FileSinkLogs.check(spark, sink);
-        }
         return new Result(n, n + 1, from, to, List.of(), 0, false);
       }
       return finish(spark, options, logs, n, withPartitions(offsetsText, n, to), from, List.of(),
@@ -384,9 +386,10 @@ public final class StrataRepartition {
         // Batch N is a finished repartition: a run that died before its sinks' logs got the
         // batch is finished by adding them now (each checked first).
         for (String sink : options.fileSinks()) {
-          if (options.dryRun()) {
-            FileSinkLogs.check(spark, sink);
-          } else {
+          FileSinkLogs.check(spark, sink, n - 1, true);
+        }
+        for (String sink : options.fileSinks()) {
+          if (!options.dryRun()) {
             FileSinkLogs.addEmptyBatch(spark, sink, n);
           }
         }
@@ -421,7 +424,7 @@ public final class StrataRepartition {
                 placement.storeIndex()) : null));
       }
       for (String sink : options.fileSinks()) {
-        FileSinkLogs.check(spark, sink);
+        FileSinkLogs.check(spark, sink, n, resume);
       }
     } catch (Refused e) {
       throw e;

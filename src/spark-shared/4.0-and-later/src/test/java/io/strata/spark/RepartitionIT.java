@@ -372,6 +372,17 @@ class RepartitionIT {
     StrataRepartition.Refused other = assertThrows(StrataRepartition.Refused.class,
         () -> repartition(job, checkpoint, "--partitions", "5", "--force"));
     assertTrue(other.getMessage().contains("--partitions 6"), other.getMessage());
+    // A sink whose log does not end at the checkpoint's newest batch is refused before any
+    // write: here a copy of the sink's log without batch 1.
+    Path otherSink = h.work.resolve("sink-other");
+    Files.createDirectories(otherSink.resolve("_spark_metadata"));
+    Files.copy(sink.resolve("_spark_metadata").resolve("0"),
+        otherSink.resolve("_spark_metadata").resolve("0"));
+    StrataRepartition.Refused wrongSink = assertThrows(StrataRepartition.Refused.class,
+        () -> repartition(job, checkpoint, "--partitions", "6", "--force", "--file-sink",
+            otherSink.toString()));
+    assertTrue(wrongSink.getMessage().contains("its log's newest batch is 0, expected 1 or 2"),
+        wrongSink.getMessage());
     StrataRepartition.Result r = repartition(job, checkpoint, "--partitions", "6", "--force",
         "--file-sink", sink.toString());
     assertTrue(r.written(), r.summary());
