@@ -129,13 +129,13 @@ final class DescribeCommand implements Callable<Integer> {
   private static void print(ToolContext ctx, CheckpointScan scan, List<StoreSummary> stores,
       List<String> behind) {
     CheckpointScan.SparkLogs l = scan.spark;
+    java.util.OptionalInt claim = claim(ctx, scan);
     ctx.out.println("Checkpoint " + ctx.checkpoint);
     ctx.out.println("  offsets: " + (l.latestOffset().isPresent()
         ? "batch " + l.latestOffset().getAsLong() : "none")
         + "   commits: " + (l.latestCommit().isPresent() ? "batch " + l.latestCommit().getAsLong()
         + " at " + Table.time(l.latestCommitObject().get().lastModifiedMillis()) : "none")
-        + "   logs: " + l.agreement());
-    java.util.OptionalInt claim = claim(ctx, scan);
+        + "   logs: " + (claim.isPresent() ? "a rescale in progress (below)" : l.agreement()));
     if (claim.isPresent()) {
       ctx.out.println("  offsets/" + l.latestOffset().getAsLong() + " is the rescale job's "
           + "claim (io.strata.spark.StrataRepartition, to " + claim.getAsInt() + " partitions), "
