@@ -109,31 +109,11 @@ final class FileSinkLogs {
     check(spark, output);
     String metadata = output.replaceAll("/+$", "") + "/_spark_metadata";
     try {
-      for (String pkg : PACKAGES) {
-        Class<?> log;
-        Class<?> status;
-        try {
-          log = Class.forName(pkg + ".FileStreamSinkLog");
-          status = Class.forName(pkg + ".SinkFileStatus");
-        } catch (ClassNotFoundException e) {
-          continue;
-        }
-        Constructor<?> make = null;
-        for (Constructor<?> c : log.getConstructors()) {
-          if (c.getParameterCount() == 4) {
-            make = c;
-          }
-        }
-        if (make == null) {
-          break;
-        }
-        Object sinkLog = make.newInstance(1, spark, metadata, scala.Option.empty());
-        log.getMethod("add", long.class, Object.class).invoke(sinkLog, batch,
-            Array.newInstance(status, 0));
-        return;
-      }
-      throw new IllegalStateException("Spark's FileStreamSinkLog was not found in "
-          + String.join(" or ", PACKAGES));
+      Object sinkLog = sinkLog(spark, metadata);
+      // SinkFileStatus sits in the log's package on every line.
+      Class<?> status = Class.forName(sinkLog.getClass().getPackageName() + ".SinkFileStatus");
+      sinkLog.getClass().getMethod("add", long.class, Object.class).invoke(sinkLog, batch,
+          Array.newInstance(status, 0));
     } catch (InvocationTargetException e) {
       throw new IllegalStateException("Adding batch " + batch + " to " + metadata + " failed: "
           + e.getCause(), e.getCause());
