@@ -5,19 +5,25 @@ import io.strata.format.BaseSnapshot;
 import io.strata.format.Delta;
 import io.strata.format.Manifest;
 import io.strata.format.PublishedSnapshot;
+import io.strata.format.StoreLayout;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * What the manifests of recent version objects name, so a garbage-collection round reads only
  * the manifests it has not seen (the owner of a store caches every manifest it commits or
- * loads). Bounded: least recently used entries are evicted beyond the capacity. Keeps only the
- * named keys, not whole manifests; manifests on the same base share one set of base keys.
+ * loads). Bounded: beyond the capacity the entry of the lowest version is evicted (not the
+ * least recently used one: a round reads the manifests of old versions waiting out the grace
+ * period after every retained one, and least-recently-used eviction let those push the oldest
+ * retained manifests out, to be read again next round). Keeps only the named keys, not whole
+ * manifests; manifests on the same base share one set of base keys.
  *
  * <p>A base snapshot is identified by everything it names, the set of its file keys (not by its
  * version, attempt or first file: two snapshots of one version usually share their SSTs and
@@ -32,7 +38,9 @@ final class ManifestCache {
       PublishedSnapshot.TipIndex tips, long epoch) { }
 
   private final int capacity;
-  private final LinkedHashMap<String, Entry> entries;
+  /** Ordered by version, then key: the first entry is the one evicted. */
+  private final TreeMap<String, Entry> entries = new TreeMap<>(
+      Comparator.comparingLong(StoreLayout::versionOf).thenComparing(Comparator.naturalOrder()));
   /** Interned base-snapshot key sets: each set is its own identity (key and value). */
   private final LinkedHashMap<Set<String>, Set<String>> bases;
 
@@ -51,12 +59,6 @@ final class ManifestCache {
       throw new IllegalArgumentException("capacity must be >= 1, was " + capacity);
     }
     this.capacity = capacity;
-    this.entries = new LinkedHashMap<>(16, 0.75f, true) {
-      @Override
-      protected boolean removeEldestEntry(Map.Entry<String, Entry> eldest) {
-        return size() > ManifestCache.this.capacity;
-      }
-    };
     this.bases = new LinkedHashMap<>(16, 0.75f, true) {
       @Override
       protected boolean removeEldestEntry(Map.Entry<Set<String>, Set<String>> eldest) {
@@ -86,6 +88,9 @@ final class ManifestCache {
     }
     entries.put(key, new Entry(objectSize, baseKeys, List.copyOf(deltaKeys),
         PublishedSnapshot.TipIndex.of(m), m.epoch()));
+    while (entries.size() > capacity) {
+      entries.pollFirstEntry();
+    }
   }
 
   /**

@@ -92,4 +92,28 @@ class ManifestCacheTest {
         "an entry is valid only for the object size it was read with");
     assertEquals(2, cache.size());
   }
+
+  /**
+   * Beyond its capacity the cache drops the lowest version, however recently it was read: a
+   * round reads old versions waiting out the grace period after the retained ones, and those
+   * must not push retained manifests out (seen as a thrash in a CI run).
+   */
+  @Test
+  void beyondItsCapacityTheLowestVersionGoesNotTheLeastRecentlyRead() {
+    ManifestCache cache = new ManifestCache(3);
+    for (long v = 10; v <= 12; v++) {
+      cache.put(StoreLayout.versionObject(v), 100, manifest(v, List.of(SST, PACK_1)));
+    }
+    assertTrue(cache.addNamedKeys(StoreLayout.versionObject(10), 100, new HashSet<>()));
+    cache.put(StoreLayout.versionObject(4), 100, manifest(4, List.of(SST, PACK_1)));
+    assertFalse(cache.addNamedKeys(StoreLayout.versionObject(4), 100, new HashSet<>()),
+        "an old version read into a full cache of newer ones is the one dropped");
+    cache.put(StoreLayout.versionObject(13), 100, manifest(13, List.of(SST, PACK_1)));
+    assertFalse(cache.addNamedKeys(StoreLayout.versionObject(10), 100, new HashSet<>()),
+        "the lowest version goes though it was read last");
+    for (long v = 11; v <= 13; v++) {
+      assertTrue(cache.addNamedKeys(StoreLayout.versionObject(v), 100, new HashSet<>()));
+    }
+    assertEquals(3, cache.size());
+  }
 }
