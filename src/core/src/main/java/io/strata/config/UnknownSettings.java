@@ -12,7 +12,8 @@ import org.slf4j.LoggerFactory;
  * Keys under {@link StrataConf#PREFIX} that this version of Strata does not know. They are
  * warned about, not refused: a shared {@code spark-defaults.conf} may carry a key a newer Strata
  * added, and that must not stop every query that runs an older jar. The warning names the key
- * and the closest known key (by edit distance), so a typo is still found. A bad value of a known
+ * and the closest known key (by edit distance) only, so a typo is still found in a short line
+ * (listing every known key made it 2 KB long, issue 46). A bad value of a known
  * key still fails ({@link StrataConf#from}).
  *
  * <p>Each key is warned about once per JVM: settings are resolved at every store's
@@ -33,7 +34,8 @@ final class UnknownSettings {
    */
   static String warn(String key, List<String> known) {
     String message = "Ignoring unknown Strata setting " + key + " (did you mean "
-        + closest(key, known) + "?). This version of Strata knows: " + String.join(", ", known);
+        + closest(key, known) + "?; README's Configuration section lists the " + known.size()
+        + " settings this version knows)";
     if (WARNED.add(key)) {
       LOG.warn(message);
     }

@@ -78,7 +78,7 @@ public final class S3ClientFactory {
       legacyMd5(builder, settings);
       builder.credentialsProvider(credentialsProvider(settings, toClose));
       builder.overrideConfiguration(overrideConfiguration(settings));
-      builder.httpClientBuilder(httpClient(settings));
+      builder.httpClientBuilder(FailFastHttpClient.around(httpClient(settings)));
       return new OwnedClient(builder.build(), List.copyOf(toClose));
     } catch (RuntimeException e) {
       // Nothing built so far outlives a failed build (an STS client has its own pool).

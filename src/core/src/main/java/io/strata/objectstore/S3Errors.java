@@ -20,7 +20,9 @@ import software.amazon.awssdk.core.exception.SdkServiceException;
  *   <li>404 NoSuchBucket, 403, 400 and other 4xx → not retryable;
  *   <li>501 NotImplemented (an unsupported header or operation) → not retryable;
  *   <li>other 5xx, 429, 409 (a concurrent conditional write), throttling codes (503 SlowDown),
- *       400 RequestTimeout, SDK timeouts and I/O errors (refused, reset) → retryable.
+ *       400 RequestTimeout, SDK timeouts and I/O errors (resets) → retryable;
+ *   <li>an endpoint that cannot be reached at all (refused, unresolvable, TLS failure; see
+ *       {@link FailFastHttpClient}) → not retryable, naming where the endpoint is set.
  * </ul>
  *
  * <p>Messages read "Cannot &lt;action&gt; s3://bucket/key at &lt;endpoint&gt;: &lt;reason&gt;"
@@ -35,7 +37,31 @@ final class S3Errors {
       "InternalError", "ServiceUnavailable", "RequestTimeout", "RequestTimeoutException",
       "ConditionalRequestConflict", "OperationAborted");
 
+  /** Where the endpoint is set, for messages. */
+  static final String ENDPOINT_SETTING = "the endpoint: spark.sql.streaming.stateStore.strata."
+      + "s3.endpoint, else fs.s3a.endpoint (AWS S3 when neither is set; the strata tool's "
+      + "--endpoint)";
+
   private S3Errors() { }
+
+  /**
+   * A hint when the host that did not resolve is {@code <bucket>.<endpoint host>}: the SDK
+   * addressed the bucket virtual-hosted style, which most S3-compatible servers do not serve.
+   */
+  private static String pathStyleHint(String location, Throwable unreachable) {
+    java.net.UnknownHostException u = find(unreachable, java.net.UnknownHostException.class);
+    if (u == null || u.getMessage() == null || !location.startsWith("s3://")) {
+      return "";
+    }
+    String rest = location.substring("s3://".length());
+    String bucket = rest.contains("/") ? rest.substring(0, rest.indexOf('/')) : rest;
+    if (bucket.isEmpty() || !u.getMessage().startsWith(bucket + ".")) {
+      return "";
+    }
+    return "; the bucket was addressed virtual-hosted style (" + u.getMessage() + "), which "
+        + "most S3-compatible servers do not serve: set spark.sql.streaming.stateStore.strata."
+        + "s3.pathStyleAccess=true (or fs.s3a.path.style.access=true)";
+  }
 
   /**
    * Classifies {@code e}.
@@ -72,6 +98,13 @@ final class S3Errors {
       boolean retryable = retryable(se, status, code);
       return new ObjectStoreException(prefix + transientCause(se, status, code) + reason,
           retryable, e);
+    }
+    FailFastHttpClient.EndpointUnreachableException unreachable =
+        find(e, FailFastHttpClient.EndpointUnreachableException.class);
+    if (unreachable != null) {
+      return new ObjectStoreException(prefix + "the endpoint cannot be reached: "
+          + unreachable.getMessage() + pathStyleHint(location, unreachable) + "; check "
+          + ENDPOINT_SETTING + " (not retried: a wrong endpoint does not heal)", false, e);
     }
     Throwable body = find(e, BodyReadException.class);
     if (body != null) {

@@ -196,6 +196,9 @@ class StrataConfTest {
       assertEquals(1, warned.size(), "one WARN per key per JVM: " + log.lines);
       assertTrue(warned.get(0).startsWith("WARN "), warned.get(0));
       assertTrue(warned.get(0).contains("did you mean " + P + "snapshotInterval?"), warned.get(0));
+      assertFalse(warned.get(0).contains(P + "s3.endpoint"), "the closest key only, not all "
+          + "of them: " + warned.get(0));
+      assertTrue(warned.get(0).length() < 400, "one short line: " + warned.get(0));
       assertFalse(warned.get(0).contains("=3") || warned.get(0).contains("'3'"),
           "the value is not logged: " + warned.get(0));
     }

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.objectstore;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.NoRouteToHostException;
+import java.net.UnknownHostException;
+import java.security.cert.CertificateException;
+import java.util.Optional;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.http.ExecutableHttpRequest;
+import software.amazon.awssdk.http.HttpExecuteRequest;
+import software.amazon.awssdk.http.HttpExecuteResponse;
+import software.amazon.awssdk.http.SdkHttpClient;
+import software.amazon.awssdk.utils.AttributeMap;
+
+/**
+ * An HTTP client that fails at once, without the SDK's retries, when the endpoint cannot be
+ * reached at all: the connection is refused, the host name does not resolve, no route leads to
+ * it, or TLS cannot start (an untrusted or mismatched certificate, TLS spoken to a plain-HTTP
+ * port). Those come from a wrong endpoint, port, scheme or addressing style, not from a busy
+ * server; the SDK's standard strategy retries every {@link IOException}, so a wrong port cost
+ * tens of seconds of back-off before any error (issue 46). Everything else (resets, timeouts,
+ * throttling, 5xx) keeps the SDK's retries.
+ *
+ * <p>How: the failure leaves {@link ExecutableHttpRequest#call()} as an {@link
+ * SdkClientException} (the SDK passes only those and {@code IOException}s through its retry
+ * stage; anything else escapes its exception handling) whose cause is an {@link
+ * EndpointUnreachableException}, itself caused by the I/O failure: the SDK's conditions retry an
+ * exception that is, or whose direct cause is, an {@code IOException}, and neither is here.
+ * {@link S3Errors} finds the marker and names the endpoint and the setting it comes from.
+ */
+final class FailFastHttpClient implements SdkHttpClient {
+  private final SdkHttpClient delegate;
+
+  private FailFastHttpClient(SdkHttpClient delegate) {
+    this.delegate = delegate;
+  }
+
+  /** A builder of this client around what {@code delegate} builds. */
+  static SdkHttpClient.Builder<?> around(SdkHttpClient.Builder<?> delegate) {
+    return new Builder(delegate);
+  }
+
+  @Override
+  public ExecutableHttpRequest prepareRequest(HttpExecuteRequest request) {
+    ExecutableHttpRequest call = delegate.prepareRequest(request);
+    return new ExecutableHttpRequest() {
+      @Override
+      public HttpExecuteResponse call() throws IOException {
+        try {
+          return call.call();
+        } catch (IOException e) {
+          Optional<String> why = unreachable(e);
+          if (why.isPresent()) {
+            throw SdkClientException.builder().message(why.get())
+                .cause(new EndpointUnreachableException(why.get(), e)).build();
+          }
+          throw e;
+        }
+      }
+
+      @Override
+      public void abort() {
+        call.abort();
+      }
+    };
+  }
+
+  @Override
+  public String clientName() {
+    return delegate.clientName();
+  }
+
+  @Override
+  public void close() {
+    delegate.close();
+  }
+
+  /**
+   * What makes {@code e} a failure to reach the endpoint at all, or empty for any other I/O
+   * failure (retried as before).
+   */
+  static Optional<String> unreachable(Throwable e) {
+    for (Throwable t = e; t != null && t != t.getCause(); t = t.getCause()) {
+      if (t instanceof UnknownHostException) {
+        return Optional.of("the host name " + t.getMessage() + " does not resolve");
+      }
+      if (t instanceof ConnectException || t instanceof NoRouteToHostException) {
+        return Optional.of("the connection was refused or has no route (" + t.getMessage()
+            + ")");
+      }
+      if (t instanceof SSLPeerUnverifiedException || t instanceof CertificateException) {
+        return Optional.of("TLS failed: the server's certificate is not trusted or does not "
+            + "match the host (" + t.getMessage() + ")");
+      }
+      if (t instanceof SSLException && t.getMessage() != null
+          && t.getMessage().contains("Unsupported or unrecognized SSL message")) {
+        return Optional.of("TLS failed: the server does not speak TLS on this port (an "
+            + "https:// endpoint for a plain-HTTP server?)");
+      }
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * Marks a failure to reach the endpoint at all, between the SDK's exception and the I/O
+   * failure (see the class comment); not an {@link IOException} on purpose.
+   */
+  static final class EndpointUnreachableException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    EndpointUnreachableException(String message, IOException failure) {
+      super(message, failure);
+    }
+  }
+
+  private static final class Builder implements SdkHttpClient.Builder<Builder> {
+    private final SdkHttpClient.Builder<?> delegate;
+
+    Builder(SdkHttpClient.Builder<?> delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public SdkHttpClient buildWithDefaults(AttributeMap serviceDefaults) {
+      return new FailFastHttpClient(delegate.buildWithDefaults(serviceDefaults));
+    }
+  }
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.objectstore;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.config.StrataConf;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * An endpoint that cannot be reached fails the first request at once (issue 46): with Strata's
+ * default settings (10 attempts) a refused connection used to spend about 40 s in the SDK's
+ * back-off before any error.
+ */
+class UnreachableEndpointTest {
+  private static final String SECRET = "unreachable-test-secret";
+
+  private static S3ObjectStore store(String endpoint, boolean pathStyle, List<String> attempts) {
+    S3Settings s = StrataConf.from(Map.of(
+        StrataConf.S3_ENDPOINT.fullKey(), endpoint,
+        StrataConf.S3_PATH_STYLE.fullKey(), Boolean.toString(pathStyle),
+        StrataConf.S3_ACCESS_KEY.fullKey(), "unreachable-test-key",
+        StrataConf.S3_SECRET_KEY.fullKey(), SECRET), Map.of()).s3();
+    RequestListener l = r -> attempts.add(r.kind());
+    return new S3ObjectStore(SharedS3Clients.lease(s), "strata-nc", "ckpt", l, 1000);
+  }
+
+  private static int closedPort() throws Exception {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Test
+  void aRefusedConnectionFailsAtOnceNamingTheEndpointAndItsSetting() throws Exception {
+    String endpoint = "http://127.0.0.1:" + closedPort();
+    List<String> attempts = new ArrayList<>();
+    try (S3ObjectStore store = store(endpoint, true, attempts)) {
+      long t0 = System.nanoTime();
+      ObjectStoreException e = assertThrows(ObjectStoreException.class,
+          () -> store.head("v/00000000000000000001.svo"));
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      System.out.printf("refused endpoint failed after %d ms: %s%n", ms, e.getMessage());
+      assertTrue(ms < 5_000, "failed within seconds, not after the SDK's back-off: " + ms
+          + " ms");
+      assertTrue(e.getMessage().contains(endpoint), e.getMessage());
+      assertTrue(e.getMessage().contains("spark.sql.streaming.stateStore.strata.s3.endpoint")
+          && e.getMessage().contains("fs.s3a.endpoint"), e.getMessage());
+      assertTrue(e.getMessage().contains("refused"), e.getMessage());
+      assertFalse(e.retryable(), "a wrong endpoint does not heal");
+      assertFalse(e.getMessage().contains(SECRET), "never a secret");
+      assertTrue(attempts.size() <= 1, "one attempt, no retries: " + attempts);
+    }
+  }
+
+  @Test
+  void aBucketHostThatDoesNotResolveSuggestsPathStyle() throws Exception {
+    // Virtual-hosted style puts the bucket in the host name: strata-nc.s3.invalid (.invalid
+    // never resolves, RFC 2606).
+    try (S3ObjectStore store = store("http://s3.invalid:" + closedPort(), false,
+        new ArrayList<>())) {
+      ObjectStoreException e = assertThrows(ObjectStoreException.class,
+          () -> store.head("v/00000000000000000001.svo"));
+      assertTrue(e.getMessage().contains("strata-nc.s3.invalid")
+          && e.getMessage().contains("does not resolve"), e.getMessage());
+      assertTrue(e.getMessage().contains("s3.pathStyleAccess=true"), e.getMessage());
+      assertFalse(e.retryable());
+    }
+  }
+
+  @Test
+  void otherIoFailuresKeepTheirRetries() {
+    assertTrue(FailFastHttpClient.unreachable(new java.net.SocketException("Connection reset"))
+        .isEmpty());
+    assertTrue(FailFastHttpClient.unreachable(new java.net.SocketTimeoutException("Read timed "
+        + "out")).isEmpty());
+    assertTrue(FailFastHttpClient.unreachable(new java.io.IOException("wrapped",
+        new java.net.ConnectException("Connection refused"))).isPresent());
+  }
+}
