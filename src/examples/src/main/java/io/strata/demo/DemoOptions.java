@@ -28,6 +28,8 @@ import java.util.Optional;
  * @param workDir where the run directory (input files, local state, outputs) goes
  * @param cacheDir where a fetched copy of the flights file is kept
  * @param keep keep the run directory after a verified run
+ * @param serve after the run, keep the demo's own S3 server running until the process is
+ *     stopped (Ctrl-C), so the {@code strata} tool can read the checkpoint; implies keep
  * @param conf extra Spark settings ({@code --conf key=value}), applied last
  * @param hardStop stop running queries mid-stream (all input present from the start) instead of
  *     letting them finish the first part of the input
@@ -52,7 +54,8 @@ record DemoOptions(
     boolean keep,
     Map<String, String> conf,
     boolean hardStop,
-    boolean s3aCheckpointFiles) {
+    boolean s3aCheckpointFiles,
+    boolean serve) {
 
   /** Strata's provider, the default. */
   static final String STRATA_PROVIDER = "io.strata.spark.StrataStateStoreProvider";
@@ -79,6 +82,9 @@ record DemoOptions(
           "  --cache-dir DIR      cache for the fetched data (default ~/.cache/strata)",
           "  --conf KEY=VALUE     an extra Spark setting (repeatable)",
           "  --keep               keep the run directory after a verified run",
+          "  --serve              after the run, keep the local S3 server running until",
+          "                       Ctrl-C (implies --keep), to read the checkpoint with the",
+          "                       strata tool; the demo prints the command",
           "  --hard-stop          stop the running queries mid-stream (may interrupt a batch)",
           "                       instead of letting them finish the first --stop-after files",
           "  --s3a-checkpoint-files  Spark's own checkpoint files (offsets, commits) through",
@@ -118,6 +124,10 @@ record DemoOptions(
             throw new IllegalArgumentException("--checkpoint has no bucket: " + uri);
           }
         });
+    if (serve && checkpoint.isPresent()) {
+      throw new IllegalArgumentException("--serve keeps the demo's own S3 server running; with "
+          + "--checkpoint there is none (read that checkpoint with the strata tool directly)");
+    }
     if (checkpoint.isEmpty()
         && (endpoint.isPresent() || accessKey.isPresent() || region.isPresent() || pathStyle)) {
       throw new IllegalArgumentException(
@@ -163,6 +173,7 @@ record DemoOptions(
     boolean keep = false;
     boolean hardStop = false;
     boolean s3aCheckpointFiles = false;
+    boolean serve = false;
     Map<String, String> conf = new LinkedHashMap<>();
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
@@ -182,6 +193,7 @@ record DemoOptions(
         case "--work-dir" -> workDir = Paths.get(value(args, ++i, a));
         case "--cache-dir" -> cacheDir = Paths.get(value(args, ++i, a));
         case "--keep" -> keep = true;
+        case "--serve" -> serve = true;
         case "--hard-stop" -> hardStop = true;
         case "--s3a-checkpoint-files" -> s3aCheckpointFiles = true;
         case "--conf" -> {
@@ -216,10 +228,11 @@ record DemoOptions(
         maxRows,
         workDir,
         cacheDir,
-        keep,
+        keep || serve,
         conf,
         hardStop,
-        s3aCheckpointFiles);
+        s3aCheckpointFiles,
+        serve);
   }
 
   private static String value(String[] args, int i, String option) {

@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import org.apache.hadoop.fs.FileSystem;
@@ -198,6 +199,24 @@ public final class FlightsDemo {
         DemoFiles.deleteRecursively(runDir);
       } else {
         out.println("Run directory kept: " + runDir);
+        String describe = ToolCommand.describe(target.queryCheckpoint(FlightQueries.ROUTES),
+            options, Optional.ofNullable(proxy).map(p -> p.endpoint().toString()),
+            List.of(S3ProxyServer.ACCESS_KEY, S3ProxyServer.SECRET_KEY));
+        if (proxy == null || options.serve()) {
+          out.println("Inspect the checkpoint of query " + FlightQueries.ROUTES + " (also "
+              + FlightQueries.AIRPORT_HOURS + ", " + FlightQueries.DISTINCT_FLIGHTS
+              + "), from the project root:");
+          out.println("  " + describe);
+        } else {
+          out.println("The demo's S3 server stops with it; to read the checkpoint with the "
+              + "strata tool, run again with --serve.");
+        }
+        if (proxy != null && options.serve()) {
+          out.println("S3 server running at " + proxy.endpoint() + " (bucket " + LOCAL_BUCKET
+              + "); press Ctrl-C to stop it.");
+          out.flush();
+          new java.util.concurrent.CountDownLatch(1).await(); // until the process is stopped
+        }
       }
       return result;
     } finally {

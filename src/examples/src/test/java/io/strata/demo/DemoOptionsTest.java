@@ -140,4 +140,32 @@ class DemoOptionsTest {
         IllegalArgumentException.class, () -> DemoOptions.parse("--files", "4", "--stop-after",
             "4"));
   }
+
+  /**
+   * {@code --serve} keeps the demo's own S3 server (and so the run) after the run, and the
+   * printed command reads the checkpoint with the tool's own options (issue 46).
+   */
+  @Test
+  void serveKeepsTheRunAndTheCommandUsesTheToolsOptions() {
+    DemoOptions o = DemoOptions.parse("--serve");
+    assertTrue(o.serve() && o.keep(), "--serve implies --keep");
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
+        IllegalArgumentException.class,
+        () -> DemoOptions.parse("--serve", "--checkpoint", "s3://b/p"));
+    assertTrue(e.getMessage().contains("--serve"), e.getMessage());
+
+    String local = ToolCommand.describe("s3://strata-demo/run/routes", o,
+        java.util.Optional.of("http://127.0.0.1:9001"), java.util.List.of("ak", "sk"));
+    assertTrue(local.matches("java -jar src/tools/target/strata-tools-.+\\.jar describe "
+        + "s3://strata-demo/run/routes --endpoint http://127.0.0.1:9001 --path-style "
+        + "--access-key ak --secret-key sk"), local);
+
+    DemoOptions remote = DemoOptions.parse("--checkpoint", "s3://b/p", "--endpoint",
+        "http://minio:9000", "--path-style", "--access-key", "AK", "--secret-key", "real-secret");
+    String cmd = ToolCommand.describe("s3://b/p/run/routes", remote, java.util.Optional.empty(),
+        java.util.List.of());
+    assertTrue(cmd.endsWith("describe s3://b/p/run/routes --endpoint http://minio:9000 "
+        + "--path-style --access-key AK --secret-key <your secret key>"), cmd);
+    assertFalse(cmd.contains("real-secret"), "a user's secret is never printed");
+  }
 }

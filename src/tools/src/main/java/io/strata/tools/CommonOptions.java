@@ -36,6 +36,17 @@ final class CommonOptions {
           + "=true.")
   boolean pathStyle;
 
+  @Option(names = "--access-key", paramLabel = "KEY",
+      description = "Short for --conf spark.sql.streaming.stateStore.strata.s3.accessKeyId=KEY "
+          + "(the flights demo's option too). Without keys: the AWS default credential chain.")
+  String accessKey;
+
+  @Option(names = "--secret-key", paramLabel = "SECRET",
+      description = "Short for --conf spark.sql.streaming.stateStore.strata.s3.secretAccessKey"
+          + "=SECRET; never printed. A command line is visible to other users of the machine: "
+          + "prefer --conf-file or the AWS default chain for real credentials.")
+  String secretKey;
+
   @Option(names = "--json", description = "Print one JSON document instead of tables.")
   boolean json;
 

@@ -75,6 +75,12 @@ final class ToolSettings {
     if (o.pathStyle) {
       all.put(StrataConf.S3_PATH_STYLE.fullKey(), "true");
     }
+    if (o.accessKey != null) {
+      all.put(StrataConf.S3_ACCESS_KEY.fullKey(), o.accessKey);
+    }
+    if (o.secretKey != null) {
+      all.put(StrataConf.S3_SECRET_KEY.fullKey(), o.secretKey);
+    }
     return new ToolSettings(all);
   }
 

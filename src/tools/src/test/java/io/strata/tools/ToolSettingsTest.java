@@ -17,4 +17,33 @@ class ToolSettingsTest {
     assertTrue(r.err().contains("Cannot read --conf-file /nonexistent/strata.conf: no such "
         + "file (a file of 'key value' or 'key=value' lines"), r.err());
   }
+
+  /**
+   * The demo's credential options work in the tool as well (issue 46): the keys reach the S3
+   * settings, and the secret is never printed, here in the message of a refused endpoint.
+   */
+  @Test
+  void theDemosCredentialOptionsSetTheKeys() throws Exception {
+    CommonOptions o = new CommonOptions();
+    o.accessKey = "demo-access";
+    o.secretKey = "demo-secret-never-printed";
+    io.strata.objectstore.S3Settings s = ToolSettings.from(o).strata("s3://bucket/ckpt").s3();
+    assertEquals("demo-access", s.accessKeyId().orElseThrow());
+    assertEquals("demo-secret-never-printed", s.secretAccessKey().orElseThrow());
+
+    int port;
+    try (java.net.ServerSocket closed = new java.net.ServerSocket(0)) {
+      port = closed.getLocalPort();
+    }
+    long t0 = System.nanoTime();
+    ToolFixtures.Run r = ToolFixtures.tool("describe", "s3://bucket/ckpt", "--endpoint",
+        "http://127.0.0.1:" + port, "--path-style", "--access-key", "demo-access",
+        "--secret-key", "demo-secret-never-printed");
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    assertTrue(r.code() != 0, r::toString);
+    assertTrue(r.err().contains("the endpoint cannot be reached"), r.err());
+    assertTrue(ms < 10_000, "a refused endpoint fails in seconds, not after the back-off: "
+        + ms + " ms");
+    assertTrue(!(r.err() + r.out()).contains("demo-secret-never-printed"), r::toString);
+  }
 }
