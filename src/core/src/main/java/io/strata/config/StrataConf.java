@@ -509,9 +509,9 @@ public record StrataConf(
       String from = configuredRegion.isPresent() ? S3_REGION.fullKey()
           : S3_REGION.fullKey() + " (unset; taken from the SDK's region chain: the aws.region "
               + "system property, AWS_REGION or the AWS profile)";
-      throw new IllegalArgumentException("Invalid value '" + region + "' for " + from
-          + ": expected an AWS region such as us-east-1 or eu-west-1 "
-          + "(for an S3-compatible server, set " + S3_ENDPOINT.fullKey() + " as well)");
+      throw new InvalidSettingException(from, "'" + region + "'",
+          "expected an AWS region such as us-east-1 or eu-west-1 "
+          + "(for an S3-compatible server, set " + S3_ENDPOINT.fullKey() + " as well)", null);
     }
     return new S3Settings(
         endpoint,
@@ -577,8 +577,8 @@ public record StrataConf(
         String key = r.isSet(S3_ROLE_SESSION_DURATION) ? S3_ROLE_SESSION_DURATION.fullKey()
             : S3aFallbacks.sourceKey(r.hadoop(),
                 S3_ROLE_SESSION_DURATION.fallbackKey().orElseThrow());
-        throw new IllegalArgumentException("Invalid value " + duration + " for " + key
-            + ": STS sessions last at most 12h");
+        throw new InvalidSettingException(key, duration.toString(),
+            "STS sessions last at most 12h", null);
       }
       role = Optional.of(new S3Credentials.AssumedRole(arn, r.get(S3_ROLE_SESSION_NAME),
           duration, r.opt(S3_ROLE_STS_ENDPOINT)));
@@ -670,8 +670,7 @@ public record StrataConf(
         if (!key.equals(option.fullKey())) {
           key = S3aFallbacks.sourceKey(hadoop, key);
         }
-        throw new IllegalArgumentException(
-            "Invalid value " + shown + " for " + key + ": " + e.getMessage(), e);
+        throw new InvalidSettingException(key, shown, e.getMessage(), e);
       }
     }
 

@@ -218,6 +218,18 @@ class StrataStateStoreProviderTest {
         Option.empty()));
     assertTrue(e.getMessage().contains("spark.sql.streaming.stateStore.strata.snapshotInterval"),
         e.getMessage());
+    // Spark's condition for a bad setting value (issue 46); Spark 4.0 lacks its REQUIREMENT
+    // subclass, so there the same text in a plain exception.
+    assertTrue(e.getMessage().startsWith("[INVALID_CONF_VALUE.REQUIREMENT] The value '0' in the "
+        + "config \"spark.sql.streaming.stateStore.strata.snapshotInterval\" is invalid."),
+        e.getMessage());
+    if (SparkApi.AT_LEAST_4_1) {
+      org.apache.spark.SparkThrowable t = (org.apache.spark.SparkThrowable) e;
+      assertEquals("INVALID_CONF_VALUE.REQUIREMENT", t.getCondition());
+      assertEquals("22022", t.getSqlState());
+    } else {
+      assertTrue(e.getMessage().endsWith("SQLSTATE: 22022"), e.getMessage());
+    }
   }
 
   @Test

@@ -313,9 +313,20 @@ class StrataCheckpointFileManagerIT {
   void badSettingsNameTheKeyAndNeverTheSecret() {
     Configuration c = conf(server);
     c.set(StrataConf.PREFIX + "s3.pathStyleAccess", "maybe");
+    // Not from the constructor, which Spark would report as a class that failed to load
+    // (CANNOT_LOAD_CHECKPOINT_FILE_MANAGER.ERROR_LOADING_CLASS), but from its first call, as
+    // Spark's condition for a bad setting value (issue 46).
+    StrataCheckpointFileManager m =
+        new StrataCheckpointFileManager(new org.apache.hadoop.fs.Path(root), c);
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> new StrataCheckpointFileManager(new org.apache.hadoop.fs.Path(root), c));
+        () -> m.exists(new org.apache.hadoop.fs.Path(root)));
     assertTrue(e.getMessage().contains(StrataConf.PREFIX + "s3.pathStyleAccess"), e.getMessage());
+    org.apache.spark.SparkThrowable t = (org.apache.spark.SparkThrowable) e;
+    assertEquals("INVALID_CONF_VALUE.REQUIREMENT", t.getCondition());
+    assertEquals("22022", t.getSqlState());
+    assertEquals(StrataConf.PREFIX + "s3.pathStyleAccess",
+        t.getMessageParameters().get("confName"));
+    assertEquals("maybe", t.getMessageParameters().get("confValue"));
     IllegalArgumentException creds = assertThrows(IllegalArgumentException.class,
         () -> new StrataCheckpointFileManager(
             new org.apache.hadoop.fs.Path("s3a://AKID:SECRETVALUE@" + BUCKET + "/x"),

@@ -60,8 +60,15 @@ abstract class StrataCheckpointFileManagerBase<
 
   /** Spark's default manager for non-S3 paths; null when this manager serves S3. */
   private final D delegate;
-  /** The S3 files; null when {@link #delegate} serves the path. */
+  /** The S3 files; null when {@link #delegate} serves the path or the settings are bad. */
   private final S3CheckpointFiles s3;
+  /**
+   * Spark's {@code INVALID_CONF_VALUE.REQUIREMENT} error for a bad Strata setting, thrown by
+   * every call instead of from the constructor: Spark reports a constructor's failure as {@code
+   * CANNOT_LOAD_CHECKPOINT_FILE_MANAGER.ERROR_LOADING_CLASS}, which reads like a class-path
+   * problem (issue 46). Null when the settings are good.
+   */
+  private final IllegalArgumentException badSetting;
 
   /**
    * Chooses S3 or Spark's default manager for {@code path}. Does no network I/O.
@@ -70,19 +77,26 @@ abstract class StrataCheckpointFileManagerBase<
    * @param hadoopConf the session's Hadoop configuration (with its SQL settings)
    * @param sparkDefault builds the line's view of Spark's default manager (called only for a
    *     path not on S3)
-   * @throws IllegalArgumentException for an S3 path without bucket or with credentials in it,
-   *     or an invalid Strata setting (the message names the key); Spark reports it as a failure
-   *     to load the checkpoint file manager
+   * @throws IllegalArgumentException for an S3 path without bucket or with credentials in it
+   *     (Spark reports it as a failure to load the checkpoint file manager); an invalid Strata
+   *     setting fails every call instead, with Spark's {@code INVALID_CONF_VALUE.REQUIREMENT}
    */
   StrataCheckpointFileManagerBase(Path path, Configuration hadoopConf,
       BiFunction<Path, Configuration, D> sparkDefault) {
+    S3CheckpointFiles files = null;
+    IllegalArgumentException bad = null;
     if (S3CheckpointFiles.serves(path, hadoopConf)) {
-      this.s3 = new S3CheckpointFiles(path, hadoopConf);
+      try {
+        files = new S3CheckpointFiles(path, hadoopConf);
+      } catch (io.strata.config.InvalidSettingException e) {
+        bad = io.strata.spark.SettingErrors.invalid(e);
+      }
       this.delegate = null;
     } else {
-      this.s3 = null;
       this.delegate = sparkDefault.apply(path, hadoopConf);
     }
+    this.s3 = files;
+    this.badSetting = bad;
   }
 
   /**
@@ -100,6 +114,9 @@ abstract class StrataCheckpointFileManagerBase<
    * @return the S3 files, or null
    */
   final S3CheckpointFiles s3() {
+    if (badSetting != null) {
+      throw badSetting;
+    }
     return s3;
   }
 
@@ -113,7 +130,7 @@ abstract class StrataCheckpointFileManagerBase<
    * @return its bytes as a stream
    */
   public FSDataInputStream open(Path path) {
-    return delegate != null ? delegate.open(path) : s3.open(path);
+    return delegate != null ? delegate.open(path) : s3().open(path);
   }
 
   /**
@@ -124,7 +141,7 @@ abstract class StrataCheckpointFileManagerBase<
    * @return their statuses (none for a directory that does not exist)
    */
   public FileStatus[] list(Path path, PathFilter filter) {
-    return delegate != null ? delegate.list(path, filter) : s3.list(path, filter);
+    return delegate != null ? delegate.list(path, filter) : s3().list(path, filter);
   }
 
   /**
@@ -146,7 +163,7 @@ abstract class StrataCheckpointFileManagerBase<
     if (delegate != null) {
       delegate.mkdirs(path);
     } else {
-      s3.mkdirs(path);
+      s3().mkdirs(path);
     }
   }
 
@@ -157,7 +174,7 @@ abstract class StrataCheckpointFileManagerBase<
    * @return whether it exists
    */
   public boolean exists(Path path) {
-    return delegate != null ? delegate.exists(path) : s3.exists(path);
+    return delegate != null ? delegate.exists(path) : s3().exists(path);
   }
 
   /**
@@ -170,7 +187,7 @@ abstract class StrataCheckpointFileManagerBase<
     if (delegate != null) {
       delegate.delete(path);
     } else {
-      s3.delete(path);
+      s3().delete(path);
     }
   }
 
@@ -190,7 +207,7 @@ abstract class StrataCheckpointFileManagerBase<
    */
   public Path createCheckpointDirectory() {
     return delegate != null ? delegate.createCheckpointDirectory()
-        : s3.createCheckpointDirectory();
+        : s3().createCheckpointDirectory();
   }
 
   /**
@@ -202,7 +219,7 @@ abstract class StrataCheckpointFileManagerBase<
   public void close() {
     if (delegate != null) {
       delegate.close();
-    } else {
+    } else if (s3 != null) {
       s3.close();
     }
   }
@@ -210,7 +227,8 @@ abstract class StrataCheckpointFileManagerBase<
   @Override
   public String toString() {
     return delegate != null ? "StrataCheckpointFileManager[via " + delegate + "]"
-        : s3.toString();
+        : s3 != null ? s3.toString() : "StrataCheckpointFileManager[" + badSetting.getMessage()
+            + "]";
   }
 
   /**

@@ -45,8 +45,14 @@ final class SparkErrors {
         cause));
   }
 
-  /** {@code CANNOT_LOAD_STATE_STORE.UNCATEGORIZED}: any other load failure (cause says what). */
+  /**
+   * {@code CANNOT_LOAD_STATE_STORE.UNCATEGORIZED}: any other load failure (cause says what); a
+   * setting found invalid only when the load first needed it is {@link #invalidSetting}.
+   */
   static RuntimeException cannotLoad(Throwable cause) {
+    if (cause instanceof io.strata.config.InvalidSettingException bad) {
+      return invalidSetting(bad);
+    }
     return raise(SparkConditions.exception("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", Map.of(),
         cause));
   }
@@ -76,6 +82,15 @@ final class SparkErrors {
         + ": a local file of the database at " + e.localDir() + " is damaged or unreadable ("
         + e.reason() + "); it is not reused: the next attempt restores the version from "
         + e.location(), e));
+  }
+
+  /**
+   * {@code INVALID_CONF_VALUE.REQUIREMENT} (SQLSTATE 22022) for a Strata setting that cannot be
+   * used, naming the key, the value (never a secret) and what is allowed; see {@link
+   * SettingErrors#invalid}.
+   */
+  static RuntimeException invalidSetting(io.strata.config.InvalidSettingException e) {
+    return SettingErrors.invalid(e);
   }
 
   /** {@code STATE_STORE_OPERATION_OUT_OF_ORDER}: an operation in the wrong state. */

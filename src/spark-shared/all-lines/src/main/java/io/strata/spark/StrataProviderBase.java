@@ -121,7 +121,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
    *
    * @param defaultCodec makes the codec of the {@code default} family; called after the other
    *     arguments are set (it may read {@link #storeConf()}), before the settings are read
-   * @throws IllegalArgumentException naming the setting, for an invalid Strata setting or an
+   * @throws IllegalArgumentException naming the setting, for an invalid Strata setting (Spark's
+   *     {@code INVALID_CONF_VALUE.REQUIREMENT}, SQLSTATE 22022, see {@link SettingErrors}) or an
    *     unsupported checkpoint location scheme; or what {@code defaultCodec} throws
    * @throws UnsupportedOperationException ({@code STATE_STORE_UNSUPPORTED_OPERATION}) for a
    *     local location on a cluster, see {@link LocalLocationRule#check}
@@ -139,11 +140,15 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     // S3A's settings (and any credential store they name) are read only when the S3 settings
     // are first resolved, for a location on S3: a cluster's S3A settings for other jobs never
     // stop a query whose checkpoint is elsewhere.
-    this.conf = HadoopLookup.strataConf(Scala.javaMap(storeConfs.sqlConfs()), hadoopConf,
-        ObjectStores.bucketOf(location()));
-    this.memoryLimits = MemoryBudget.limits(conf, SparkEnv.get());
-    // Fails now, naming the location, if its scheme is not one Strata can write to.
-    ObjectStores.open(location(), conf::s3, null).close();
+    try {
+      this.conf = HadoopLookup.strataConf(Scala.javaMap(storeConfs.sqlConfs()), hadoopConf,
+          ObjectStores.bucketOf(location()));
+      this.memoryLimits = MemoryBudget.limits(conf, SparkEnv.get());
+      // Fails now, naming the location, if its scheme is not one Strata can write to.
+      ObjectStores.open(location(), conf::s3, null).close();
+    } catch (io.strata.config.InvalidSettingException e) {
+      throw SparkErrors.invalidSetting(e);
+    }
     // Fails now if the location is on this executor's own disk while partitions can move.
     LocalLocationRule.check(location(), LocalLocationRule.master(SparkEnv.get()),
         conf.fileCheckpointShared(), stateStoreId);

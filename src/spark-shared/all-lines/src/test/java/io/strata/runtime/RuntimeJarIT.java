@@ -463,6 +463,16 @@ class RuntimeJarIT {
       scenarios.put("s3-jceks", "s3:" + FILE_MANAGER + "," + S3A_ENDPOINT + "," + PROVIDERS
           + "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider,"
           + "hadoop.security.credential.provider.path=jceks://file" + jceks);
+      // Two that must fail at the query's start, fast, with Spark-shaped messages (issue 46): a
+      // bad setting value, and an endpoint that refuses connections.
+      int closedPort;
+      try (java.net.ServerSocket closed = new java.net.ServerSocket(0)) {
+        closedPort = closed.getLocalPort();
+      }
+      scenarios.put("fail-bad-setting", "s3:" + FILE_MANAGER + "," + S3A_ENDPOINT
+          + ",spark.sql.streaming.stateStore.strata.s3.maxAttempts=zero");
+      scenarios.put("fail-refused-endpoint", "s3:" + FILE_MANAGER + "," + S3A_ENDPOINT
+          + ",spark.sql.streaming.stateStore.strata.s3.endpoint=http://127.0.0.1:" + closedPort);
       List<String> args = new ArrayList<>(List.of(relay.endpoint().toString(), USER_BUCKET,
           Files.createDirectories(work.resolve("job")).toString()));
       scenarios.forEach((name, spec) -> args.add(name + ":" + spec));
@@ -474,15 +484,31 @@ class RuntimeJarIT {
       List<String> failed = new ArrayList<>();
       Matcher m = Pattern.compile("(?m)^FAILED (.*)$").matcher(out);
       while (m.find()) {
-        failed.add(m.group(1));
+        if (!m.group(1).startsWith("fail-")) {
+          failed.add(m.group(1));
+        }
       }
       assertEquals(List.of(), failed, "scenarios that failed; log " + log);
+      String bad = line(out, "FAILED fail-bad-setting");
+      assertTrue(bad.contains("[INVALID_CONF_VALUE.REQUIREMENT] The value 'zero' in the config "
+          + "\"spark.sql.streaming.stateStore.strata.s3.maxAttempts\" is invalid."), bad);
+      assertTrue(!bad.contains("ERROR_LOADING_CLASS"), "not a class that failed to load: " + bad);
+      String refused = line(out, "FAILED fail-refused-endpoint");
+      assertTrue(refused.contains("the endpoint cannot be reached")
+          && refused.contains("http://127.0.0.1:" + closedPort)
+          && refused.contains("spark.sql.streaming.stateStore.strata.s3.endpoint"), refused);
+      long refusedMs = Long.parseLong(line(out, "ELAPSED fail-refused-endpoint"));
+      assertTrue(refusedMs < 15_000, "a refused endpoint fails the query's start in seconds, "
+          + "not after the SDK's back-off: " + refusedMs + " ms");
       Set<String> keys = new TreeSet<>();
       try (S3Client client = s3.client()) {
         client.listObjectsV2Paginator(b -> b.bucket(USER_BUCKET)).contents().stream()
             .map(S3Object::key).forEach(keys::add);
       }
       for (String name : scenarios.keySet()) {
+        if (name.startsWith("fail-")) {
+          continue;
+        }
         assertEquals(RUN1, line(out, "RESULT " + name + "-run1"), name + ": run 1");
         assertEquals("2", line(out, "BATCHES " + name + "-run1"), name + ": batches of run 1");
         assertEquals(RUN2, line(out, "RESULT " + name + "-run2"), name + ": after the restart");

@@ -73,6 +73,7 @@ public final class UserJob {
       String checkpoint = parts[1].equals("s3") ? "s3://" + bucket + "/" + name
           : work.resolve("checkpoints").resolve(name).toUri().toString();
       settings.forEach((k, v) -> spark.conf().set(k, v));
+      long t0 = System.nanoTime();
       try {
         Path input = Files.createDirectories(work.resolve("input").resolve(name));
         write(input, 0);
@@ -83,6 +84,7 @@ public final class UserJob {
         ChildJobs.runTotals(spark, input.toUri().toString(), checkpoint, name + "-run2");
       } catch (Throwable t) {
         System.out.println("FAILED " + name + " " + t.toString().replace('\n', ' '));
+        System.out.println("ELAPSED " + name + " " + (System.nanoTime() - t0) / 1_000_000);
         t.printStackTrace(System.out);
       } finally {
         settings.keySet().forEach(k -> spark.conf().unset(k));
