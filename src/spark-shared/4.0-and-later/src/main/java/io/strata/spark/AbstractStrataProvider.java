@@ -221,7 +221,8 @@ public abstract class AbstractStrataProvider extends StrataProviderBase {
     }
     StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
         stateStoreId.partitionId(), stateStoreId.storeName(), location());
-    ObjectStore objects = ObjectStores.open(location(), conf()::s3, requests());
+    ObjectStore objects = ObjectStores.open(location(), conf()::s3,
+        StoreRequests.alsoCounting(requests()));
     try {
       io.strata.sync.ChangeFeed feed = io.strata.sync.ChangeFeed.open(identity, objects,
           checkpointIdsEnabled(), startVersion, endVersion,

@@ -88,6 +88,7 @@ abstract class StrataCheckpointFileManagerBase<
     if (S3CheckpointFiles.serves(path, hadoopConf)) {
       try {
         files = new S3CheckpointFiles(path, hadoopConf);
+        io.strata.spark.StrataMetricsSource.registerOnce();
       } catch (io.strata.config.InvalidSettingException e) {
         bad = io.strata.spark.SettingErrors.invalid(e);
       }

@@ -149,6 +149,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     } catch (io.strata.config.InvalidSettingException e) {
       throw SparkErrors.invalidSetting(e);
     }
+    StrataMetricsSource.registerOnce();
     // Fails now if the location is on this executor's own disk while partitions can move.
     LocalLocationRule.check(location(), LocalLocationRule.master(SparkEnv.get()),
         conf.fileCheckpointShared(), stateStoreId);
@@ -726,7 +727,8 @@ public abstract class StrataProviderBase implements StateStoreProvider {
   private SyncedStore newCore(String run) throws IOException {
     StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
         stateStoreId.partitionId(), stateStoreId.storeName(), location());
-    ObjectStore objects = ObjectStores.open(location(), conf::s3, requests);
+    ObjectStore objects = ObjectStores.open(location(), conf::s3,
+        StoreRequests.alsoCounting(requests));
     StoreSettings settings = new StoreSettings(conf.snapshotInterval(),
         conf.transferThreads(), conf.spillThresholdBytes(), checkpointIdsEnabled(),
         memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit())

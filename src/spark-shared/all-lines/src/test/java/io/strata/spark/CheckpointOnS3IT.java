@@ -129,6 +129,15 @@ class CheckpointOnS3IT {
       + "Java on both Scala builds; aSteadyBatchCostsTheDriverThreeCreateOnlyPutsAndNothingElse "
       + "runs them on this build";
 
+  /** A gauge of Strata's source, read through the running SparkContext's metrics system. */
+  private static long strataGauge(String name) {
+    scala.collection.Seq<org.apache.spark.metrics.source.Source> sources =
+        org.apache.spark.SparkEnv.get().metricsSystem().getSourcesByName(
+            StrataMetricsSource.NAME);
+    assertEquals(1, sources.size(), "one Strata source in the metrics system");
+    return (Long) sources.head().metricRegistry().getGauges().get(name).getValue();
+  }
+
   @Test
   void aSteadyBatchCostsTheDriverThreeCreateOnlyPutsAndNothingElse() throws Exception {
     String ckpt = h.s3Checkpoint("steady");
@@ -139,6 +148,9 @@ class CheckpointOnS3IT {
     List<RequestListener.Request> startup;
     int total = 12;
     StreamingQuery q;
+    // The counters the source's gauges read (the source registers with the first S3 use).
+    long stateAtStart = StoreRequests.snapshot().puts();
+    long checkpointAtStart = CheckpointRequests.snapshot().total();
     try (AutoCloseable listening = CheckpointRequests.listen(log::add)) {
       q = CheckpointDriver.start(h.spark, ckpt, in, out, Trigger.ProcessingTime(100), "steady",
           -1);
@@ -154,6 +166,12 @@ class CheckpointOnS3IT {
       }
       q.stop();
     }
+    // Spark's metrics system has Strata's source (issue 46): what its sinks export is what the
+    // driver's checkpoint files and the state stores sent.
+    assertEquals(log.size(), strataGauge("checkpointFiles.requests.total") - checkpointAtStart,
+        "the metrics source counts every checkpoint request of the query");
+    assertTrue(strataGauge("stateStore.requests.put") - stateAtStart >= total,
+        "the metrics source counts the state stores' commits");
     System.out.println("Checkpoint requests of the driver (StrataCheckpointFileManager):");
     System.out.println("  query start (" + startup.size() + "): " + describe(startup));
     for (int b = 0; b < total; b++) {
