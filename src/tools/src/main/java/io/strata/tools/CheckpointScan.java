@@ -169,15 +169,18 @@ final class CheckpointScan {
   final Set<String> topLevel;
   final int objects;
   final long bytes;
+  /** The writes of the recent batches, from the objects' times ({@link BatchCost}). */
+  final Optional<BatchCost> cost;
 
   private CheckpointScan(List<Store> stores, SparkLogs spark, List<String> sparkLogKeys,
-      Set<String> topLevel, int objects, long bytes) {
+      Set<String> topLevel, int objects, long bytes, Optional<BatchCost> cost) {
     this.stores = stores;
     this.spark = spark;
     this.sparkLogKeys = sparkLogKeys;
     this.topLevel = topLevel;
     this.objects = objects;
     this.bytes = bytes;
+    this.cost = cost;
   }
 
   /** Splits {@code listing} (keys relative to the checkpoint root). */
@@ -259,7 +262,7 @@ final class CheckpointScan {
     listing.forEach(o -> top.add(o.key().contains("/")
         ? o.key().substring(0, o.key().indexOf('/')) : o.key()));
     return new CheckpointScan(List.copyOf(stores), logs, List.copyOf(logKeys), Set.copyOf(top),
-        listing.size(), bytes);
+        listing.size(), bytes, BatchCost.of(listing));
   }
 
   private static final Pattern STORE = Pattern.compile("^state/(\\d+)/(\\d+)/(.+)$");

@@ -18,7 +18,7 @@ import picocli.CommandLine.ParentCommand;
  * {@code strata describe <checkpoint>}: per operator, store and partition the newest version
  * and its attempt, base snapshot, delta chain, objects, bytes, last commit and lost races;
  * Spark's offset and commit logs and whether they agree with each other and with the stores;
- * totals. Reads one LIST of the checkpoint, then per store one LIST of its newest version's
+ * totals; the writes per batch and their list price ({@link BatchCost}). Reads one LIST of the checkpoint, then per store one LIST of its newest version's
  * prefix and one tail GET. Exit 0, or 3 if the checkpoint or a store's newest manifest cannot
  * be read.
  */
@@ -61,6 +61,7 @@ final class DescribeCommand implements Callable<Integer> {
         stores.forEach(s -> list.add(s.json()));
         j.put("stores", list);
         j.put("totals", totals(scan, stores));
+        j.put("writesPerBatch", scan.cost.map(BatchCost::json).orElse(null));
         ctx.printJson(j);
       } else {
         print(ctx, scan, stores, behind);
@@ -174,5 +175,6 @@ final class DescribeCommand implements Callable<Integer> {
         + Table.count(((Number) tot.get("lostRaces")).longValue(), "lost race") + "; "
         + Table.count(scan.objects, "object") + " (" + Table.bytes(scan.bytes)
         + ") in the checkpoint");
+    scan.cost.ifPresent(c -> ctx.out.println(c.line()));
   }
 }

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.strata.tools;
+
+import io.strata.objectstore.ObjectInfo;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+
+/**
+ * The writes a query's recent batches cost, read from the checkpoint's listing alone (issue 46):
+ * every object written between the commit-log entries of batch {@code L - N} and batch {@code
+ * L} (the newest) was one PUT, so the PUTs per batch are their count over {@code N}, for the
+ * state ({@code state/}) and for Spark's checkpoint files (the rest), with {@code N} up to
+ * {@value #WINDOW} batches. Objects garbage collection already deleted are not counted, nor the
+ * reads a restore makes, nor garbage collection's LISTs and DeleteObjects (2 LISTs and at most
+ * one DeleteObjects per store per round): an estimate from below of the requests, and of their
+ * list price.
+ *
+ * @param batches the window {@code N} in batches (&gt;= 1)
+ * @param statePuts objects written under {@code state/} in the window
+ * @param checkpointPuts other objects written in the window (offsets, commits, source logs)
+ */
+record BatchCost(long batches, long statePuts, long checkpointPuts) {
+  /** Batches the estimate looks back over at most. */
+  static final int WINDOW = 100;
+  /** S3 Standard's list price of PUT, COPY, POST and LIST requests, USD per 1,000 (us-east-1). */
+  static final double PUT_PRICE_PER_1000 = 0.005;
+
+  /**
+   * The estimate from {@code listing} (keys relative to the checkpoint), or empty without at
+   * least two commit-log entries or with entries whose times do not increase.
+   */
+  static Optional<BatchCost> of(List<ObjectInfo> listing) {
+    TreeMap<Long, Long> commitTimes = new TreeMap<>();
+    for (ObjectInfo o : listing) {
+      String k = o.key();
+      if (k.startsWith("commits/") && k.substring("commits/".length()).matches("\\d+")) {
+        commitTimes.put(Long.parseLong(k.substring("commits/".length())),
+            o.lastModifiedMillis());
+      }
+    }
+    if (commitTimes.size() < 2) {
+      return Optional.empty();
+    }
+    long last = commitTimes.lastKey();
+    Map.Entry<Long, Long> from = commitTimes.ceilingEntry(last - WINDOW);
+    long batches = last - from.getKey();
+    long t0 = from.getValue();
+    long t1 = commitTimes.get(last);
+    if (batches < 1 || t1 <= t0) {
+      return Optional.empty();
+    }
+    long state = 0;
+    long checkpoint = 0;
+    for (ObjectInfo o : listing) {
+      long t = o.lastModifiedMillis();
+      if (t > t0 && t <= t1) {
+        if (o.key().startsWith("state/")) {
+          state++;
+        } else {
+          checkpoint++;
+        }
+      }
+    }
+    return Optional.of(new BatchCost(batches, state, checkpoint));
+  }
+
+  /** State PUTs per batch. */
+  double statePerBatch() {
+    return (double) statePuts / batches;
+  }
+
+  /** Checkpoint-file PUTs per batch. */
+  double checkpointPerBatch() {
+    return (double) checkpointPuts / batches;
+  }
+
+  /** The PUTs' list price per 1,000 batches, USD. */
+  double usdPer1000Batches() {
+    return (statePerBatch() + checkpointPerBatch()) * PUT_PRICE_PER_1000;
+  }
+
+  /** One line for {@code describe}. */
+  String line() {
+    return String.format(java.util.Locale.ROOT, "Writes per batch (the last %d batches, from "
+        + "object times): %.2f state PUTs, %.2f checkpoint-file PUTs; about $%.4f per 1,000 "
+        + "batches at S3 Standard's list price ($%.3f per 1,000 PUTs), not counting restores' "
+        + "GETs or garbage collection's LISTs and deletes", batches, statePerBatch(),
+        checkpointPerBatch(), usdPer1000Batches(), PUT_PRICE_PER_1000);
+  }
+
+  /** The JSON form. */
+  Map<String, Object> json() {
+    Map<String, Object> j = new java.util.LinkedHashMap<>();
+    j.put("batches", batches);
+    j.put("statePutsPerBatch", statePerBatch());
+    j.put("checkpointPutsPerBatch", checkpointPerBatch());
+    j.put("usdPer1000Batches", usdPer1000Batches());
+    return j;
+  }
+}
