@@ -31,6 +31,21 @@ public final class InvalidSettingException extends IllegalArgumentException {
     this.requirement = requirement;
   }
 
+  /**
+   * An invalid combination of settings, reported against {@code key} with the whole {@code
+   * message} as what is required (the message reads as given).
+   *
+   * @param message the full message, naming every key involved
+   * @param key the setting the message is reported against
+   * @param shownValue its value as it may be shown (quoted, or {@code <redacted>})
+   */
+  InvalidSettingException(String message, String key, String shownValue) {
+    super(message);
+    this.key = key;
+    this.shownValue = shownValue;
+    this.requirement = message;
+  }
+
   /** The full key read. */
   public String key() {
     return key;

@@ -376,6 +376,7 @@ public record StrataConf(
           + "executors and the object store.");
 
   /** The end of a message about missing keys: why S3A's may not have been read. */
+  private static final String REDACTED = "<redacted>";
   private static final String NOT_READ = " (S3A's fs.s3a.access.key, secret.key, session.token "
       + "and aws.credentials.provider are not read when any of Strata's s3.accessKeyId, "
       + "s3.secretAccessKey, s3.sessionToken and s3.credentialsProvider is set, nor the global "
@@ -485,20 +486,23 @@ public record StrataConf(
     Optional<String> accessKey = c.opt(S3_ACCESS_KEY);
     Optional<String> secretKey = c.opt(S3_SECRET_KEY);
     if (c.opt(S3_SESSION_TOKEN).isPresent() && accessKey.isEmpty()) {
-      throw new IllegalArgumentException("Invalid S3 credentials: a session token ("
+      throw new InvalidSettingException("Invalid S3 credentials: a session token ("
           + S3_SESSION_TOKEN.fullKey() + " or fs.s3a.session.token) is set without "
-          + S3_ACCESS_KEY.fullKey() + " and " + S3_SECRET_KEY.fullKey() + NOT_READ);
+          + S3_ACCESS_KEY.fullKey() + " and " + S3_SECRET_KEY.fullKey() + NOT_READ,
+          S3_SESSION_TOKEN.fullKey(), REDACTED);
     }
     if (accessKey.isPresent() != secretKey.isPresent()) {
-      throw new IllegalArgumentException("Invalid S3 credentials: " + S3_ACCESS_KEY.fullKey()
+      throw new InvalidSettingException("Invalid S3 credentials: " + S3_ACCESS_KEY.fullKey()
           + " and " + S3_SECRET_KEY.fullKey()
-          + " must be set together (or neither, to use the AWS default credential chain)");
+          + " must be set together (or neither, to use the AWS default credential chain)",
+          accessKey.isPresent() ? S3_SECRET_KEY.fullKey() : S3_ACCESS_KEY.fullKey(), "");
     }
     Duration attempt = r.get(S3_ATTEMPT_TIMEOUT);
     Duration call = r.get(S3_API_CALL_TIMEOUT);
     if (attempt.compareTo(call) > 0) {
-      throw new IllegalArgumentException("Invalid " + S3_ATTEMPT_TIMEOUT.fullKey() + "=" + attempt
-          + ": expected at most " + S3_API_CALL_TIMEOUT.fullKey() + " (" + call + ")");
+      throw new InvalidSettingException("Invalid " + S3_ATTEMPT_TIMEOUT.fullKey() + "=" + attempt
+          + ": expected at most " + S3_API_CALL_TIMEOUT.fullKey() + " (" + call + ")",
+          S3_ATTEMPT_TIMEOUT.fullKey(), "'" + attempt + "'");
     }
     Optional<URI> endpoint = r.opt(S3_ENDPOINT);
     Optional<String> configuredRegion = r.opt(S3_REGION);
@@ -556,22 +560,25 @@ public record StrataConf(
       }
     }
     if (list.contains(S3Credentials.Provider.STATIC) && !keys) {
-      throw new IllegalArgumentException("Invalid S3 credentials: " + where + " lists static "
+      throw new InvalidSettingException("Invalid S3 credentials: " + where + " lists static "
           + "credentials but " + S3_ACCESS_KEY.fullKey() + " and " + S3_SECRET_KEY.fullKey()
-          + " (or fs.s3a.access.key and fs.s3a.secret.key) are not set" + NOT_READ);
+          + " (or fs.s3a.access.key and fs.s3a.secret.key) are not set" + NOT_READ, where,
+          "'" + list + "'");
     }
     if (list.contains(S3Credentials.Provider.TEMPORARY) && !(keys && token)) {
-      throw new IllegalArgumentException("Invalid S3 credentials: " + where + " lists temporary "
+      throw new InvalidSettingException("Invalid S3 credentials: " + where + " lists temporary "
           + "credentials, which need " + S3_ACCESS_KEY.fullKey() + ", "
           + S3_SECRET_KEY.fullKey() + " and " + S3_SESSION_TOKEN.fullKey()
-          + " (or the fs.s3a.access.key, fs.s3a.secret.key and fs.s3a.session.token keys)");
+          + " (or the fs.s3a.access.key, fs.s3a.secret.key and fs.s3a.session.token keys)",
+          where, "'" + list + "'");
     }
     Optional<S3Credentials.AssumedRole> role = Optional.empty();
     if (list.contains(S3Credentials.Provider.ASSUMED_ROLE)) {
-      String arn = r.opt(S3_ROLE_ARN).orElseThrow(() -> new IllegalArgumentException(
+      String listed = "'" + list + "'";
+      String arn = r.opt(S3_ROLE_ARN).orElseThrow(() -> new InvalidSettingException(
           "Invalid S3 credentials: " + where + " lists assumed-role, which needs "
               + S3_ROLE_ARN.fullKey() + " (or " + S3_ROLE_ARN.fallbackKey().orElseThrow()
-              + "), the ARN of the role to assume"));
+              + "), the ARN of the role to assume", where, listed));
       Duration duration = r.get(S3_ROLE_SESSION_DURATION);
       if (duration.compareTo(S3Credentials.AssumedRole.MAX_SESSION) > 0) {
         String key = r.isSet(S3_ROLE_SESSION_DURATION) ? S3_ROLE_SESSION_DURATION.fullKey()
@@ -607,8 +614,9 @@ public record StrataConf(
     String sse = encryption.get(S3_SSE);
     Optional<String> kmsKey = encryption.opt(S3_SSE_KMS_KEY_ID);
     if (kmsKey.isPresent() && !sse.equals(S3WriteSettings.SSE_KMS)) {
-      throw new IllegalArgumentException("Invalid " + S3_SSE_KMS_KEY_ID.fullKey() + ": a KMS key "
-          + "id needs " + S3_SSE.fullKey() + "=aws:kms, but " + S3_SSE.fullKey() + " is " + sse);
+      throw new InvalidSettingException("Invalid " + S3_SSE_KMS_KEY_ID.fullKey() + ": a KMS key "
+          + "id needs " + S3_SSE.fullKey() + "=aws:kms, but " + S3_SSE.fullKey() + " is " + sse,
+          S3_SSE.fullKey(), "'" + sse + "'");
     }
     return new S3WriteSettings(sse, kmsKey, r.opt(S3_STORAGE_CLASS),
         r.get(S3_PAYLOAD_CHECKSUMS), r.get(S3_LEGACY_MD5));

@@ -18,12 +18,13 @@ import software.amazon.awssdk.utils.AttributeMap;
 
 /**
  * An HTTP client that fails at once, without the SDK's retries, when the endpoint cannot be
- * reached at all: the connection is refused, the host name does not resolve, no route leads to
- * it, or TLS cannot start (an untrusted or mismatched certificate, TLS spoken to a plain-HTTP
+ * reached at all before it ever answered: the connection is refused, the host name does not
+ * resolve, no route leads to it, or TLS cannot start (an untrusted or mismatched certificate, TLS spoken to a plain-HTTP
  * port). Those come from a wrong endpoint, port, scheme or addressing style, not from a busy
  * server; the SDK's standard strategy retries every {@link IOException}, so a wrong port cost
- * tens of seconds of back-off before any error (issue 46). Everything else (resets, timeouts,
- * throttling, 5xx) keeps the SDK's retries.
+ * tens of seconds of back-off before any error (issue 46). Once the endpoint has answered any
+ * request of this client, the same failures are an outage and keep the SDK's retries, as do
+ * resets, timeouts, a resolver's temporary failure, throttling and 5xx at any time.
  *
  * <p>How: the failure leaves {@link ExecutableHttpRequest#call()} as an {@link
  * SdkClientException} (the SDK passes only those and {@code IOException}s through its retry
@@ -34,6 +35,14 @@ import software.amazon.awssdk.utils.AttributeMap;
  */
 final class FailFastHttpClient implements SdkHttpClient {
   private final SdkHttpClient delegate;
+  /**
+   * True once any request of this client got an answer: the endpoint was right, so a refused or
+   * unresolved connection from then on is an outage (a server restarting, a load balancer
+   * without a backend, a DNS blip), which the SDK's retries ride out as before. Clients are
+   * shared per JVM and settings ({@code SharedS3Clients}), so a wrong endpoint still fails the
+   * query's first request at once.
+   */
+  private volatile boolean reached;
 
   private FailFastHttpClient(SdkHttpClient delegate) {
     this.delegate = delegate;
@@ -51,9 +60,11 @@ final class FailFastHttpClient implements SdkHttpClient {
       @Override
       public HttpExecuteResponse call() throws IOException {
         try {
-          return call.call();
+          HttpExecuteResponse r = call.call();
+          reached = true;
+          return r;
         } catch (IOException e) {
-          Optional<String> why = unreachable(e);
+          Optional<String> why = reached ? Optional.empty() : unreachable(e);
           if (why.isPresent()) {
             throw SdkClientException.builder().message(why.get())
                 .cause(new EndpointUnreachableException(why.get(), e)).build();
@@ -85,6 +96,13 @@ final class FailFastHttpClient implements SdkHttpClient {
    */
   static Optional<String> unreachable(Throwable e) {
     for (Throwable t = e; t != null && t != t.getCause(); t = t.getCause()) {
+      if (t instanceof java.io.InterruptedIOException) {
+        return Optional.empty(); // a timeout (connect timeout included) or an interrupt
+      }
+      if (t instanceof UnknownHostException && t.getMessage() != null
+          && t.getMessage().contains("Temporary failure")) {
+        return Optional.empty(); // EAI_AGAIN: the resolver could not answer now
+      }
       if (t instanceof UnknownHostException) {
         return Optional.of("the host name " + t.getMessage() + " does not resolve");
       }

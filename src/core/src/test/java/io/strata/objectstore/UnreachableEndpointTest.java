@@ -73,8 +73,68 @@ class UnreachableEndpointTest {
     }
   }
 
+  /**
+   * Once the endpoint has answered, a refused connection is an outage (a server restarting), and
+   * the SDK's retries ride it out as before the change (found by a review: failing fast there
+   * turned a one-second restart into a failed query).
+   */
+  @Test
+  void afterTheFirstAnswerARefusedConnectionIsRetried() throws Exception {
+    int port = closedPort();
+    com.sun.net.httpserver.HttpServer first = notFoundServer(port);
+    List<String> attempts = new ArrayList<>();
+    try (S3ObjectStore store = store("http://127.0.0.1:" + port, true, attempts)) {
+      assertTrue(store.head("v/00000000000000000001.svo").isEmpty(), "answered: 404");
+      first.stop(0);
+      java.util.concurrent.atomic.AtomicReference<com.sun.net.httpserver.HttpServer> second =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      Thread restart = new Thread(() -> {
+        try {
+          Thread.sleep(700);
+          second.set(notFoundServer(port));
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      });
+      restart.start();
+      try {
+        assertTrue(store.head("v/00000000000000000002.svo").isEmpty(),
+            "the restarted server answered after the SDK's retries");
+        assertTrue(attempts.size() >= 3, "retried through the restart: " + attempts);
+      } finally {
+        restart.join();
+        if (second.get() != null) {
+          second.get().stop(0);
+        }
+      }
+    }
+  }
+
+  /**
+   * An HTTP server on loopback {@code port} that answers a HEAD of the bucket 200 and every
+   * other request 404.
+   */
+  private static com.sun.net.httpserver.HttpServer notFoundServer(int port) throws Exception {
+    com.sun.net.httpserver.HttpServer s = com.sun.net.httpserver.HttpServer.create(
+        new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port), 0);
+    s.createContext("/", x -> {
+      boolean bucket = x.getRequestURI().getPath().replaceAll("/+$", "").equals("/strata-nc");
+      x.sendResponseHeaders(bucket ? 200 : 404, -1);
+      x.close();
+    });
+    s.start();
+    return s;
+  }
+
   @Test
   void otherIoFailuresKeepTheirRetries() {
+    assertTrue(FailFastHttpClient.unreachable(new java.net.UnknownHostException(
+        "s3.example: Temporary failure in name resolution")).isEmpty(), "EAI_AGAIN");
+    java.io.InterruptedIOException timeout = new java.io.InterruptedIOException("connect timed "
+        + "out");
+    timeout.initCause(new java.net.ConnectException("Connection timed out"));
+    assertTrue(FailFastHttpClient.unreachable(timeout).isEmpty(),
+        "a connect timeout over a ConnectException");
     assertTrue(FailFastHttpClient.unreachable(new java.net.SocketException("Connection reset"))
         .isEmpty());
     assertTrue(FailFastHttpClient.unreachable(new java.net.SocketTimeoutException("Read timed "

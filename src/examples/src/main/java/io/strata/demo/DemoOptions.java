@@ -8,6 +8,9 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * The demo's command line, parsed and validated once.
@@ -60,40 +63,10 @@ record DemoOptions(
   /** Strata's provider, the default. */
   static final String STRATA_PROVIDER = "io.strata.spark.StrataStateStoreProvider";
 
-  static final String USAGE =
-      String.join(
-          "\n",
-          "Usage: FlightsDemo [options]",
-          "  --data PATH          flights parquet (default: ../shared/data/flights-3m.parquet,",
-          "                       else fetched with 'npm pack vega-datasets@3.2.1' into --cache-dir)",
-          "  --checkpoint URI     s3://bucket/prefix, s3a://bucket/prefix or file:/dir",
-          "                       (default: s3://strata-demo/<run id> on a local S3Proxy)",
-          "  --endpoint URL       S3 endpoint (MinIO, ...); default AWS S3",
-          "  --region R           S3 region",
-          "  --access-key K       S3 access key (default: AWS default credential chain)",
-          "  --secret-key S       S3 secret key",
-          "  --path-style         path-style bucket addressing",
-          "  --provider CLASS     state store provider (default " + STRATA_PROVIDER + ")",
-          "  --partitions N       shuffle partitions = state stores per query (default 8)",
-          "  --files N            input files = micro-batches (default 32)",
-          "  --stop-after N       files processed before the restart (default files/2)",
-          "  --max-rows N         use only the first N flights by date (default: all)",
-          "  --work-dir DIR       run directories go here (default target/strata-demo)",
-          "  --cache-dir DIR      cache for the fetched data (default ~/.cache/strata)",
-          "  --conf KEY=VALUE     an extra Spark setting (repeatable)",
-          "  --keep               keep the run directory after a verified run",
-          "  --serve              after the run, keep the local S3 server running until",
-          "                       Ctrl-C (implies --keep), to read the checkpoint with the",
-          "                       strata tool; the demo prints the command",
-          "  --hard-stop          stop the running queries mid-stream (may interrupt a batch)",
-          "                       instead of letting them finish the first --stop-after files",
-          "  --s3a-checkpoint-files  Spark's own checkpoint files (offsets, commits) through",
-          "                       Hadoop S3A (needs hadoop-aws) instead of Strata's",
-          "                       checkpoint file manager",
-          "  --help               this text",
-          "Spark runs in this JVM (local[2]) unless a master is set, e.g. by spark-submit",
-          "--master spark://host:7077: then --checkpoint is required, and --data and",
-          "--work-dir must be paths every worker sees at the same place (a shared volume).");
+  /** The usage text picocli renders from {@link Cli}'s options. */
+  static String usage() {
+    return new CommandLine(new Cli()).getUsageMessage(CommandLine.Help.Ansi.OFF);
+  }
 
   DemoOptions {
     conf = Collections.unmodifiableMap(new LinkedHashMap<>(conf));
@@ -135,12 +108,12 @@ record DemoOptions(
     }
   }
 
-  /** Thrown by {@link #parse} for {@code --help}; the message is {@link #USAGE}. */
+  /** Thrown by {@link #parse} for {@code --help}; the message is {@link #usage()}. */
   static final class HelpRequested extends IllegalArgumentException {
     private static final long serialVersionUID = 1L;
 
     HelpRequested() {
-      super(USAGE);
+      super(usage());
     }
   }
 
@@ -152,109 +125,149 @@ record DemoOptions(
   /**
    * Parses the command line.
    *
-   * @throws IllegalArgumentException with a message naming the bad option; {@link #USAGE} for
-   *     the full list
+   * @throws IllegalArgumentException with a message naming the bad option, followed by {@link
+   *     #usage()}
    */
   static DemoOptions parse(String... args) {
-    Optional<Path> data = Optional.empty();
-    Optional<URI> checkpoint = Optional.empty();
-    Optional<URI> endpoint = Optional.empty();
-    Optional<String> region = Optional.empty();
-    Optional<String> accessKey = Optional.empty();
-    Optional<String> secretKey = Optional.empty();
-    boolean pathStyle = false;
-    String provider = STRATA_PROVIDER;
-    int partitions = 8;
-    int files = 32;
-    Integer stopAfter = null;
-    long maxRows = 0;
-    Path workDir = Paths.get("target", "strata-demo");
-    Path cacheDir = Paths.get(System.getProperty("user.home"), ".cache", "strata");
-    boolean keep = false;
-    boolean hardStop = false;
-    boolean s3aCheckpointFiles = false;
-    boolean serve = false;
-    Map<String, String> conf = new LinkedHashMap<>();
-    for (int i = 0; i < args.length; i++) {
-      String a = args[i];
-      switch (a) {
-        case "--data" -> data = Optional.of(Paths.get(value(args, ++i, a)));
-        case "--checkpoint" -> checkpoint = Optional.of(uri(value(args, ++i, a), a));
-        case "--endpoint" -> endpoint = Optional.of(uri(value(args, ++i, a), a));
-        case "--region" -> region = Optional.of(value(args, ++i, a));
-        case "--access-key" -> accessKey = Optional.of(value(args, ++i, a));
-        case "--secret-key" -> secretKey = Optional.of(value(args, ++i, a));
-        case "--path-style" -> pathStyle = true;
-        case "--provider" -> provider = value(args, ++i, a);
-        case "--partitions" -> partitions = (int) number(value(args, ++i, a), a);
-        case "--files" -> files = (int) number(value(args, ++i, a), a);
-        case "--stop-after" -> stopAfter = (int) number(value(args, ++i, a), a);
-        case "--max-rows" -> maxRows = number(value(args, ++i, a), a);
-        case "--work-dir" -> workDir = Paths.get(value(args, ++i, a));
-        case "--cache-dir" -> cacheDir = Paths.get(value(args, ++i, a));
-        case "--keep" -> keep = true;
-        case "--serve" -> serve = true;
-        case "--hard-stop" -> hardStop = true;
-        case "--s3a-checkpoint-files" -> s3aCheckpointFiles = true;
-        case "--conf" -> {
-          String kv = value(args, ++i, a);
-          int eq = kv.indexOf('=');
-          if (eq <= 0) {
-            throw new IllegalArgumentException("--conf needs KEY=VALUE, got " + kv);
-          }
-          conf.put(kv.substring(0, eq), kv.substring(eq + 1));
-        }
-        case "--help", "-h" -> throw new HelpRequested();
-        default -> {
-          if (a.isBlank()) {
-            continue; // an empty -Ddemo.args expands to one empty argument
-          }
-          throw new IllegalArgumentException("Unknown option " + a + "\n" + USAGE);
-        }
-      }
+    Cli c = new Cli();
+    CommandLine cl = new CommandLine(c).setOverwrittenOptionsAllowed(true);
+    try {
+      // an empty -Ddemo.args expands to one empty argument
+      cl.parseArgs(java.util.Arrays.stream(args).filter(a -> !a.isBlank())
+          .toArray(String[]::new));
+    } catch (CommandLine.ParameterException e) {
+      throw new IllegalArgumentException(e.getMessage() + "\n" + usage(), e);
+    }
+    if (cl.isUsageHelpRequested()) {
+      throw new HelpRequested();
     }
     return new DemoOptions(
-        data,
-        checkpoint,
-        endpoint,
-        region,
-        accessKey,
-        secretKey,
-        pathStyle,
-        provider,
-        partitions,
-        files,
-        stopAfter == null ? files / 2 : stopAfter,
-        maxRows,
-        workDir,
-        cacheDir,
-        keep || serve,
-        conf,
-        hardStop,
-        s3aCheckpointFiles,
-        serve);
+        Optional.ofNullable(c.data),
+        Optional.ofNullable(c.checkpoint),
+        Optional.ofNullable(c.endpoint),
+        Optional.ofNullable(c.region),
+        Optional.ofNullable(c.accessKey),
+        Optional.ofNullable(c.secretKey),
+        c.pathStyle,
+        c.provider,
+        (int) c.partitions,
+        (int) c.files,
+        c.stopAfter == null ? (int) c.files / 2 : (int) (long) c.stopAfter,
+        c.maxRows,
+        c.workDir,
+        c.cacheDir,
+        c.keep || c.serve,
+        c.conf,
+        c.hardStop,
+        c.s3aCheckpointFiles,
+        c.serve);
   }
 
-  private static String value(String[] args, int i, String option) {
-    if (i >= args.length || args[i].startsWith("--")) {
-      throw new IllegalArgumentException(option + " needs a value");
-    }
-    return args[i];
+  /** The options as picocli declares and parses them; {@link #parse} validates the result. */
+  @Command(name = "FlightsDemo", mixinStandardHelpOptions = false, sortOptions = false,
+      customSynopsis = "FlightsDemo [options]", usageHelpWidth = 100,
+      footer = {"Spark runs in this JVM (local[2]) unless a master is set, e.g. by spark-submit",
+          "--master spark://host:7077: then --checkpoint is required, and --data and",
+          "--work-dir must be paths every worker sees at the same place (a shared volume)."})
+  static final class Cli {
+    @Option(names = "--data", paramLabel = "PATH",
+        description = "flights parquet (default: ../shared/data/flights-3m.parquet, "
+        + "else fetched with 'npm pack vega-datasets@3.2.1' into "
+        + "--cache-dir)")
+    Path data;
+
+    @Option(names = "--checkpoint", paramLabel = "URI",
+        description = "s3://bucket/prefix, s3a://bucket/prefix or file:/dir (default: "
+        + "s3://strata-demo/<run id> on a local S3Proxy)")
+    URI checkpoint;
+
+    @Option(names = "--endpoint", paramLabel = "URL",
+        description = "S3 endpoint (MinIO, ...); default AWS S3")
+    URI endpoint;
+
+    @Option(names = "--region", paramLabel = "R",
+        description = "S3 region")
+    String region;
+
+    @Option(names = "--access-key", paramLabel = "K",
+        description = "S3 access key (default: AWS default credential chain)")
+    String accessKey;
+
+    @Option(names = "--secret-key", paramLabel = "S",
+        description = "S3 secret key")
+    String secretKey;
+
+    @Option(names = "--path-style",
+        description = "path-style bucket addressing")
+    boolean pathStyle;
+
+    @Option(names = "--provider", paramLabel = "CLASS",
+        description = "state store provider (default " + STRATA_PROVIDER + ")")
+    String provider = STRATA_PROVIDER;
+
+    @Option(names = "--partitions", paramLabel = "N", converter = Count.class,
+        description = "shuffle partitions = state stores per query (default 8)")
+    long partitions = 8;
+
+    @Option(names = "--files", paramLabel = "N", converter = Count.class,
+        description = "input files = micro-batches (default 32)")
+    long files = 32;
+
+    @Option(names = "--stop-after", paramLabel = "N", converter = Count.class,
+        description = "files processed before the restart (default files/2)")
+    Long stopAfter;
+
+    @Option(names = "--max-rows", paramLabel = "N", converter = Count.class,
+        description = "use only the first N flights by date (default: all)")
+    long maxRows;
+
+    @Option(names = "--work-dir", paramLabel = "DIR",
+        description = "run directories go here (default target/strata-demo)")
+    Path workDir = Paths.get("target", "strata-demo");
+
+    @Option(names = "--cache-dir", paramLabel = "DIR",
+        description = "cache for the fetched data (default ~/.cache/strata)")
+    Path cacheDir = Paths.get(System.getProperty("user.home"), ".cache", "strata");
+
+    @Option(names = "--conf", paramLabel = "KEY=VALUE",
+        description = "an extra Spark setting (repeatable)")
+    Map<String, String> conf = new LinkedHashMap<>();
+
+    @Option(names = "--keep",
+        description = "keep the run directory after a verified run")
+    boolean keep;
+
+    @Option(names = "--serve",
+        description = "after the run, keep the local S3 server running until Ctrl-C "
+        + "(implies --keep), to read the checkpoint with the strata tool; "
+        + "the demo prints the command")
+    boolean serve;
+
+    @Option(names = "--hard-stop",
+        description = "stop the running queries mid-stream (may interrupt a batch) "
+        + "instead of letting them finish the first --stop-after files")
+    boolean hardStop;
+
+    @Option(names = "--s3a-checkpoint-files",
+        description = "Spark's own checkpoint files (offsets, commits) through Hadoop "
+        + "S3A (needs hadoop-aws) instead of Strata's checkpoint file "
+        + "manager")
+    boolean s3aCheckpointFiles;
+
+    @Option(names = {"--help", "-h"}, usageHelp = true,
+        description = "this text")
+    boolean help;
   }
 
-  private static long number(String s, String option) {
-    try {
-      return Long.parseLong(s.replace("_", "").replace(",", ""));
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(option + " needs a number, got " + s, e);
-    }
-  }
-
-  private static URI uri(String s, String option) {
-    try {
-      return URI.create(s);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(option + " needs a URI, got " + s, e);
+  /** A count: digits, with {@code _} or {@code ,} as thousands separators allowed. */
+  static final class Count implements CommandLine.ITypeConverter<Long> {
+    @Override
+    public Long convert(String s) {
+      try {
+        return Long.parseLong(s.replace("_", "").replace(",", ""));
+      } catch (NumberFormatException e) {
+        throw new CommandLine.TypeConversionException("needs a number, got " + s);
+      }
     }
   }
 }

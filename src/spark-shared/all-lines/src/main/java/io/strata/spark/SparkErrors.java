@@ -50,8 +50,10 @@ final class SparkErrors {
    * setting found invalid only when the load first needed it is {@link #invalidSetting}.
    */
   static RuntimeException cannotLoad(Throwable cause) {
-    if (cause instanceof io.strata.config.InvalidSettingException bad) {
-      return invalidSetting(bad);
+    for (Throwable t = cause; t != null && t != t.getCause(); t = t.getCause()) {
+      if (t instanceof io.strata.config.InvalidSettingException bad) {
+        return invalidSetting(bad);
+      }
     }
     return raise(SparkConditions.exception("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED", Map.of(),
         cause));

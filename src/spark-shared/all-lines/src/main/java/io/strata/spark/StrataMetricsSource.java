@@ -34,8 +34,12 @@ public final class StrataMetricsSource implements Source {
   /** The source's name, the second part of every metric's name after the instance's id. */
   public static final String NAME = "strata";
   private static final Logger LOG = LoggerFactory.getLogger(StrataMetricsSource.class);
-  /** The metrics system this JVM's source is registered with (a new SparkContext has a new one). */
-  private static MetricsSystem registeredWith;
+  /**
+   * The metrics system this JVM's source is registered with (a new SparkContext has a new one);
+   * weak, so a stopped context's metrics system is not kept alive.
+   */
+  private static java.lang.ref.WeakReference<MetricsSystem> registeredWith =
+      new java.lang.ref.WeakReference<>(null);
 
   private final MetricRegistry registry = new MetricRegistry();
 
@@ -79,11 +83,12 @@ public final class StrataMetricsSource implements Source {
   public static synchronized void registerOnce() {
     try {
       SparkEnv env = SparkEnv.get();
-      if (env == null || env.metricsSystem() == null || env.metricsSystem() == registeredWith) {
+      if (env == null || env.metricsSystem() == null
+          || env.metricsSystem() == registeredWith.get()) {
         return;
       }
       env.metricsSystem().registerSource(new StrataMetricsSource());
-      registeredWith = env.metricsSystem();
+      registeredWith = new java.lang.ref.WeakReference<>(env.metricsSystem());
     } catch (RuntimeException | LinkageError e) {
       LOG.warn("Cannot register Strata's metrics source with Spark's metrics system; its S3 "
           + "request counts are not exported", e);
