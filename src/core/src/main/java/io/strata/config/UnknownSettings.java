@@ -34,7 +34,7 @@ final class UnknownSettings {
    */
   static String warn(String key, List<String> known) {
     String message = "Ignoring unknown Strata setting " + key + " (did you mean "
-        + closest(key, known) + "?; README's Configuration section lists the " + known.size()
+        + closest(key, known) + "? README's Configuration section lists the " + known.size()
         + " settings this version knows)";
     if (WARNED.add(key)) {
       LOG.warn(message);

@@ -215,7 +215,13 @@ public final class FlightsDemo {
           out.println("S3 server running at " + proxy.endpoint() + " (bucket " + LOCAL_BUCKET
               + "); press Ctrl-C to stop it.");
           out.flush();
-          new java.util.concurrent.CountDownLatch(1).await(); // until the process is stopped
+          // Until the process is stopped, or its parent (Maven, under exec:exec) is: a killed
+          // mvn would otherwise leave this JVM and its S3 server running.
+          ProcessHandle.current().parent()
+              .map(ProcessHandle::onExit)
+              .orElseGet(java.util.concurrent.CompletableFuture::new)
+              .get();
+          out.println("The parent process ended; stopping the S3 server.");
         }
       }
       return result;

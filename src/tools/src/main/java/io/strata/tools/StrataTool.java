@@ -35,7 +35,8 @@ import picocli.CommandLine.Command;
         "2:bad arguments or settings",
         "3:the checkpoint cannot be read (nothing there, not Strata's, a newer format, no such "
             + "bucket, credentials refused, S3 unreachable)",
-        "4:refused (gc --apply while the query looks alive; see --force)",
+        "4:refused (gc --apply, rewind, savepoint create or copy while the query looks alive, "
+            + "and the like; see each command's --help)",
         "70:unexpected error"})
 public final class StrataTool implements Runnable {
   /** All is well. */
