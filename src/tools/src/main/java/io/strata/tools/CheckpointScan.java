@@ -171,9 +171,16 @@ final class CheckpointScan {
   final long bytes;
   /** The writes of the recent batches, from the objects' times ({@link BatchCost}). */
   final Optional<BatchCost> cost;
+  /**
+   * The first path segments under which a query's checkpoint lies ({@code <dir>/offsets/<n>} or
+   * {@code <dir>/commits/<n>}): a directory of several queries' checkpoints, as the flights demo
+   * writes one run.
+   */
+  final Set<String> queriesBelow;
 
   private CheckpointScan(List<Store> stores, SparkLogs spark, List<String> sparkLogKeys,
-      Set<String> topLevel, int objects, long bytes, Optional<BatchCost> cost) {
+      Set<String> topLevel, int objects, long bytes, Optional<BatchCost> cost,
+      Set<String> queriesBelow) {
     this.stores = stores;
     this.spark = spark;
     this.sparkLogKeys = sparkLogKeys;
@@ -181,6 +188,7 @@ final class CheckpointScan {
     this.objects = objects;
     this.bytes = bytes;
     this.cost = cost;
+    this.queriesBelow = queriesBelow;
   }
 
   /** Splits {@code listing} (keys relative to the checkpoint root). */
@@ -261,11 +269,21 @@ final class CheckpointScan {
     Set<String> top = new java.util.TreeSet<>();
     listing.forEach(o -> top.add(o.key().contains("/")
         ? o.key().substring(0, o.key().indexOf('/')) : o.key()));
+    Set<String> below = new java.util.TreeSet<>();
+    listing.forEach(o -> {
+      Matcher q = QUERY_BELOW.matcher(o.key());
+      if (q.matches()) {
+        below.add(q.group(1));
+      }
+    });
     return new CheckpointScan(List.copyOf(stores), logs, List.copyOf(logKeys), Set.copyOf(top),
-        listing.size(), bytes, BatchCost.of(listing));
+        listing.size(), bytes, BatchCost.of(listing),
+        java.util.Collections.unmodifiableSet(below));
   }
 
   private static final Pattern STORE = Pattern.compile("^state/(\\d+)/(\\d+)/(.+)$");
+  private static final Pattern QUERY_BELOW =
+      Pattern.compile("^([^/]+)/(?:offsets|commits)/\\d+$");
 
   private static long batch(String key, String dir) {
     if (!key.startsWith(dir)) {

@@ -139,6 +139,10 @@ final class ToolContext implements AutoCloseable {
 
   /** What the listing looks like when it is not a checkpoint's root, or "". */
   private static String levelHint(CheckpointScan scan) {
+    if (!scan.queriesBelow.isEmpty()) {
+      return " (it holds the checkpoints of " + String.join(", ", scan.queriesBelow)
+          + ": give one of them, <location>/<name>)";
+    }
     if (scan.topLevel.contains("v") || scan.topLevel.contains("runs")) {
       return " (it looks like one store's directory, state/<operator>/<partition>)";
     }

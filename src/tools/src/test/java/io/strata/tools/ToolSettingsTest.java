@@ -46,4 +46,21 @@ class ToolSettingsTest {
         + ms + " ms");
     assertTrue(!(r.err() + r.out()).contains("demo-secret-never-printed"), r::toString);
   }
+
+  /**
+   * A directory of several queries' checkpoints (one flights demo run) is not a checkpoint; the
+   * message names the queries under it (a new user's stumble).
+   */
+  @Test
+  void aDirectoryOfQueriesCheckpointsNamesThem(@org.junit.jupiter.api.io.TempDir
+      java.nio.file.Path tmp) throws Exception {
+    for (String q : java.util.List.of("routes", "airport_hours")) {
+      java.nio.file.Files.createDirectories(tmp.resolve(q).resolve("offsets"));
+      java.nio.file.Files.writeString(tmp.resolve(q).resolve("offsets").resolve("0"), "v1");
+    }
+    ToolFixtures.Run r = ToolFixtures.tool("describe", tmp.toString());
+    assertEquals(StrataTool.EXIT_UNREADABLE, r.code(), r::toString);
+    assertTrue(r.err().contains("it holds the checkpoints of airport_hours, routes: give one of "
+        + "them"), r.err());
+  }
 }
