@@ -53,6 +53,11 @@ class LayeringTest {
       // Spark's checkpoint files through the object store: Spark and Hadoop, no SDK, no state.
       Map.entry("checkpoint", List.of(ROCKSDB, AWS, "io.strata.spark", "io.strata.sync",
           "io.strata.engine", "io.strata.format")),
+      // What Strata reports to Spark, for spark and checkpoint alike: error conditions and the
+      // metrics source. Spark and Strata's settings and counters; no SDK, no state, neither of
+      // the two packages it serves.
+      Map.entry("reporting", List.of(ROCKSDB, AWS, HADOOP, "io.strata.spark", CHECKPOINT,
+          "io.strata.sync", "io.strata.engine", "io.strata.format", "io.strata.objectstore")),
       // Hadoop's configuration as S3A reads it, for spark and checkpoint alike.
       Map.entry("hadoop", List.of(SPARK, SCALA, ROCKSDB, AWS, "io.strata.spark",
           "io.strata.sync", "io.strata.engine", "io.strata.format", "io.strata.objectstore",

@@ -62,13 +62,4 @@ final class SparkConditions {
     }
     return "[" + condition + "] " + text;
   }
-
-  /**
-   * {@code INVALID_CONF_VALUE.REQUIREMENT}, which Spark 3.5 does not have: a plain {@link
-   * IllegalArgumentException} with the text Spark 4.1 renders for it.
-   */
-  static IllegalArgumentException invalidConf(String key, String value, String requirement,
-      Throwable cause) {
-    return new IllegalArgumentException(InvalidConfText.render(key, value, requirement), cause);
-  }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
+import io.strata.metrics.JvmRequests;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.sync.StateLoadException;
@@ -222,7 +223,7 @@ public abstract class AbstractStrataProvider extends StrataProviderBase {
     StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
         stateStoreId.partitionId(), stateStoreId.storeName(), location());
     ObjectStore objects = ObjectStores.open(location(), conf()::s3,
-        StoreRequests.alsoCounting(requests()));
+        JvmRequests.alsoStateStores(requests()));
     try {
       io.strata.sync.ChangeFeed feed = io.strata.sync.ChangeFeed.open(identity, objects,
           checkpointIdsEnabled(), startVersion, endVersion,

@@ -22,22 +22,4 @@ final class SparkConditions {
   static RuntimeException unsupported(String condition, Map<String, String> parameters) {
     return new SparkUnsupportedOperationException(condition, parameters);
   }
-
-  /**
-   * {@code INVALID_CONF_VALUE.REQUIREMENT} (SQLSTATE 22022) as a {@link
-   * org.apache.spark.SparkIllegalArgumentException} where this Spark has it (4.1 and later);
-   * Spark 4.0's error-conditions.json has only {@code INVALID_CONF_VALUE.TIME_ZONE}, so there the
-   * same text, rendered as Spark 4.1 renders it, in a plain {@link IllegalArgumentException}.
-   */
-  static IllegalArgumentException invalidConf(String key, String value, String requirement,
-      Throwable cause) {
-    Map<String, String> p = Map.of("confName", key, "confValue", value,
-        "confRequirement", requirement);
-    try {
-      return new org.apache.spark.SparkIllegalArgumentException(
-          "INVALID_CONF_VALUE.REQUIREMENT", Scala.map(p), cause);
-    } catch (Exception conditionUnknownHere) { // Spark's INTERNAL_ERROR SparkException (4.0)
-      return new IllegalArgumentException(InvalidConfText.render(key, value, requirement), cause);
-    }
-  }
 }

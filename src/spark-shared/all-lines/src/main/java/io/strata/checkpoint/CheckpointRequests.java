@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.checkpoint;
 
+import io.strata.metrics.JvmRequests;
 import io.strata.metrics.RequestCounter;
 import io.strata.objectstore.RequestListener;
 import java.util.List;
@@ -15,12 +16,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * schema file, ...) and never hands them back; Hadoop's FileSystem statistics work the same way.
  */
 public final class CheckpointRequests {
-  private static final RequestCounter COUNTER = new RequestCounter();
   private static final List<RequestListener> LISTENERS = new CopyOnWriteArrayList<>();
 
   /** What every checkpoint object store reports to. */
   static final RequestListener LISTENER = r -> {
-    COUNTER.onRequest(r);
+    JvmRequests.checkpointFile(r);
     for (RequestListener l : LISTENERS) {
       l.onRequest(r);
     }
@@ -30,7 +30,7 @@ public final class CheckpointRequests {
 
   /** Request counts by kind since the JVM started; take differences between snapshots. */
   public static RequestCounter.Counts snapshot() {
-    return COUNTER.snapshot();
+    return JvmRequests.checkpointFiles();
   }
 
   /**

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.checkpoint;
 
+import io.strata.config.InvalidSettingException;
+import io.strata.reporting.SettingErrors;
+import io.strata.reporting.StrataMetricsSource;
 import java.io.IOException;
 import java.util.function.BiFunction;
 import org.apache.hadoop.conf.Configuration;
@@ -88,9 +91,9 @@ abstract class StrataCheckpointFileManagerBase<
     if (S3CheckpointFiles.serves(path, hadoopConf)) {
       try {
         files = new S3CheckpointFiles(path, hadoopConf);
-        io.strata.spark.StrataMetricsSource.registerOnce();
-      } catch (io.strata.config.InvalidSettingException e) {
-        bad = io.strata.spark.SettingErrors.invalid(e);
+        StrataMetricsSource.registerOnce();
+      } catch (InvalidSettingException e) {
+        bad = SettingErrors.invalid(e);
       }
       this.delegate = null;
     } else {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.spark;
 
+import io.strata.reporting.SettingErrors;
 import java.util.Map;
 import org.apache.spark.SparkException;
 

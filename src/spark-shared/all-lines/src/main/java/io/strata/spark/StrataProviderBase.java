@@ -3,12 +3,15 @@ package io.strata.spark;
 
 import io.strata.config.StrataConf;
 import io.strata.engine.LocalDirs;
-import io.strata.hadoop.HadoopLookup;
 import io.strata.engine.SharedMemory;
+import io.strata.hadoop.HadoopLookup;
 import io.strata.metrics.GcStats;
+import io.strata.metrics.JvmRequests;
 import io.strata.metrics.RequestCounter;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
+import io.strata.reporting.SettingErrors;
+import io.strata.reporting.StrataMetricsSource;
 import io.strata.sync.GcSettings;
 import io.strata.sync.StateLoadException;
 import io.strata.sync.StoreIdentity;
@@ -728,7 +731,7 @@ public abstract class StrataProviderBase implements StateStoreProvider {
     StoreIdentity identity = new StoreIdentity(stateStoreId.operatorId(),
         stateStoreId.partitionId(), stateStoreId.storeName(), location());
     ObjectStore objects = ObjectStores.open(location(), conf::s3,
-        StoreRequests.alsoCounting(requests));
+        JvmRequests.alsoStateStores(requests));
     StoreSettings settings = new StoreSettings(conf.snapshotInterval(),
         conf.transferThreads(), conf.spillThresholdBytes(), checkpointIdsEnabled(),
         memoryLimits, gcSettings()).withSnapshotOnCommit(conf.snapshotOnCommit())

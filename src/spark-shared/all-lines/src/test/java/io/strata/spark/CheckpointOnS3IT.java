@@ -133,7 +133,7 @@ class CheckpointOnS3IT {
   private static long strataGauge(String name) {
     scala.collection.Seq<org.apache.spark.metrics.source.Source> sources =
         org.apache.spark.SparkEnv.get().metricsSystem().getSourcesByName(
-            StrataMetricsSource.NAME);
+            io.strata.reporting.StrataMetricsSource.NAME);
     assertEquals(1, sources.size(), "one Strata source in the metrics system");
     return (Long) sources.head().metricRegistry().getGauges().get(name).getValue();
   }
@@ -149,8 +149,8 @@ class CheckpointOnS3IT {
     int total = 12;
     StreamingQuery q;
     // The counters the source's gauges read (the source registers with the first S3 use).
-    long stateAtStart = StoreRequests.snapshot().puts();
-    long checkpointAtStart = CheckpointRequests.snapshot().total();
+    long stateAtStart = io.strata.metrics.JvmRequests.stateStores().puts();
+    long checkpointAtStart = io.strata.metrics.JvmRequests.checkpointFiles().total();
     try (AutoCloseable listening = CheckpointRequests.listen(log::add)) {
       q = CheckpointDriver.start(h.spark, ckpt, in, out, Trigger.ProcessingTime(100), "steady",
           -1);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.strata.spark;
+package io.strata.reporting;
 
 import io.strata.config.InvalidSettingException;
 
 /**
- * Spark's error for a Strata setting that cannot be used, for callers outside this package (the
- * checkpoint file manager): {@code INVALID_CONF_VALUE.REQUIREMENT}, SQLSTATE 22022, naming the
- * key, the value (never a secret) and what is allowed.
+ * Spark's error for a Strata setting that cannot be used, for the state store provider and the
+ * checkpoint file manager alike: {@code INVALID_CONF_VALUE.REQUIREMENT}, SQLSTATE 22022, naming
+ * the key, the value (never a secret) and what is allowed.
  */
 public final class SettingErrors {
   private SettingErrors() { }
@@ -20,6 +20,6 @@ public final class SettingErrors {
    * @return the exception to throw
    */
   public static IllegalArgumentException invalid(InvalidSettingException e) {
-    return SparkConditions.invalidConf(e.key(), e.value(), e.requirement(), e);
+    return InvalidConf.of(e.key(), e.value(), e.requirement(), e);
   }
 }

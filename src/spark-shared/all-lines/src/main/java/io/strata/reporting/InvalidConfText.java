@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.strata.spark;
+package io.strata.reporting;
 
 /**
  * The text Spark 4.1 renders for {@code INVALID_CONF_VALUE.REQUIREMENT}, for the lines whose

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-package io.strata.spark;
+package io.strata.reporting;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
-import io.strata.checkpoint.CheckpointRequests;
+import io.strata.metrics.JvmRequests;
 import io.strata.metrics.RequestCounter;
 import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
@@ -44,8 +44,8 @@ public final class StrataMetricsSource implements Source {
   private final MetricRegistry registry = new MetricRegistry();
 
   private StrataMetricsSource() {
-    half("stateStore", StoreRequests::snapshot);
-    half("checkpointFiles", CheckpointRequests::snapshot);
+    half("stateStore", JvmRequests::stateStores);
+    half("checkpointFiles", JvmRequests::checkpointFiles);
   }
 
   private void half(String prefix, Supplier<RequestCounter.Counts> counts) {
