@@ -22,8 +22,8 @@ import software.amazon.awssdk.utils.AttributeMap;
  * resolve, no route leads to it, or TLS cannot start (an untrusted or mismatched certificate, TLS spoken to a plain-HTTP
  * port). Those come from a wrong endpoint, port, scheme or addressing style, not from a busy
  * server; the SDK's standard strategy retries every {@link IOException}, so a wrong port cost
- * tens of seconds of back-off before any error (issue 46). Once the endpoint has answered any
- * request of this client, the same failures are an outage and keep the SDK's retries, as do
+ * tens of seconds of back-off before any error (issue 46). Once the host has answered any
+ * request in this JVM, the same failures are an outage and keep the SDK's retries, as do
  * resets, timeouts, a resolver's temporary failure, throttling and 5xx at any time.
  *
  * <p>How: the failure leaves {@link ExecutableHttpRequest#call()} as an {@link
@@ -36,13 +36,16 @@ import software.amazon.awssdk.utils.AttributeMap;
 final class FailFastHttpClient implements SdkHttpClient {
   private final SdkHttpClient delegate;
   /**
-   * True once any request of this client got an answer: the endpoint was right, so a refused or
-   * unresolved connection from then on is an outage (a server restarting, a load balancer
-   * without a backend, a DNS blip), which the SDK's retries ride out as before. Clients are
-   * shared per JVM and settings ({@code SharedS3Clients}), so a wrong endpoint still fails the
-   * query's first request at once.
+   * The hosts ({@code scheme://host:port}, the bucket's virtual host included) that answered a
+   * request of any client in this JVM: the endpoint was right, so a refused or unresolved
+   * connection to it from then on is an outage (a server restarting, a load balancer without a
+   * backend, a DNS blip), which the SDK's retries ride out as before. JVM-wide, not per client,
+   * because a shared client is closed with its last lease and built again for the next one (an
+   * executor's stores all unloaded, a query restarted on the driver), and the new client must
+   * not take the endpoint for a wrong one. A few short strings per endpoint and bucket.
    */
-  private volatile boolean reached;
+  private static final java.util.Set<String> ANSWERED =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   private FailFastHttpClient(SdkHttpClient delegate) {
     this.delegate = delegate;
@@ -56,15 +59,17 @@ final class FailFastHttpClient implements SdkHttpClient {
   @Override
   public ExecutableHttpRequest prepareRequest(HttpExecuteRequest request) {
     ExecutableHttpRequest call = delegate.prepareRequest(request);
+    String host = request.httpRequest().protocol() + "://" + request.httpRequest().host() + ":"
+        + request.httpRequest().port();
     return new ExecutableHttpRequest() {
       @Override
       public HttpExecuteResponse call() throws IOException {
         try {
           HttpExecuteResponse r = call.call();
-          reached = true;
+          ANSWERED.add(host);
           return r;
         } catch (IOException e) {
-          Optional<String> why = reached ? Optional.empty() : unreachable(e);
+          Optional<String> why = ANSWERED.contains(host) ? Optional.empty() : unreachable(e);
           if (why.isPresent()) {
             throw SdkClientException.builder().message(why.get())
                 .cause(new EndpointUnreachableException(why.get(), e)).build();

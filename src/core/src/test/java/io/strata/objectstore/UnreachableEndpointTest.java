@@ -111,6 +111,41 @@ class UnreachableEndpointTest {
   }
 
   /**
+   * The same after the client that saw the answer was closed with its last lease and a new one
+   * built (an executor whose stores were all unloaded, a query restarted on the driver): the
+   * JVM remembers that the endpoint answered (found by a second review).
+   */
+  @Test
+  void aNewClientForAnEndpointThatAnsweredRetriesToo() throws Exception {
+    int port = closedPort();
+    com.sun.net.httpserver.HttpServer first = notFoundServer(port);
+    try (S3ObjectStore store = store("http://127.0.0.1:" + port, true, new ArrayList<>())) {
+      assertTrue(store.head("v/00000000000000000001.svo").isEmpty(), "answered: 404");
+    }
+    first.stop(0);
+    java.util.concurrent.atomic.AtomicReference<com.sun.net.httpserver.HttpServer> second =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Thread restart = new Thread(() -> {
+      try {
+        Thread.sleep(700);
+        second.set(notFoundServer(port));
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    restart.start();
+    try (S3ObjectStore store = store("http://127.0.0.1:" + port, true, new ArrayList<>())) {
+      assertTrue(store.head("v/00000000000000000002.svo").isEmpty(),
+          "the new client's request was retried until the restarted server answered");
+    } finally {
+      restart.join();
+      if (second.get() != null) {
+        second.get().stop(0);
+      }
+    }
+  }
+
+  /**
    * An HTTP server on loopback {@code port} that answers a HEAD of the bucket 200 and every
    * other request 404.
    */

@@ -130,16 +130,25 @@ record DemoOptions(
    */
   static DemoOptions parse(String... args) {
     Cli c = new Cli();
-    CommandLine cl = new CommandLine(c).setOverwrittenOptionsAllowed(true);
+    // An option's value may look like an option (a secret "-hx"): it is a value, so picocli's
+    // message never echoes it as a misplaced option.
+    CommandLine cl = new CommandLine(c).setOverwrittenOptionsAllowed(true)
+        .setAllowOptionsAsOptionParameters(true);
     try {
-      // an empty -Ddemo.args expands to one empty argument
-      cl.parseArgs(java.util.Arrays.stream(args).filter(a -> !a.isBlank())
-          .toArray(String[]::new));
+      // an empty -Ddemo.args expands to one empty argument, which means no options
+      cl.parseArgs(args.length == 1 && args[0].isBlank() ? new String[0] : args);
     } catch (CommandLine.ParameterException e) {
+      // picocli's message names the option and, for an unknown one, the argument; the value of
+      // --secret-key is always taken as a value, so it is never echoed
       throw new IllegalArgumentException(e.getMessage() + "\n" + usage(), e);
     }
     if (cl.isUsageHelpRequested()) {
       throw new HelpRequested();
+    }
+    if (c.conf.keySet().stream().anyMatch(String::isBlank)) {
+      throw new IllegalArgumentException("--conf needs KEY=VALUE with a key, got '="
+          + c.conf.get(c.conf.keySet().stream().filter(String::isBlank).findFirst().orElseThrow())
+          + "'");
     }
     return new DemoOptions(
         Optional.ofNullable(c.data),

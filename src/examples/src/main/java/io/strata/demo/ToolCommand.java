@@ -13,9 +13,9 @@ import java.util.stream.Stream;
  * The {@code strata describe} command line that reads a demo run's checkpoint, as the demo
  * prints it for a kept run (issue 46): the tool jar the reactor built, the query's checkpoint,
  * and the S3 options the demo used, which are the tool's own ({@code --endpoint}, {@code
- * --region}, {@code --path-style}, {@code --access-key}, {@code --secret-key}). A secret is
+ * --region}, {@code --path-style}, {@code --access-key}, {@code --secret-key}). Keys are
  * printed only for the demo's own loopback S3 server, whose keys are fixed test keys; for
- * another endpoint the command leaves the credentials to the user.
+ * another endpoint the command holds placeholders for them.
  */
 final class ToolCommand {
   private ToolCommand() { }
@@ -41,8 +41,10 @@ final class ToolCommand {
       if (o.pathStyle()) {
         args.add("--path-style");
       }
-      o.accessKey().ifPresent(k -> args.addAll(List.of("--access-key", k,
-          "--secret-key", "<your secret key>")));
+      if (o.accessKey().isPresent()) { // the keys as placeholders: never printed
+        args.addAll(List.of("--access-key", "YOUR_ACCESS_KEY", "--secret-key",
+            "YOUR_SECRET_KEY"));
+      }
     }
     return String.join(" ", args);
   }

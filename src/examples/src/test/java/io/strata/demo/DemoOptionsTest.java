@@ -165,7 +165,15 @@ class DemoOptionsTest {
     String cmd = ToolCommand.describe("s3://b/p/run/routes", remote, java.util.Optional.empty(),
         java.util.List.of());
     assertTrue(cmd.endsWith("describe s3://b/p/run/routes --endpoint http://minio:9000 "
-        + "--path-style --access-key AK --secret-key <your secret key>"), cmd);
-    assertFalse(cmd.contains("real-secret"), "a user's secret is never printed");
+        + "--path-style --access-key YOUR_ACCESS_KEY --secret-key YOUR_SECRET_KEY"), cmd);
+    assertFalse(cmd.contains("real-secret") || cmd.contains(" AK"), "a user's keys are never "
+        + "printed");
+
+    // Parity with the hand parser it replaced (found by a review).
+    assertEquals(java.util.Optional.of("-hx"), DemoOptions.parse("--checkpoint", "s3://b/p",
+        "--access-key", "AK", "--secret-key", "-hx").secretKey(), "a secret like an option");
+    assertThrows(IllegalArgumentException.class, () -> DemoOptions.parse("--conf", "=v"));
+    assertEquals(java.util.Optional.of(""), DemoOptions.parse("--region", "", "--checkpoint",
+        "s3://b/p").region(), "an empty value is a value");
   }
 }

@@ -66,12 +66,13 @@ abstract class StrataCheckpointFileManagerBase<
   /** The S3 files; null when {@link #delegate} serves the path or the settings are bad. */
   private final S3CheckpointFiles s3;
   /**
-   * Spark's {@code INVALID_CONF_VALUE.REQUIREMENT} error for a bad Strata setting, thrown by
-   * every call instead of from the constructor: Spark reports a constructor's failure as {@code
+   * A bad Strata setting, reported by every call as Spark's {@code
+   * INVALID_CONF_VALUE.REQUIREMENT} (a new exception each time) instead of from the constructor:
+   * Spark reports a constructor's failure as {@code
    * CANNOT_LOAD_CHECKPOINT_FILE_MANAGER.ERROR_LOADING_CLASS}, which reads like a class-path
    * problem (issue 46). Null when the settings are good.
    */
-  private final IllegalArgumentException badSetting;
+  private final InvalidSettingException badSetting;
 
   /**
    * Chooses S3 or Spark's default manager for {@code path}. Does no network I/O.
@@ -87,13 +88,13 @@ abstract class StrataCheckpointFileManagerBase<
   StrataCheckpointFileManagerBase(Path path, Configuration hadoopConf,
       BiFunction<Path, Configuration, D> sparkDefault) {
     S3CheckpointFiles files = null;
-    IllegalArgumentException bad = null;
+    InvalidSettingException bad = null;
     if (S3CheckpointFiles.serves(path, hadoopConf)) {
       try {
         files = new S3CheckpointFiles(path, hadoopConf);
         StrataMetricsSource.registerOnce();
       } catch (InvalidSettingException e) {
-        bad = SettingErrors.invalid(e);
+        bad = e;
       }
       this.delegate = null;
     } else {
@@ -119,7 +120,7 @@ abstract class StrataCheckpointFileManagerBase<
    */
   final S3CheckpointFiles s3() {
     if (badSetting != null) {
-      throw badSetting;
+      throw SettingErrors.invalid(badSetting);
     }
     return s3;
   }
