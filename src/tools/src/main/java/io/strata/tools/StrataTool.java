@@ -110,6 +110,22 @@ public final class StrataTool implements Runnable {
     CommandLine cl = new CommandLine(new StrataTool(out, err));
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
+    // picocli's own message for an unknown option echoes every unmatched argument, so a
+    // mistyped --secret-key would print the secret after it: name only what looks like an option.
+    cl.setParameterExceptionHandler((ex, given) -> {
+      if (ex instanceof CommandLine.UnmatchedArgumentException u) {
+        java.util.List<String> options =
+            u.getUnmatched().stream().filter(a -> a.startsWith("-")).toList();
+        err.println("strata: unknown option " + String.join(", ", options)
+            + (options.size() < u.getUnmatched().size()
+                ? " (the arguments after it are not shown: one may be a secret)" : ""));
+        CommandLine.UnmatchedArgumentException.printSuggestions(u, err);
+      } else {
+        err.println("strata: " + ex.getMessage());
+      }
+      ex.getCommandLine().usage(err);
+      return EXIT_USAGE;
+    });
     cl.setExecutionExceptionHandler((e, line, parsed) -> {
       if (e instanceof ToolException t) {
         err.println("strata: " + t.getMessage());

@@ -63,4 +63,15 @@ class ToolSettingsTest {
     assertTrue(r.err().contains("it holds the checkpoints of airport_hours, routes: give one of "
         + "them"), r.err());
   }
+
+  /** A mistyped --secret-key never prints the secret after it (found by a review). */
+  @Test
+  void aMistypedSecretOptionDoesNotEchoTheSecret() {
+    ToolFixtures.Run r = ToolFixtures.tool("describe", "s3://bucket/ckpt", "--secret-kye",
+        "never-printed-secret");
+    assertEquals(StrataTool.EXIT_USAGE, r.code(), r::toString);
+    assertTrue(r.err().contains("unknown option --secret-kye") && r.err().contains(
+        "--secret-key"), r.err());
+    assertTrue(!(r.err() + r.out()).contains("never-printed-secret"), r::toString);
+  }
 }
