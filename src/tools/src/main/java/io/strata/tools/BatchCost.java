@@ -105,7 +105,7 @@ record BatchCost(long batches, long statePuts, long checkpointPuts) {
   /** One line for {@code describe}. */
   String line() {
     return String.format(java.util.Locale.ROOT, "Writes per batch (the last %d batches, from "
-        + "object times): %.2f state PUTs, %.2f checkpoint-file PUTs; about $%.4f per 1,000 "
+        + "the listing): %.2f state PUTs, %.2f checkpoint-file PUTs; about $%.4f per 1,000 "
         + "batches at S3 Standard's list price ($%.3f per 1,000 PUTs), not counting restores' "
         + "GETs or garbage collection's LISTs and deletes", batches, statePerBatch(),
         checkpointPerBatch(), usdPer1000Batches(), PUT_PRICE_PER_1000);
