@@ -86,26 +86,10 @@ class UnreachableEndpointTest {
     try (S3ObjectStore store = store("http://127.0.0.1:" + port, true, attempts)) {
       assertTrue(store.head("v/00000000000000000001.svo").isEmpty(), "answered: 404");
       first.stop(0);
-      java.util.concurrent.atomic.AtomicReference<com.sun.net.httpserver.HttpServer> second =
-          new java.util.concurrent.atomic.AtomicReference<>();
-      Thread restart = new Thread(() -> {
-        try {
-          Thread.sleep(700);
-          second.set(notFoundServer(port));
-        } catch (Exception e) {
-          throw new IllegalStateException(e);
-        }
-      });
-      restart.start();
-      try {
+      try (RestartLater restart = new RestartLater(port)) {
         assertTrue(store.head("v/00000000000000000002.svo").isEmpty(),
             "the restarted server answered after the SDK's retries");
         assertTrue(attempts.size() >= 3, "retried through the restart: " + attempts);
-      } finally {
-        restart.join();
-        if (second.get() != null) {
-          second.get().stop(0);
-        }
       }
     }
   }
@@ -123,24 +107,39 @@ class UnreachableEndpointTest {
       assertTrue(store.head("v/00000000000000000001.svo").isEmpty(), "answered: 404");
     }
     first.stop(0);
-    java.util.concurrent.atomic.AtomicReference<com.sun.net.httpserver.HttpServer> second =
-        new java.util.concurrent.atomic.AtomicReference<>();
-    Thread restart = new Thread(() -> {
-      try {
-        Thread.sleep(700);
-        second.set(notFoundServer(port));
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
-      }
-    });
-    restart.start();
-    try (S3ObjectStore store = store("http://127.0.0.1:" + port, true, new ArrayList<>())) {
+    try (RestartLater restart = new RestartLater(port);
+        S3ObjectStore store = store("http://127.0.0.1:" + port, true, new ArrayList<>())) {
       assertTrue(store.head("v/00000000000000000002.svo").isEmpty(),
           "the new client's request was retried until the restarted server answered");
-    } finally {
-      restart.join();
-      if (second.get() != null) {
-        second.get().stop(0);
+    }
+  }
+
+  /**
+   * Starts {@link #notFoundServer} on {@code port} again 700 ms from now (a server restarting);
+   * close waits for it and stops it.
+   */
+  private static final class RestartLater implements AutoCloseable {
+    private final java.util.concurrent.atomic.AtomicReference<com.sun.net.httpserver.HttpServer>
+        server = new java.util.concurrent.atomic.AtomicReference<>();
+    private final Thread thread;
+
+    RestartLater(int port) {
+      thread = new Thread(() -> {
+        try {
+          Thread.sleep(700);
+          server.set(notFoundServer(port));
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      });
+      thread.start();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+      thread.join();
+      if (server.get() != null) {
+        server.get().stop(0);
       }
     }
   }
