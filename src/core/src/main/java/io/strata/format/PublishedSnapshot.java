@@ -209,6 +209,14 @@ public record PublishedSnapshot(int formatVersion, String storeId, long version,
         snapshot.files(), nowMillis);
   }
 
+  /**
+   * The lineage tip a published snapshot taken from {@code source} (the manifest of the
+   * version it holds) has: its {@link #tip()} once made by {@link #of}.
+   */
+  public static Tip tipOf(Manifest source) {
+    return tip(source.base().map(b -> new Identity(b.version(), b.attempt())), source.deltas());
+  }
+
   /** The lineage tip of the state this snapshot holds (see the class comment). */
   public Tip tip() {
     return tip(sourceBase, sourceDeltas);

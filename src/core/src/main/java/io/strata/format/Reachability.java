@@ -58,7 +58,9 @@ import java.util.Set;
  *       ({@link Plan#settledBeforeMillis()}, by the object store's own clock, with {@link
  *       #SETTLE_MARGIN_MILLIS} for whole-second times); and a <em>retired</em> file, one the
  *       caller saw named by a published snapshot or version object an earlier round deleted
- *       (whole when it was named, and never written again: keys are unique). An object whose
+ *       (whole when it was named, and never written again: keys are unique), unless it is a
+ *       published snapshot (format 2: old manifests name files inside it; it goes by its own
+ *       rule above). An object whose
  *       last-modified time is unknown ({@code <= 0}: a server that returned none) is never old
  *       enough, and never settled. Age only ever protects; it never makes a named object
  *       garbage.
@@ -384,7 +386,10 @@ public final class Reachability {
         keptProtected++;
         continue;
       }
-      if (!settled(l, kind, plan) && !retired.contains(l.key())
+      // A published snapshot is never retired (format 2: old manifests name files inside it):
+      // it goes by its own rule, unusable and old or settled, decided before any retiring.
+      boolean isRetired = retired.contains(l.key()) && kind != Kind.PUBLISHED_SNAPSHOT;
+      if (!settled(l, kind, plan) && !isRetired
           && (!l.ageKnown() || nowMillis - l.lastModifiedMillis() < graceMillis)) {
         young++;
         continue;
@@ -479,10 +484,15 @@ public final class Reachability {
     return keys;
   }
 
-  /** Every object key published snapshot {@code p} names: its files. */
-  public static Set<String> namedKeys(PublishedSnapshot p) {
+  /**
+   * Every object key published snapshot {@code p}, stored as {@code ownKey}, names besides its
+   * own: the objects holding its files that are not inline (format 2). A published snapshot never
+   * keeps itself.
+   */
+  public static Set<String> namedKeys(PublishedSnapshot p, String ownKey) {
     Set<String> keys = new HashSet<>();
     p.files().forEach(f -> keys.add(f.file().key()));
+    keys.remove(ownKey);
     return keys;
   }
 

@@ -22,30 +22,69 @@ import java.nio.charset.StandardCharsets;
  *
  * A reader fetches the tail (one suffix-range GET of {@link #TAIL_READ_BYTES}), which holds the
  * footer and, for all but huge manifests, the whole manifest.
+ *
+ * <p>A published snapshot of format 2 ({@link PublishedSnapshotCodec}) has the same layout with
+ * the magic {@code "STRATABS"}: its inline files, then its JSON, then the footer (the methods
+ * taking a {@link Magic}).
  */
 public final class VersionObjectCodec {
   /** Size of the footer in bytes. */
   public static final int FOOTER_BYTES = 32;
   /** How many bytes a reader asks for from the end of the object first. */
   public static final int TAIL_READ_BYTES = 64 * 1024;
-  private static final byte[] MAGIC = "STRATAVO".getBytes(StandardCharsets.US_ASCII);
   private static final int FOOTER_VERSION = 1;
 
+  /** Which object a footer closes: the first 8 bytes of the footer. */
+  public enum Magic {
+    /** A version object ({@code v/...svo}): its SST delta, its manifest. */
+    VERSION_OBJECT("STRATAVO", "version object"),
+    /** A published snapshot of format 2 ({@code b/...bsm}): its inline files, its JSON. */
+    PUBLISHED_SNAPSHOT("STRATABS", "published snapshot");
+
+    private final byte[] bytes;
+    private final String what;
+
+    Magic(String text, String what) {
+      this.bytes = text.getBytes(StandardCharsets.US_ASCII);
+      this.what = what;
+    }
+  }
+
   private VersionObjectCodec() { }
+
+  /**
+   * True if {@code tail} (the last bytes of an object) ends with {@code magic}'s footer magic
+   * (nothing else is checked).
+   */
+  public static boolean endsWithFooter(byte[] tail, Magic magic) {
+    if (tail.length < FOOTER_BYTES) {
+      return false;
+    }
+    return java.util.Arrays.equals(tail, tail.length - FOOTER_BYTES,
+        tail.length - FOOTER_BYTES + magic.bytes.length, magic.bytes, 0, magic.bytes.length);
+  }
 
   /**
    * The manifest bytes followed by the footer, to be appended after {@code deltaLength} bytes of
    * SST delta.
    */
   public static byte[] manifestAndFooter(byte[] manifestJson, long deltaLength) {
-    ByteBuffer buf = ByteBuffer.allocate(manifestJson.length + FOOTER_BYTES)
+    return jsonAndFooter(manifestJson, deltaLength, Magic.VERSION_OBJECT);
+  }
+
+  /**
+   * {@code json} followed by a footer with {@code magic}, to be appended after {@code
+   * dataLength} bytes of data.
+   */
+  public static byte[] jsonAndFooter(byte[] json, long dataLength, Magic magic) {
+    ByteBuffer buf = ByteBuffer.allocate(json.length + FOOTER_BYTES)
         .order(ByteOrder.BIG_ENDIAN);
-    buf.put(manifestJson);
-    buf.put(MAGIC);
+    buf.put(json);
+    buf.put(magic.bytes);
     buf.putInt(FOOTER_VERSION);
-    buf.putLong(deltaLength);
-    buf.putInt(manifestJson.length);
-    buf.putLong(Checksums.xxhash64(manifestJson));
+    buf.putLong(dataLength);
+    buf.putInt(json.length);
+    buf.putLong(Checksums.xxhash64(json));
     return buf.array();
   }
 
@@ -66,22 +105,33 @@ public final class VersionObjectCodec {
    * @throws ManifestFormatException if the bytes do not end with a valid footer
    */
   public static Footer footer(byte[] tail, long objectSize) throws ManifestFormatException {
+    return footer(tail, objectSize, Magic.VERSION_OBJECT);
+  }
+
+  /**
+   * {@link #footer(byte[], long)} of an object closed by {@code magic}'s footer.
+   *
+   * @throws ManifestFormatException if the bytes do not end with a valid footer
+   */
+  public static Footer footer(byte[] tail, long objectSize, Magic magic)
+      throws ManifestFormatException {
+    byte[] expectedMagic = magic.bytes;
     if (tail.length < FOOTER_BYTES) {
       throw new ManifestFormatException("object is " + tail.length
           + " bytes, shorter than the " + FOOTER_BYTES + "-byte footer (truncated?)", null);
     }
     ByteBuffer buf = ByteBuffer.wrap(tail, tail.length - FOOTER_BYTES, FOOTER_BYTES)
         .order(ByteOrder.BIG_ENDIAN);
-    byte[] magic = new byte[MAGIC.length];
-    buf.get(magic);
-    if (!java.util.Arrays.equals(magic, MAGIC)) {
-      throw new ManifestFormatException("no version-object footer (bad magic; truncated or not "
-          + "written by Strata)", null);
+    byte[] found = new byte[expectedMagic.length];
+    buf.get(found);
+    if (!java.util.Arrays.equals(found, expectedMagic)) {
+      throw new ManifestFormatException("no " + magic.what.replace(' ', '-')
+          + " footer (bad magic; truncated or not written by Strata)", null);
     }
     int fv = buf.getInt();
     if (fv > FOOTER_VERSION) {
-      throw new ManifestFormatException("written by a newer Strata (version object footer "
-          + "version " + fv + "; this build reads up to " + FOOTER_VERSION + ")", null);
+      throw new ManifestFormatException("written by a newer Strata (" + magic.what
+          + " footer version " + fv + "; this build reads up to " + FOOTER_VERSION + ")", null);
     }
     long off = buf.getLong();
     int len = buf.getInt();

@@ -62,6 +62,10 @@ import org.slf4j.LoggerFactory;
  */
 final class BaseSnapshotUploader {
   private static final Logger LOG = LoggerFactory.getLogger(BaseSnapshotUploader.class);
+  /** The largest SST carried inline in its published snapshot object, bytes. */
+  static final long INLINE_FILE_MAX = 32L << 20;
+  /** The most SST bytes carried inline in one published snapshot object. */
+  static final long INLINE_TOTAL_MAX = 64L << 20;
 
   /**
    * An upload found an SST of the live database corrupt (it is never uploaded): the database
@@ -219,11 +223,19 @@ final class BaseSnapshotUploader {
     try {
       BaseSnapshot snapshot;
       try {
-        snapshot = upload(job.checkpoint(), job.manifest(), job.generation());
-        // Published last, after every file it names is durable: from now on any load whose
-        // lineage it lies on may restore from it (docs/format.md, "Published snapshots").
-        String key = published.write(PublishedSnapshot.of(job.manifest(), snapshot,
-            clock.millis()));
+        String key = published.newKey(job.manifest().version(),
+            PublishedSnapshot.tipOf(job.manifest()).hash());
+        Upload u = upload(job.checkpoint(), job.manifest(), job.generation(), key);
+        snapshot = u.snapshot();
+        // Published last, in the PUT that carries its inline files, after every other file it
+        // names is durable: from now on any load whose lineage it lies on may restore from it
+        // (docs/format.md, "Published snapshots"). On the transfer pool, so that close() can
+        // interrupt it.
+        PublishedSnapshot p = PublishedSnapshot.of(job.manifest(), snapshot, clock.millis());
+        await(List.of(pools.transfers().submit(() -> {
+          published.write(key, p, u.inline());
+          return key;
+        })), "publish base snapshot of version " + job.manifest().version());
         LOG.debug("{} version {}: published base snapshot as {}", identity,
             job.manifest().version(), objects.describe(key));
       } catch (IOException | RuntimeException e) {
@@ -263,21 +275,40 @@ final class BaseSnapshotUploader {
   }
 
   /**
-   * Uploads the checkpoint in {@code cpDir} of the version {@code m} describes. An SST whose
-   * content (length, XXHash64) a file {@code m} names already holds is not uploaded again; only
-   * files {@code m} names are reused, never older ones: a retained manifest names them, so no
-   * garbage-collection round can delete them while this snapshot waits to be published. A delta
-   * that {@code m}'s base names inside a version object is uploaded again as an SST, so that
-   * no base keeps a version object older than the previous base alive.
+   * A base snapshot ready to publish: its files, and the bytes of those it names inside its
+   * published snapshot object, back to back.
+   *
+   * @param snapshot the snapshot (inline files at their offsets in {@code inline})
+   * @param inline the inline files' bytes, to precede the published snapshot's JSON
+   */
+  record Upload(BaseSnapshot snapshot, ObjectBody inline) { }
+
+  /**
+   * Uploads what the checkpoint in {@code cpDir} of the version {@code m} describes needs beyond
+   * its published snapshot object {@code key}, and lays out that object's inline files. An SST
+   * whose content (length, XXHash64) a file {@code m} names in a version object of its chain or
+   * in an {@code sst/} object already holds is not uploaded again; only files {@code m} names
+   * are reused, never older ones: a retained manifest names them, so no garbage-collection round
+   * can delete them while this snapshot waits to be published. A delta that {@code m}'s base
+   * names inside a version object, and a file it names inside its published snapshot object,
+   * are uploaded again, so that no base keeps such an object older than the previous base
+   * alive.
+   *
+   * <p>Of the SSTs to upload, the smallest go inline (each at most {@value #INLINE_FILE_MAX}
+   * bytes, {@value #INLINE_TOTAL_MAX} bytes in all), with RocksDB's small files ({@code
+   * MANIFEST-*}, {@code CURRENT}, {@code OPTIONS-*}); the rest get one {@code sst/} object each,
+   * uploaded in parallel here. So a snapshot of a store of up to about 64 MiB is one object,
+   * written by one PUT ({@link PublishedSnapshots#write}).
    *
    * @param generation the local database the checkpoint was taken from
-   * @return the snapshot, not yet published
+   * @param key the key of its published snapshot ({@link PublishedSnapshots#newKey})
+   * @return the snapshot, not yet published, and its inline bytes
    * @throws CorruptLocalSstException if a new SST fails its RocksDB block checksums
    * @throws IOException if reading the checkpoint or an upload fails (uploaded files are left
    *     unreferenced)
    * @throws IllegalStateException if the store closed during the upload
    */
-  BaseSnapshot upload(Path cpDir, Manifest m, int generation) throws IOException {
+  Upload upload(Path cpDir, Manifest m, int generation, String key) throws IOException {
     long version = m.version();
     String attempt = m.attempt();
     Map<FileRef.ContentId, FileRef> reusable = new HashMap<>();
@@ -285,12 +316,12 @@ final class BaseSnapshotUploader {
       reusable.putIfAbsent(d.file().contentId(), d.file());
     }
     // A file of m's base that lives inside a version object or spill (a delta RocksDB never
-    // compacted) is uploaded again as an SST of its own instead: reused, it would keep that
-    // version object alive for as long as RocksDB keeps the file, past any retention (issue
-    // 43). So a snapshot names version objects of its own base's chain at most.
+    // compacted) or inside the base's published snapshot object is uploaded again instead:
+    // reused, it would keep that object alive for as long as RocksDB keeps the file, past any
+    // retention (issue 43). So a snapshot names version objects of its own base's chain and
+    // its own object at most, besides sst/ objects.
     m.base().ifPresent(b -> b.files().forEach(f -> {
-      Reachability.Kind kind = Reachability.kindOf(f.file().key());
-      if (kind != Reachability.Kind.VERSION_OBJECT && kind != Reachability.Kind.SPILL) {
+      if (Reachability.kindOf(f.file().key()) == Reachability.Kind.SNAPSHOT_SST) {
         reusable.putIfAbsent(f.file().contentId(), f.file());
       }
     }));
@@ -303,19 +334,17 @@ final class BaseSnapshotUploader {
           .toList();
     }
     List<BaseSnapshot.BaseFile> result = new ArrayList<>();
-    List<Future<BaseSnapshot.BaseFile>> uploads = new ArrayList<>();
-    ByteArrayOutputStream pack = new ByteArrayOutputStream();
-    List<String> packNames = new ArrayList<>();
-    List<long[]> packRanges = new ArrayList<>();
-    // A unique suffix: another instance may snapshot the same (version, attempt) again.
-    String packKey = StoreLayout.snapshotPack(version, attempt, StoreLayout.newUniqueName());
+    List<Path> newSsts = new ArrayList<>();
+    Map<Path, FileRef.ContentId> ids = new HashMap<>();
+    ByteArrayOutputStream small = new ByteArrayOutputStream();
+    List<BaseSnapshot.BaseFile> smallFiles = new ArrayList<>();
     for (Path f : files) {
       String name = f.getFileName().toString();
       if (!name.endsWith(".sst")) {
         byte[] bytes = Files.readAllBytes(f);
-        packRanges.add(new long[] {pack.size(), bytes.length, Checksums.xxhash64(bytes)});
-        packNames.add(name);
-        pack.write(bytes);
+        smallFiles.add(new BaseSnapshot.BaseFile(name,
+            new FileRef(key, small.size(), bytes.length, Checksums.xxhash64(bytes))));
+        small.write(bytes);
         continue;
       }
       FileRef.ContentId id = contentId(generation, f);
@@ -333,33 +362,41 @@ final class BaseSnapshotUploader {
             + " version " + version + ": " + e.getMessage() + "; the local database is dropped "
             + "at the next load and restored from the object store", e);
       }
+      newSsts.add(f);
+      ids.put(f, id);
+    }
+    // The smallest new SSTs inline, after the small files; the others in sst/ objects.
+    newSsts.sort(Comparator.comparingLong((Path p) -> ids.get(p).length())
+        .thenComparing(p -> p.getFileName().toString()));
+    ObjectBody inline = ObjectBody.of(small.toByteArray());
+    long inlineSsts = 0;
+    List<Future<BaseSnapshot.BaseFile>> uploads = new ArrayList<>();
+    for (Path f : newSsts) {
+      FileRef.ContentId id = ids.get(f);
+      String name = f.getFileName().toString();
+      if (id.length() <= INLINE_FILE_MAX && inlineSsts + id.length() <= INLINE_TOTAL_MAX) {
+        result.add(new BaseSnapshot.BaseFile(name,
+            new FileRef(key, inline.length(), id.length(), id.checksum())));
+        inline = ObjectBody.concat(inline, ObjectBody.of(f));
+        inlineSsts += id.length();
+        continue;
+      }
       uploads.add(pools.transfers().submit(() -> {
-        String key = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
-        objects.putIfAbsent(key,
+        String sstKey = StoreLayout.snapshotSst(StoreLayout.newUniqueName());
+        objects.putIfAbsent(sstKey,
             FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD, ObjectBody.of(f)));
-        return new BaseSnapshot.BaseFile(name, new FileRef(key, 0, id.length(), id.checksum()));
+        return new BaseSnapshot.BaseFile(name,
+            new FileRef(sstKey, 0, id.length(), id.checksum()));
       }));
     }
-    String what = "upload base snapshot of version " + version;
-    result.addAll(await(uploads, what));
+    result.addAll(await(uploads, "upload base snapshot of version " + version));
     if (pools.closed()) {
       throw new IllegalStateException(identity + " closed during the upload of the base "
           + "snapshot of version " + version);
     }
-    // On the transfer pool too, so that close() can interrupt it.
-    byte[] packBytes = pack.toByteArray();
-    await(List.of(pools.transfers().submit(() -> {
-      objects.putIfAbsent(packKey,
-          FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD, ObjectBody.of(packBytes)));
-      return packKey;
-    })), what);
-    for (int i = 0; i < packNames.size(); i++) {
-      long[] r = packRanges.get(i);
-      result.add(new BaseSnapshot.BaseFile(packNames.get(i),
-          new FileRef(packKey, r[0], r[1], r[2])));
-    }
+    result.addAll(smallFiles);
     result.sort(Comparator.comparing(BaseSnapshot.BaseFile::name));
-    return new BaseSnapshot(version, attempt, result);
+    return new Upload(new BaseSnapshot(version, attempt, result), inline);
   }
 
   private FileRef.ContentId contentId(int generation, Path sst) throws IOException {

@@ -226,7 +226,8 @@ final class GarbageCollector {
           continue;
         }
         try {
-          publishedFiles.put(l.key(), Reachability.namedKeys(published.read(l.key())));
+          publishedFiles.put(l.key(),
+              Reachability.namedKeys(published.read(l.key()), l.key()));
         } catch (StateLoadException e) {
           if (e.reason() == StateLoadException.Reason.CORRUPT) {
             // Undecodable: no load can use it (loads skip it) and it names nothing we can

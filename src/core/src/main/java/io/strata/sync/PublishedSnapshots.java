@@ -6,6 +6,7 @@ import io.strata.format.ManifestFormatException;
 import io.strata.format.PublishedSnapshot;
 import io.strata.format.PublishedSnapshotCodec;
 import io.strata.format.StoreLayout;
+import io.strata.format.VersionObjectCodec;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectInfo;
 import io.strata.objectstore.ObjectNotFoundException;
@@ -66,20 +67,36 @@ final class PublishedSnapshots {
   }
 
   /**
-   * Writes {@code p} under a new key unique to it (one create-only PUT).
-   *
-   * @return the key
-   * @throws IOException if the PUT fails (nothing is published; the snapshot's files stay
-   *     unreferenced)
+   * A new key, unique to one upload, for a published snapshot of {@code version} whose lineage
+   * tip hash is {@code tipHash} ({@link PublishedSnapshot.Tip#hash}): the uploader names its
+   * inline files by it before writing the object ({@link #write}).
    */
-  String write(PublishedSnapshot p) throws IOException {
-    String key = StoreLayout.publishedSnapshot(p.version(), p.tip().hash(),
-        StoreLayout.newUniqueName());
-    objects.putIfAbsent(key, ObjectBody.of(PublishedSnapshotCodec.encode(p)));
+  String newKey(long version, long tipHash) {
+    return StoreLayout.publishedSnapshot(version, tipHash, StoreLayout.newUniqueName());
+  }
+
+  /**
+   * Writes format-2 {@code p} as {@code key} (from {@link #newKey}) in one create-only PUT: the
+   * {@code inline} bytes (the files {@code p} names in its own object, at the offsets it gives),
+   * then its JSON and footer (docs/format.md, "Published snapshots").
+   *
+   * @param inline the inline files back to back, {@code inline.length()} bytes (may be 0)
+   * @throws IOException if the PUT fails (nothing is published; files uploaded before stay
+   *     unreferenced)
+   * @throws IllegalArgumentException if {@code key} does not fit {@code p}'s version and tip
+   */
+  void write(String key, PublishedSnapshot p, ObjectBody inline) throws IOException {
+    if (StoreLayout.publishedSnapshotVersionOf(key) != p.version()
+        || StoreLayout.publishedSnapshotTipOf(key) != p.tip().hash()) {
+      throw new IllegalArgumentException("key " + key + " does not fit published snapshot of "
+          + "version " + p.version());
+    }
+    ObjectBody tail = ObjectBody.of(PublishedSnapshotCodec.encodeTail(p, inline.length()));
+    objects.putIfAbsent(key, FaultPoints.during(FaultPoints.SNAPSHOT_UPLOAD,
+        inline.length() == 0 ? tail : ObjectBody.concat(inline, tail)));
     synchronized (cache) {
       cache.put(key, p);
     }
-    return key;
   }
 
   /**
@@ -153,17 +170,13 @@ final class PublishedSnapshots {
         throw new StateLoadException(StateLoadException.Reason.CORRUPT, why, null);
       }
     }
-    byte[] bytes;
-    try (InputStream in = objects.get(key)) {
-      bytes = in.readAllBytes();
+    PublishedSnapshot p;
+    try {
+      p = fetch(key);
     } catch (ObjectNotFoundException e) {
       throw new StateLoadException(StateLoadException.Reason.MISSING_FILE, "Cannot read "
           + "published snapshot " + objects.describe(key) + " of " + identity
           + ": it does not exist", e);
-    }
-    PublishedSnapshot p;
-    try {
-      p = PublishedSnapshotCodec.decode(bytes, key);
     } catch (ManifestFormatException | RuntimeException e) {
       throw unreadable(key, "Cannot read " + objects.describe(key) + " of " + identity + ": "
           + e.getMessage(), e);
@@ -179,13 +192,48 @@ final class PublishedSnapshots {
   }
 
   /**
+   * Reads and decodes {@code key}: one suffix-range GET of its last {@value
+   * VersionObjectCodec#TAIL_READ_BYTES} bytes, which hold the JSON of all but huge snapshots
+   * (format 2: before the footer; format 1: the whole object when it is shorter), plus one GET
+   * of the JSON otherwise. The inline files are never read here.
+   */
+  private PublishedSnapshot fetch(String key) throws IOException, ManifestFormatException {
+    byte[] tail = objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
+    boolean whole = tail.length < VersionObjectCodec.TAIL_READ_BYTES;
+    if (!VersionObjectCodec.endsWithFooter(tail, VersionObjectCodec.Magic.PUBLISHED_SNAPSHOT)) {
+      if (whole) {
+        return PublishedSnapshotCodec.decodeJson(tail, key, -1);
+      }
+      try (InputStream in = objects.get(key)) {
+        return PublishedSnapshotCodec.decode(in.readAllBytes(), key);
+      }
+    }
+    VersionObjectCodec.Footer f;
+    byte[] json;
+    try {
+      f = VersionObjectCodec.footer(tail, whole ? tail.length : -1,
+          VersionObjectCodec.Magic.PUBLISHED_SNAPSHOT);
+      json = VersionObjectCodec.manifestFromTail(tail, f);
+      if (json == null) {
+        try (InputStream in = objects.getRange(key, f.manifestOffset(), f.manifestLength())) {
+          json = in.readAllBytes();
+        }
+        VersionObjectCodec.verifyManifest(json, f);
+      }
+    } catch (ManifestFormatException e) {
+      throw new ManifestFormatException("published snapshot " + key + ": " + e.getMessage(), e);
+    }
+    return PublishedSnapshotCodec.decodeJson(json, key, f.manifestOffset());
+  }
+
+  /**
    * The keys of the files the published snapshot {@code key} names if it is cached, else an
    * empty set (no request).
    */
   Set<String> cachedNames(String key) {
     synchronized (cache) {
       PublishedSnapshot p = cache.get(key);
-      return p == null ? Set.of() : io.strata.format.Reachability.namedKeys(p);
+      return p == null ? Set.of() : io.strata.format.Reachability.namedKeys(p, key);
     }
   }
 

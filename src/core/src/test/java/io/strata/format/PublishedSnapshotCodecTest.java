@@ -11,6 +11,7 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -82,7 +83,7 @@ class PublishedSnapshotCodecTest {
     String text = new String(PublishedSnapshotCodec.encode(golden()), StandardCharsets.UTF_8);
     ManifestFormatException newer = assertThrows(ManifestFormatException.class,
         () -> PublishedSnapshotCodec.decode(text.replace("\"formatVersion\":1",
-            "\"formatVersion\":2").getBytes(StandardCharsets.UTF_8), key));
+            "\"formatVersion\":3").getBytes(StandardCharsets.UTF_8), key));
     assertTrue(newer.getMessage().contains(key) && newer.getMessage().contains("newer Strata"),
         newer.getMessage());
     ManifestFormatException missing = assertThrows(ManifestFormatException.class,
@@ -106,6 +107,56 @@ class PublishedSnapshotCodecTest {
         () -> PublishedSnapshotCodec.decode(text.replace("\"name\":\"000015.sst\"",
             "\"name\":\"000012.sst\"").getBytes(StandardCharsets.UTF_8), key));
     assertTrue(twice.getMessage().contains("'000012.sst' twice"), twice.getMessage());
+  }
+
+  /**
+   * The object golden/published-snapshot-v2.json describes: CURRENT, MANIFEST and one new SST
+   * inline (316 + 2048 bytes before the JSON), one SST in {@code sst/}, one delta reused.
+   */
+  static PublishedSnapshot golden2() {
+    String own = goldenKey();
+    PublishedSnapshot v1 = golden();
+    return new PublishedSnapshot(2, v1.storeId(), 7, A7, v1.sourceBase(), v1.sourceDeltas(),
+        List.of(v1.files().get(0), v1.files().get(1),
+            new BaseSnapshot.BaseFile("000018.sst", new FileRef(own, 316, 2048, 3)),
+            new BaseSnapshot.BaseFile("CURRENT", new FileRef(own, 0, 16, 1)),
+            new BaseSnapshot.BaseFile("MANIFEST-000016", new FileRef(own, 16, 300, 2))),
+        1700000000000L);
+  }
+
+  @Test
+  void formatTwoIsTheInlineFilesThenTheGoldenJsonThenAFooter() throws Exception {
+    byte[] json;
+    try (InputStream in = PublishedSnapshotCodecTest.class.getResourceAsStream(
+        "/golden/published-snapshot-v2.json")) {
+      json = in.readAllBytes();
+    }
+    assertEquals(new String(json, StandardCharsets.UTF_8).trim(),
+        new String(PublishedSnapshotCodec.encode(golden2()), StandardCharsets.UTF_8));
+    byte[] inline = new byte[316 + 2048];
+    byte[] tail = PublishedSnapshotCodec.encodeTail(golden2(), inline.length);
+    byte[] object = new byte[inline.length + tail.length];
+    System.arraycopy(tail, 0, object, inline.length, tail.length);
+    assertEquals(golden2(), PublishedSnapshotCodec.decode(object, goldenKey()));
+    assertEquals(Set.of("sst/0123456789abcdef0123456789abcdef.sst",
+        "v/00000000000000000007/018c0a1b2e00-fedcba9876543210.svo"),
+        Reachability.namedKeys(golden2(), goldenKey()), "never itself");
+    // The inline bytes must hold every file the JSON places in the object itself.
+    byte[] shortTail = PublishedSnapshotCodec.encodeTail(golden2(), 316);
+    byte[] shortObject = new byte[316 + shortTail.length];
+    System.arraycopy(shortTail, 0, shortObject, 316, shortTail.length);
+    ManifestFormatException outside = assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode(shortObject, goldenKey()));
+    assertTrue(outside.getMessage().contains("000018.sst lies outside"), outside.getMessage());
+    // A format-2 JSON without its footer, or format 1 inside one, is refused.
+    assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode(PublishedSnapshotCodec.encode(golden2()),
+            goldenKey()));
+    byte[] v1InFooter = PublishedSnapshotCodec.encodeTail(golden(), 0);
+    ManifestFormatException pairing = assertThrows(ManifestFormatException.class,
+        () -> PublishedSnapshotCodec.decode(v1InFooter, goldenKey()));
+    assertTrue(pairing.getMessage().contains("formatVersion 1 in an object with"),
+        pairing.getMessage());
   }
 
   @Test

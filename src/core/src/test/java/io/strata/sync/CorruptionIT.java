@@ -191,11 +191,12 @@ class CorruptionIT {
   @Test
   void oneFlippedByteInAFileOfTheBasePackFetchedWithItsNeighbours() throws Exception {
     commitVersions("flip-pack");
-    // The pack holds CURRENT, MANIFEST-* and OPTIONS-* back to back: one GET carries all three;
-    // the damaged one among them is still found and named.
+    // The published snapshot object holds CURRENT, MANIFEST-* and OPTIONS-* (and the small
+    // SSTs) back to back: one GET carries them all; the damaged one among them is still found
+    // and named.
     io.strata.format.BaseSnapshot.BaseFile manifest = baseFile("flip-pack", "MANIFEST-");
     String key = manifest.file().key();
-    assertTrue(key.endsWith(".pack"), key);
+    assertTrue(key.endsWith(".bsm"), key);
     flipByte(file("flip-pack", key), manifest.file().offset() + manifest.file().length() / 2);
     StateLoadException e = failsToLoad("flip-pack");
     assertEquals(StateLoadException.Reason.CORRUPT, e.reason(), e.getMessage());

@@ -284,12 +284,13 @@ class GarbageCollectionTest {
         a.commit();
       }
       assertTrue(a.maintenance(), "a base snapshot of version 3 was uploaded");
-      List<String> packs = objects.list("snap/").stream().map(ObjectInfo::key).toList();
+      List<String> packs = objects.list(StoreLayout.PUBLISHED_SNAPSHOTS).stream()
+          .map(ObjectInfo::key).toList();
       assertEquals(1, packs.size());
       // Its own rounds keep the pending snapshot even when it looks old.
       age(GRACE.plusMinutes(1));
       a.collectGarbage();
-      assertEquals(packs, objects.list("snap/").stream().map(ObjectInfo::key).toList());
+      assertEquals(packs, objects.list(StoreLayout.PUBLISHED_SNAPSHOTS).stream().map(ObjectInfo::key).toList());
       // The next commit comes after more than the grace period (a long trigger).
       clock.advance(GRACE.plusMinutes(1));
       states.put(4L, GcWorkload.write(a, states.get(3L), 4, "a"));
@@ -303,8 +304,8 @@ class GarbageCollectionTest {
       age(GRACE.plusMinutes(1));
       clock.advance(GRACE.plusMinutes(1));
       a.collectGarbage();
-      assertTrue(keys().contains(packs.get(0)), "the adopted snapshot's pack stays");
-      assertEquals(packs, objects.list("snap/").stream().map(ObjectInfo::key).toList(),
+      assertTrue(keys().contains(packs.get(0)), "the adopted snapshot's object stays");
+      assertEquals(packs, objects.list(StoreLayout.PUBLISHED_SNAPSHOTS).stream().map(ObjectInfo::key).toList(),
           "and no other snapshot was uploaded");
     }
     try (SyncedStore fresh = open("fresh")) {
@@ -383,7 +384,8 @@ class GarbageCollectionTest {
       assertTrue(a.gcDue(), "5 versions committed since the round at version 1");
       a.maintenance();
       assertEquals(2, a.lastGc().round());
-      List<String> packs = objects.list("snap/").stream().map(ObjectInfo::key).toList();
+      List<String> packs = objects.list(StoreLayout.PUBLISHED_SNAPSHOTS).stream()
+          .map(ObjectInfo::key).toList();
       assertEquals(2, packs.size(), "the base of version 3 (published) and of 6 (pending)");
       // The batch of version 7 spills and is aborted: its spills and the pending snapshot of
       // version 6 (dropped with the local database) are orphans.
@@ -397,7 +399,7 @@ class GarbageCollectionTest {
       a.maintenance();
       assertEquals(3, a.lastGc().round());
       assertFalse(a.gcDue(), "that round covered the orphans");
-      String dropped = packs.stream().filter(k -> StoreLayout.snapshotPackVersionOf(k) == 6)
+      String dropped = packs.stream().filter(k -> StoreLayout.publishedSnapshotVersionOf(k) == 6)
           .findFirst().orElseThrow();
       // Dropped with the local database, but published: a cold load of version 6 may restore
       // from it, so it stays.

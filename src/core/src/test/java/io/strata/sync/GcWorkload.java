@@ -106,7 +106,7 @@ final class GcWorkload {
       expected.add(key);
       try (java.io.InputStream in = objects.get(key)) {
         named.addAll(Reachability.namedKeys(
-            io.strata.format.PublishedSnapshotCodec.decode(in.readAllBytes(), key)));
+            io.strata.format.PublishedSnapshotCodec.decode(in.readAllBytes(), key), key));
       } catch (io.strata.format.ManifestFormatException e) {
         throw new IOException(e);
       }

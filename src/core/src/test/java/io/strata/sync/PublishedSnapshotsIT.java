@@ -284,7 +284,7 @@ class PublishedSnapshotsIT {
         other.close();
       }
       String first = keys("gc", StoreLayout.PUBLISHED_SNAPSHOTS).get(0);
-      Set<String> firstFiles = Reachability.namedKeys(read("gc", first));
+      Set<String> firstFiles = Reachability.namedKeys(read("gc", first), first);
       state = commit(a, state, 5, 9, "d");
       assertTrue(a.loadedManifest().orElseThrow().base().isEmpty(),
           "a never saw it: its manifests name no base");

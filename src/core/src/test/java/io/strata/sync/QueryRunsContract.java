@@ -345,7 +345,7 @@ abstract class QueryRunsContract {
           supersededPublished.add(i.key());
           try (java.io.InputStream in = o.get(i.key())) {
             supersededPublished.addAll(Reachability.namedKeys(
-                io.strata.format.PublishedSnapshotCodec.decode(in.readAllBytes(), i.key())));
+                io.strata.format.PublishedSnapshotCodec.decode(in.readAllBytes(), i.key()), i.key()));
           }
         }
       }

@@ -146,7 +146,7 @@ class RetentionBoundTest {
         if (Reachability.kindOf(o.key()) == Reachability.Kind.PUBLISHED_SNAPSHOT) {
           try (java.io.InputStream in = objects.get(o.key())) {
             allowed.addAll(Reachability.namedKeys(io.strata.format.PublishedSnapshotCodec
-                .decode(in.readAllBytes(), o.key())));
+                .decode(in.readAllBytes(), o.key()), o.key()));
           } catch (io.strata.format.ManifestFormatException e) {
             throw new IOException(e);
           }

@@ -296,7 +296,7 @@ class SyncedStoreLocalDiskTest {
     try (SyncedStore s = open("a", 1)) {
       s.load(0, Optional.empty());
       commitVersions(s, 1, 2);
-      objectsOf(0).failPut = k -> k.startsWith("sst/") || k.startsWith("snap/");
+      objectsOf(0).failPut = k -> k.startsWith("sst/") || k.startsWith("snap/") || k.startsWith("b/");
       assertThrows(IOException.class, s::maintenance);
       assertEquals(List.of("db-1"), localFiles(dir));
       objectsOf(0).failPut = k -> false;
@@ -345,7 +345,7 @@ class SyncedStoreLocalDiskTest {
     s.load(0, Optional.empty());
     commitVersions(s, 1, 2);
     FaultyObjectStore objects = objectsOf(0);
-    objects.blockPut = k -> k.startsWith("sst/") || k.startsWith("snap/");
+    objects.blockPut = k -> k.startsWith("sst/") || k.startsWith("snap/") || k.startsWith("b/");
     AtomicReference<Throwable> maintenanceError = new AtomicReference<>();
     Thread maintenance = new Thread(() -> {
       try {
@@ -382,7 +382,7 @@ class SyncedStoreLocalDiskTest {
     s.load(0, Optional.empty());
     commitVersions(s, 1, 2);
     FaultyObjectStore objects = objectsOf(0);
-    objects.blockPut = k -> k.startsWith("sst/") || k.startsWith("snap/");
+    objects.blockPut = k -> k.startsWith("sst/") || k.startsWith("snap/") || k.startsWith("b/");
     Thread maintenance = new Thread(() -> {
       try {
         s.maintenance();

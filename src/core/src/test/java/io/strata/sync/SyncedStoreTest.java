@@ -337,7 +337,7 @@ class SyncedStoreTest {
     }
     ObjectStore objects = ObjectStores.open(tmp.resolve("remote").toUri().toString(), UNUSED_S3,
         RequestListener.NONE);
-    List<ObjectInfo> packs = objects.list("snap/");
+    List<ObjectInfo> packs = objects.list(StoreLayout.PUBLISHED_SNAPSHOTS); // its one object
     assertEquals(1, packs.size());
     objects.delete(List.of(packs.get(0).key()));
     objects.close();

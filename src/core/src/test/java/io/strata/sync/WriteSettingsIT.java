@@ -113,10 +113,10 @@ class WriteSettingsIT {
     for (HeaderRecorder.Sent s : w) {
       String k = s.key();
       kinds.add(k.contains("/v/") ? "version" : k.contains("/spill/") ? "spill"
-          : k.contains("/sst/") ? "sst" : k.contains("/snap/") ? "pack" : "other");
+          : k.contains("/sst/") ? "sst" : k.contains("/b/") ? "snapshot" : "other");
     }
-    assertTrue(kinds.containsAll(Set.of("version", "spill", "pack", "other")),
-        "commits, spills, snapshot packs and plain puts were recorded: " + kinds);
+    assertTrue(kinds.containsAll(Set.of("version", "spill", "snapshot", "other")),
+        "commits, spills, base snapshots and plain puts were recorded: " + kinds);
     return w;
   }
 

@@ -338,7 +338,7 @@ final class CheckpointCensus {
     Set<String> names;
     try {
       if (StoreLayout.publishedSnapshotVersionOf(key) >= 0) {
-        names = Reachability.namedKeys(PublishedSnapshotCodec.decode(all, key));
+        names = Reachability.namedKeys(PublishedSnapshotCodec.decode(all, key), key);
       } else {
         VersionObjectCodec.Footer footer = VersionObjectCodec.footer(all, all.length);
         names = Reachability.namedKeys(ManifestCodec.decode(

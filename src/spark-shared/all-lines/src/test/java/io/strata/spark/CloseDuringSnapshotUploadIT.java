@@ -68,7 +68,7 @@ class CloseDuringSnapshotUploadIT {
         w.commit();
       }
       proxy.delayMillis = DELAY_MS;
-      proxy.rule(r -> r.isPut() && r.key().contains("/" + StoreLayout.SNAPSHOT_PACKS)
+      proxy.rule(r -> r.isPut() && r.key().contains("/" + StoreLayout.PUBLISHED_SNAPSHOTS)
           ? Fault.DELAY : Fault.NONE);
       Thread maintenance = new Thread(a::doMaintenance, "maintenance-of-a");
       maintenance.start();
@@ -76,7 +76,8 @@ class CloseDuringSnapshotUploadIT {
       while (proxy.injected(Fault.DELAY) == 0 && System.nanoTime() < deadline) {
         Thread.sleep(10);
       }
-      assertEquals(1, proxy.injected(Fault.DELAY), "the snapshot's pack upload is under way");
+      assertEquals(1, proxy.injected(Fault.DELAY),
+          "the snapshot's upload (its one object) is under way");
 
       Object sparksLock = new Object(); // StateStore.loadedProviders on Spark 3.5
       long t0 = System.nanoTime();

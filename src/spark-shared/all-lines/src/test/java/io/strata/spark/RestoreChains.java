@@ -136,7 +136,7 @@ public final class RestoreChains {
     List<String> missing = new ArrayList<>();
     for (String storeRoot : of(dataDir, bucket, prefix).keySet()) {
       for (PublishedSnapshot p : published(root, storeRoot)) {
-        for (String key : Reachability.namedKeys(p)) {
+        for (String key : p.files().stream().map(f -> f.file().key()).distinct().toList()) {
           if (!Files.exists(root.resolve(storeRoot + key))) {
             missing.add(storeRoot + ": " + key);
           }

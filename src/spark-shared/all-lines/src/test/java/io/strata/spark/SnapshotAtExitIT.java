@@ -99,7 +99,7 @@ class SnapshotAtExitIT {
 
     writeBatch(in, 5);
     proxy.delayMillis = DELAY_MS;
-    proxy.rule(r -> r.isPut() && r.key().contains("/" + StoreLayout.SNAPSHOT_PACKS)
+    proxy.rule(r -> r.isPut() && r.key().contains("/" + StoreLayout.PUBLISHED_SNAPSHOTS)
         ? Fault.DELAY : Fault.NONE);
     int delaysBefore = proxy.injected(Fault.DELAY);
     Path log = Files.createDirectories(Path.of("target", "snapshot-at-exit-logs"))
@@ -115,7 +115,7 @@ class SnapshotAtExitIT {
     }
     assertEquals(0, code, "the driver ran its one batch and exited; log " + log);
     assertEquals(2, proxy.injected(Fault.DELAY) - delaysBefore,
-        "each store's snapshot pack upload was delayed past the end of the run");
+        "each store's snapshot upload (its one object) was delayed past the end of the run");
     Map<String, RestoreChains.Chain> after =
         RestoreChains.of(h.s3.dataDir(), SparkS3Harness.BUCKET, prefix);
     for (Map.Entry<String, RestoreChains.Chain> e : after.entrySet()) {
