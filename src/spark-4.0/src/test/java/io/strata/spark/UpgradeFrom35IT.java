@@ -17,8 +17,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
@@ -148,13 +146,12 @@ class UpgradeFrom35IT {
     await(CheckpointDriver.start(s40, checkpoint, in, out, Trigger.AvailableNow(), "v40", -1));
     Path state = h.s3.dataDir().resolve(SparkS3Harness.BUCKET).resolve(name).resolve("state")
         .resolve("0");
-    List<Path> compacted = awaitSnapshotsWithCompactionOutput(state, 2);
-    for (Path sst : compacted) {
+    Map<String, byte[]> compacted = awaitSnapshotsWithCompactionOutput(state, 2);
+    for (Map.Entry<String, byte[]> sst : compacted.entrySet()) {
       // 5: written by RocksDB 9.8 (a compaction output); 2: a delta Strata's SST writer wrote,
       // uploaded again as a base file (docs/format.md, "Base snapshots"). Never 6.
-      int format = tableFormat(sst);
-      assertTrue(format == 5 || format == 2, "table format of " + state.relativize(sst)
-          + ": " + format);
+      int format = tableFormat(sst.getValue());
+      assertTrue(format == 5 || format == 2, "table format of " + sst.getKey() + ": " + format);
     }
 
     // Batches 6 to 8 on Spark 3.5, in a driver JVM of its own, on new local directories.
@@ -195,37 +192,50 @@ class UpgradeFrom35IT {
 
   /**
    * Waits up to 60 s until each of the operator's {@code partitions} stores (under {@code
-   * state}) has published a base snapshot ({@code b/}) that names an SST RocksDB wrote under
-   * {@code sst/} (a compaction output, table format 5; a delta a base carried is uploaded there
-   * too, in table format 2); returns the SSTs those snapshots name.
+   * state}) has published a base snapshot ({@code b/}) that names an SST RocksDB wrote (a
+   * compaction output, table format 5, inside the snapshot's own object or in {@code sst/}; a
+   * delta a base carried is uploaded again too, in table format 2); returns the bytes of the
+   * new SSTs those snapshots name (not those in version objects), by store and name.
    */
-  private static List<Path> awaitSnapshotsWithCompactionOutput(Path state, int partitions)
-      throws Exception {
+  private static Map<String, byte[]> awaitSnapshotsWithCompactionOutput(Path state,
+      int partitions) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (true) {
-      List<Path> found = new ArrayList<>();
+      Map<String, byte[]> found = new java.util.TreeMap<>();
       int stores = 0;
       for (int p = 0; p < partitions; p++) {
         Path store = state.resolve(Integer.toString(p));
         Path b = store.resolve("b");
-        List<Path> named = new ArrayList<>();
+        Map<String, byte[]> named = new java.util.TreeMap<>();
         if (Files.isDirectory(b)) {
           try (Stream<Path> snapshots = Files.list(b)) {
             for (Path bsm : snapshots.filter(f -> f.toString().endsWith(".bsm")).toList()) {
-              Matcher m = Pattern.compile("\"(sst/[0-9a-f]+\\.sst)\"").matcher(read(bsm));
-              while (m.find()) {
-                named.add(store.resolve(m.group(1)));
+              String key = "b/" + bsm.getFileName();
+              io.strata.format.PublishedSnapshot snap;
+              try {
+                snap = io.strata.format.PublishedSnapshotCodec.decode(Files.readAllBytes(bsm),
+                    key);
+              } catch (io.strata.format.ManifestFormatException e) {
+                continue; // being written
+              }
+              for (io.strata.format.BaseSnapshot.BaseFile f : snap.files()) {
+                String k = f.file().key();
+                if (f.name().endsWith(".sst") && (k.equals(key) || k.startsWith("sst/"))) {
+                  byte[] object = Files.readAllBytes(store.resolve(k));
+                  named.put(p + "/" + key + "/" + f.name(), java.util.Arrays.copyOfRange(object,
+                      (int) f.file().offset(), (int) (f.file().offset() + f.file().length())));
+                }
               }
             }
           }
         }
         boolean rocksDbWrote = false;
-        for (Path sst : named) {
-          rocksDbWrote |= Files.exists(sst) && tableFormat(sst) == 5;
+        for (byte[] sst : named.values()) {
+          rocksDbWrote |= tableFormat(sst) == 5;
         }
         if (rocksDbWrote) {
           stores++;
-          found.addAll(named);
+          found.putAll(named);
         }
       }
       if (stores == partitions) {
@@ -242,8 +252,8 @@ class UpgradeFrom35IT {
   }
 
   /** The table format in the footer of the SST file {@code sst}. */
-  private static int tableFormat(Path sst) throws Exception {
-    return SstReader.footerFormatVersion(ByteBuffer.wrap(Files.readAllBytes(sst)));
+  private static int tableFormat(byte[] sst) throws Exception {
+    return SstReader.footerFormatVersion(ByteBuffer.wrap(sst));
   }
 
   /** The class path of a Spark 3.5 driver: {@code src/spark-3.5}'s test class path. */

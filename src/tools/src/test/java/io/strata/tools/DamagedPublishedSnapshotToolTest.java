@@ -75,8 +75,15 @@ class DamagedPublishedSnapshotToolTest {
       assertEquals(1, published.size(), published.toString());
       damaged = published.get(0);
     }
-    Files.write(store.resolve(damaged), "not a published snapshot".getBytes(
-        StandardCharsets.UTF_8));
+    // Its inline files (the base files version 4's manifest names) stay intact; its JSON and
+    // footer are replaced by bytes that are not a published snapshot's.
+    byte[] object = Files.readAllBytes(store.resolve(damaged));
+    long inline = io.strata.format.VersionObjectCodec.footer(object, object.length,
+        io.strata.format.VersionObjectCodec.Magic.PUBLISHED_SNAPSHOT).manifestOffset();
+    java.io.ByteArrayOutputStream junk = new java.io.ByteArrayOutputStream();
+    junk.write(object, 0, (int) inline);
+    junk.write("not a published snapshot".getBytes(StandardCharsets.UTF_8));
+    Files.write(store.resolve(damaged), junk.toByteArray());
     // Two days old: older than the grace period, so gc reads what the store names.
     try (var files = Files.walk(checkpoint)) {
       for (Path p : files.filter(Files::isRegularFile).toList()) {
