@@ -42,12 +42,15 @@ final class ProbeRequests {
   private final S3Client s3;
   private final String bucket;
   private final String endpoint;
+  /** Where the store's credentials come from, for a 403. */
+  private final String credentialsOrigin;
 
   ProbeRequests(S3ObjectStore store) {
     this.store = store;
     this.s3 = store.s3;
     this.bucket = store.bucket();
     this.endpoint = store.endpoint;
+    this.credentialsOrigin = store.credentialsOrigin();
   }
 
   /**
@@ -341,10 +344,10 @@ final class ProbeRequests {
           continue;
         }
         throw S3Errors.classify("create (racing, to check conditional writes)", location,
-            endpoint, e);
+            endpoint, credentialsOrigin, e);
       } catch (SdkException e) {
         throw S3Errors.classify("create (racing, to check conditional writes)", location,
-            endpoint, e);
+            endpoint, credentialsOrigin, e);
       }
     }
   }
@@ -394,9 +397,11 @@ final class ProbeRequests {
               + bucket + "/" + probeFullKey);
           continue;
         }
-        throw S3Errors.classify("create", "s3://" + bucket + "/" + probeFullKey, endpoint, e);
+        throw S3Errors.classify("create", "s3://" + bucket + "/" + probeFullKey, endpoint,
+            credentialsOrigin, e);
       } catch (SdkException e) {
-        throw S3Errors.classify("create", "s3://" + bucket + "/" + probeFullKey, endpoint, e);
+        throw S3Errors.classify("create", "s3://" + bucket + "/" + probeFullKey, endpoint,
+            credentialsOrigin, e);
       }
     }
   }
@@ -424,10 +429,10 @@ final class ProbeRequests {
           continue;
         }
         throw S3Errors.classify("create (a second time, to check conditional writes)",
-            location, endpoint, e);
+            location, endpoint, credentialsOrigin, e);
       } catch (SdkException e) {
         throw S3Errors.classify("create (a second time, to check conditional writes)",
-            location, endpoint, e);
+            location, endpoint, credentialsOrigin, e);
       }
     }
   }
@@ -449,9 +454,9 @@ final class ProbeRequests {
       if (e.statusCode() == 404) {
         return null;
       }
-      throw S3Errors.classify("head", location, endpoint, e);
+      throw S3Errors.classify("head", location, endpoint, credentialsOrigin, e);
     } catch (SdkException e) {
-      throw S3Errors.classify("head", location, endpoint, e);
+      throw S3Errors.classify("head", location, endpoint, credentialsOrigin, e);
     }
   }
 
@@ -476,7 +481,8 @@ final class ProbeRequests {
       }
     } catch (SdkException e) {
       if (created) {
-        warnProbeLeft(what, S3Errors.classify("delete", location, endpoint, e).getMessage());
+        warnProbeLeft(what, S3Errors.classify("delete", location, endpoint, credentialsOrigin, e)
+            .getMessage());
       } else {
         LOG.debug("Cannot delete {} after a failed probe", location, e);
       }

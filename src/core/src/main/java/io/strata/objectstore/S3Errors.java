@@ -42,7 +42,29 @@ final class S3Errors {
       + "s3.endpoint, else fs.s3a.endpoint (AWS S3 when neither is set; the strata tool's "
       + "--endpoint)";
 
+  /** Strata's static-key settings, for a message saying no credentials were found. */
+  static final String ACCESS_KEYS_SETTING = "spark.sql.streaming.stateStore.strata."
+      + "s3.accessKeyId and s3.secretAccessKey (or fs.s3a.access.key and fs.s3a.secret.key; the "
+      + "strata tool's --access-key and --secret-key)";
+  /** Strata's providers setting, for the same message. */
+  static final String CREDENTIALS_PROVIDER_SETTING = "spark.sql.streaming.stateStore.strata."
+      + "s3.credentialsProvider (or fs.s3a.aws.credentials.provider)";
+
   private S3Errors() { }
+
+  /**
+   * The gist of the SDK's "no credentials" message, without the list of every provider and its
+   * own failure (about 1 KB).
+   */
+  private static String firstLine(String sdkMessage) {
+    int cut = sdkMessage.indexOf(" chain");
+    if (sdkMessage.contains("providers in the chain") && cut > 0) {
+      return sdkMessage.substring(0, cut + " chain".length());
+    }
+    int nl = sdkMessage.indexOf('\n');
+    String line = nl < 0 ? sdkMessage : sdkMessage.substring(0, nl);
+    return line.length() <= 160 ? line : line.substring(0, 160) + "...";
+  }
 
   /**
    * A hint when the host that did not resolve is {@code <bucket>.<endpoint host>}: the SDK
@@ -72,6 +94,16 @@ final class S3Errors {
    */
   static ObjectStoreException classify(
       String action, String location, String endpoint, SdkException e) {
+    return classify(action, location, endpoint, "", e);
+  }
+
+  /**
+   * {@link #classify(String, String, String, SdkException)} naming where the credentials came
+   * from in a 403 or a failure to find any ({@code credentialsOrigin}, {@link
+   * S3Settings#credentialsOrigin()}; never a key).
+   */
+  static ObjectStoreException classify(String action, String location, String endpoint,
+      String credentialsOrigin, SdkException e) {
     String prefix = "Cannot " + action + " " + location + " at " + endpoint + ": ";
     if (interrupted(e)) {
       return new ObjectStoreInterruptedException(prefix + "interrupted: the calling thread was "
@@ -91,13 +123,21 @@ final class S3Errors {
             false, e);
       }
       if (status == 403) {
-        return new ObjectStoreException(
-            prefix + "access denied; check the credentials and their permissions (" + reason + ")",
-            false, e);
+        return new ObjectStoreException(prefix + "access denied; check the credentials"
+            + (credentialsOrigin.isEmpty() ? "" : " (" + credentialsOrigin + ")")
+            + " and their permissions (" + reason + ")", false, e);
       }
       boolean retryable = retryable(se, status, code);
       return new ObjectStoreException(prefix + transientCause(se, status, code) + reason,
           retryable, e);
+    }
+    if (String.valueOf(e.getMessage()).startsWith("Unable to load credentials")) {
+      // The SDK's chain found none; its message lists every provider it tried in about 1 KB.
+      return new ObjectStoreException(prefix + "no credentials found: "
+          + (credentialsOrigin.isEmpty() ? "the credentials providers" : credentialsOrigin)
+          + " supplied none; set " + ACCESS_KEYS_SETTING + ", or "
+          + CREDENTIALS_PROVIDER_SETTING + " (the SDK said: " + firstLine(e.getMessage())
+          + ")", false, e);
     }
     FailFastHttpClient.EndpointUnreachableException unreachable =
         find(e, FailFastHttpClient.EndpointUnreachableException.class);

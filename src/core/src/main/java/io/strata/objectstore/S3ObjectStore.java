@@ -88,6 +88,13 @@ final class S3ObjectStore implements ObjectStore {
   /** Root prefix: empty or ending with '/'. */
   private final String prefix;
   final String endpoint;
+  /** Where the credentials come from, for a 403 ({@link S3Settings#credentialsOrigin()}). */
+  private final String credentialsOrigin;
+
+  /** {@link S3Settings#credentialsOrigin()} of this store's client (never a key). */
+  String credentialsOrigin() {
+    return credentialsOrigin;
+  }
   private final RequestListener listener;
   private final int pageSize;
   private final AtomicBoolean closed = new AtomicBoolean();
@@ -109,6 +116,7 @@ final class S3ObjectStore implements ObjectStore {
     this.bucket = Objects.requireNonNull(bucket, "bucket");
     this.prefix = normalizePrefix(prefix);
     this.endpoint = S3ClientFactory.describeEndpoint(lease.settings());
+    this.credentialsOrigin = lease.settings().credentialsOrigin();
     this.listener = listener == null ? RequestListener.NONE : listener;
     if (pageSize < 1 || pageSize > 1000) {
       throw new IllegalArgumentException("pageSize must be in 1..1000, was " + pageSize);
@@ -182,9 +190,9 @@ final class S3ObjectStore implements ObjectStore {
           sleep(delay, describe(key));
           continue;
         }
-        throw S3Errors.classify("create", describe(key), endpoint, e);
+        throw S3Errors.classify("create", describe(key), endpoint, credentialsOrigin, e);
       } catch (SdkException e) {
-        throw S3Errors.classify("create", describe(key), endpoint, e);
+        throw S3Errors.classify("create", describe(key), endpoint, credentialsOrigin, e);
       }
     }
   }
@@ -225,7 +233,7 @@ final class S3ObjectStore implements ObjectStore {
     try {
       upload(fullKey, body, b -> { });
     } catch (SdkException e) {
-      throw S3Errors.classify("put", describe(key), endpoint, e);
+      throw S3Errors.classify("put", describe(key), endpoint, credentialsOrigin, e);
     }
   }
 
@@ -269,7 +277,7 @@ final class S3ObjectStore implements ObjectStore {
         throw new ObjectAlreadyExistsException("Cannot " + what + " " + describe(key)
             + ": it already exists", e);
       }
-      throw S3Errors.classify(what, describe(key), endpoint, e);
+      throw S3Errors.classify(what, describe(key), endpoint, credentialsOrigin, e);
     }
   }
 
@@ -291,7 +299,7 @@ final class S3ObjectStore implements ObjectStore {
       return new S3InputStream(key, s3.getObject(b -> b.bucket(bucket).key(fullKey)
           .overrideConfiguration(this::withListener)));
     } catch (SdkException e) {
-      throw S3Errors.classify("read", describe(key), endpoint, e);
+      throw S3Errors.classify("read", describe(key), endpoint, credentialsOrigin, e);
     }
   }
 
@@ -308,7 +316,8 @@ final class S3ObjectStore implements ObjectStore {
       return new S3InputStream(key, s3.getObject(b -> b.bucket(bucket).key(fullKey).range(range)
           .overrideConfiguration(this::withListener)));
     } catch (SdkException e) {
-      throw S3Errors.classify("read " + range + " of", describe(key), endpoint, e);
+      throw S3Errors.classify("read " + range + " of", describe(key), endpoint,
+          credentialsOrigin, e);
     }
   }
 
@@ -331,9 +340,11 @@ final class S3ObjectStore implements ObjectStore {
           return new byte[0];
         }
       }
-      throw S3Errors.classify("read " + range + " of", describe(key), endpoint, e);
+      throw S3Errors.classify("read " + range + " of", describe(key), endpoint,
+          credentialsOrigin, e);
     } catch (SdkException e) {
-      throw S3Errors.classify("read " + range + " of", describe(key), endpoint, e);
+      throw S3Errors.classify("read " + range + " of", describe(key), endpoint,
+          credentialsOrigin, e);
     }
   }
 
@@ -351,9 +362,9 @@ final class S3ObjectStore implements ObjectStore {
         verifyBucketOnce("head", key);
         return Optional.empty();
       }
-      throw S3Errors.classify("head", describe(key), endpoint, e);
+      throw S3Errors.classify("head", describe(key), endpoint, credentialsOrigin, e);
     } catch (SdkException e) {
-      throw S3Errors.classify("head", describe(key), endpoint, e);
+      throw S3Errors.classify("head", describe(key), endpoint, credentialsOrigin, e);
     }
     return Optional.of(new ObjectInfo(key, r.contentLength(),
         r.lastModified() == null ? 0L : r.lastModified().toEpochMilli(),
@@ -373,9 +384,9 @@ final class S3ObjectStore implements ObjectStore {
         throw new ObjectStoreException("Cannot " + action + " " + describe(key) + " at " + endpoint
             + ": the bucket does not exist (404 on HeadBucket " + bucket + ")", false, e);
       }
-      throw S3Errors.classify(action, describe(key), endpoint, e);
+      throw S3Errors.classify(action, describe(key), endpoint, credentialsOrigin, e);
     } catch (SdkException e) {
-      throw S3Errors.classify(action, describe(key), endpoint, e);
+      throw S3Errors.classify(action, describe(key), endpoint, credentialsOrigin, e);
     }
   }
 
@@ -400,7 +411,7 @@ final class S3ObjectStore implements ObjectStore {
             o.lastModified() == null ? 0L : o.lastModified().toEpochMilli(), Map.of()));
       }
     } catch (SdkException e) {
-      throw S3Errors.classify("list", describe(listPrefix), endpoint, e);
+      throw S3Errors.classify("list", describe(listPrefix), endpoint, credentialsOrigin, e);
     }
     // S3 already lists in this order; sorting keeps the contract on lax servers.
     out.sort((a, b) -> Keys.compare(a.key(), b.key()));
@@ -435,7 +446,7 @@ final class S3ObjectStore implements ObjectStore {
         }
       }
     } catch (SdkException e) {
-      throw S3Errors.classify("list", describe(listPrefix), endpoint, e);
+      throw S3Errors.classify("list", describe(listPrefix), endpoint, credentialsOrigin, e);
     }
     objects.sort((a, b) -> Keys.compare(a.key(), b.key()));
     // S3 names a common prefix once; S3Mock 4.11 repeats one on every page it spans, and a
@@ -462,7 +473,7 @@ final class S3ObjectStore implements ObjectStore {
             .delete(Delete.builder().objects(batch).quiet(true).build())
             .overrideConfiguration(this::withListener));
       } catch (SdkException e) {
-        throw S3Errors.classify("delete", what, endpoint, e);
+        throw S3Errors.classify("delete", what, endpoint, credentialsOrigin, e);
       }
       if (r.hasErrors() && !r.errors().isEmpty()) {
         throw deleteErrors(r.errors());
@@ -512,13 +523,13 @@ final class S3ObjectStore implements ObjectStore {
         } catch (SdkServiceException e) {
           if (e.statusCode() != 404) { // 404 NoSuchUpload: completed or aborted meanwhile
             throw S3Errors.classify("abort multipart upload " + u.uploadId() + " of",
-                describe(key), endpoint, e);
+                describe(key), endpoint, credentialsOrigin, e);
           }
         }
       }
     } catch (SdkException e) {
       throw S3Errors.classify("list incomplete multipart uploads under", describe(listPrefix),
-          endpoint, e);
+          endpoint, credentialsOrigin, e);
     }
     return aborted;
   }
@@ -655,7 +666,7 @@ final class S3ObjectStore implements ObjectStore {
         count(b < 0 ? -1 : 1);
         return b;
       } catch (SdkException e) {
-        throw S3Errors.classify("read", describe(key), endpoint, e);
+        throw S3Errors.classify("read", describe(key), endpoint, credentialsOrigin, e);
       } catch (IOException e) {
         throw readFailed(e);
       }
@@ -668,7 +679,7 @@ final class S3ObjectStore implements ObjectStore {
         count(n);
         return n;
       } catch (SdkException e) {
-        throw S3Errors.classify("read", describe(key), endpoint, e);
+        throw S3Errors.classify("read", describe(key), endpoint, credentialsOrigin, e);
       } catch (IOException e) {
         throw readFailed(e);
       }

@@ -29,6 +29,9 @@ import java.util.Optional;
  * @param writes server-side encryption and storage class sent on every PUT
  * @param credentials where credentials come from ({@link S3Credentials#AUTO}: the static keys
  *     if set, else the SDK's default chain)
+ * @param credentialsOrigin the settings that chose the credentials, for messages (a 403 names
+ *     it): e.g. {@code static keys of fs.s3a.bucket.b.access.key}; never a key or secret. Empty
+ *     for a description derived from the other components ({@link #credentialsOrigin()})
  */
 public record S3Settings(
     Optional<URI> endpoint,
@@ -42,7 +45,19 @@ public record S3Settings(
     Duration apiCallAttemptTimeout,
     int maxConnections,
     S3WriteSettings writes,
-    S3Credentials credentials) {
+    S3Credentials credentials,
+    String credentialsOrigin) {
+
+  /** Settings without a recorded credentials origin (derived, see {@link #credentialsOrigin}). */
+  public S3Settings(Optional<URI> endpoint, String region, boolean pathStyleAccess,
+      Optional<String> accessKeyId, Optional<String> secretAccessKey,
+      Optional<String> sessionToken, int maxAttempts, Duration apiCallTimeout,
+      Duration apiCallAttemptTimeout, int maxConnections, S3WriteSettings writes,
+      S3Credentials credentials) {
+    this(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey, sessionToken,
+        maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, writes, credentials,
+        "");
+  }
 
   /** Settings with {@link S3WriteSettings#DEFAULT} (no encryption header, no storage class). */
   public S3Settings(Optional<URI> endpoint, String region, boolean pathStyleAccess,
@@ -68,15 +83,44 @@ public record S3Settings(
   public S3Settings withWrites(S3WriteSettings w) {
     return new S3Settings(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey,
         sessionToken, maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, w,
-        credentials);
+        credentials, credentialsOrigin);
   }
 
   /** A copy with another credentials source. */
   public S3Settings withCredentials(S3Credentials c) {
     return new S3Settings(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey,
         sessionToken, maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, writes,
-        c);
+        c, credentialsOrigin);
   }
+
+  /** A copy recording which settings chose the credentials ({@link #credentialsOrigin()}). */
+  public S3Settings withCredentialsOrigin(String origin) {
+    return new S3Settings(endpoint, region, pathStyleAccess, accessKeyId, secretAccessKey,
+        sessionToken, maxAttempts, apiCallTimeout, apiCallAttemptTimeout, maxConnections, writes,
+        credentials, origin);
+  }
+
+  /**
+   * Where the credentials come from, for messages (never a key or secret): the origin recorded
+   * by {@link #withCredentialsOrigin}, else the static keys, the providers listed, or the AWS
+   * SDK's default chain.
+   */
+  @Override
+  public String credentialsOrigin() {
+    if (!credentialsOrigin.isEmpty()) {
+      return credentialsOrigin;
+    }
+    if (credentials.providers().isEmpty()) {
+      return accessKeyId.isPresent() ? "static keys" : DEFAULT_CHAIN;
+    }
+    return "the credentials providers " + credentials.providers().stream()
+        .map(S3Credentials.Provider::id).toList();
+  }
+
+  /** {@link #credentialsOrigin()} when no key and no provider is set. */
+  public static final String DEFAULT_CHAIN = "the AWS SDK's default credentials chain (no "
+      + "access key set: environment variables, Java system properties, the profile file, the "
+      + "container or instance role, web identity)";
 
   /**
    * Checks the components that have no usable default.
@@ -93,6 +137,7 @@ public record S3Settings(
     Objects.requireNonNull(sessionToken, "sessionToken");
     Objects.requireNonNull(writes, "writes");
     Objects.requireNonNull(credentials, "credentials");
+    Objects.requireNonNull(credentialsOrigin, "credentialsOrigin");
     if (accessKeyId.isPresent() != secretAccessKey.isPresent()) {
       throw new IllegalArgumentException("access key id and secret access key must be set together");
     }

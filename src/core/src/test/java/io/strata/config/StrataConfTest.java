@@ -286,4 +286,28 @@ class StrataConfTest {
       }
     }
   }
+
+  @Test
+  void theCredentialsOriginNamesTheKeysThatChoseThem() {
+    assertEquals(io.strata.objectstore.S3Settings.DEFAULT_CHAIN,
+        StrataConf.from(Map.of(), Map.of()).s3().credentialsOrigin());
+    assertEquals("the static keys of " + P + "s3.accessKeyId", StrataConf.from(Map.of(
+        P + "s3.accessKeyId", "AKIDEXAMPLE", P + "s3.secretAccessKey", "wJalrEXAMPLE"), Map.of())
+        .s3().credentialsOrigin());
+    assertEquals("the static keys of fs.s3a.access.key", StrataConf.from(Map.of(), Map.of(
+        "fs.s3a.access.key", "AKIDEXAMPLE", "fs.s3a.secret.key", "wJalrEXAMPLE"))
+        .s3().credentialsOrigin());
+    Map<String, String> perBucket = S3aFallbacks.from(Map.of(
+        "fs.s3a.bucket.b1.access.key", "AKIDEXAMPLE",
+        "fs.s3a.bucket.b1.secret.key", "wJalrEXAMPLE")::get, "b1");
+    String origin = StrataConf.from(Map.of(), perBucket).s3().credentialsOrigin();
+    assertEquals("the static keys of fs.s3a.bucket.b1.access.key", origin);
+    assertEquals("the credentials providers [profile] of " + P + "s3.credentialsProvider",
+        StrataConf.from(Map.of(P + "s3.credentialsProvider", "profile"), Map.of())
+            .s3().credentialsOrigin());
+    for (String s : List.of(origin, StrataConf.from(Map.of(P + "s3.accessKeyId", "AKIDEXAMPLE",
+        P + "s3.secretAccessKey", "wJalrEXAMPLE"), Map.of()).s3().credentialsOrigin())) {
+      assertFalse(s.contains("AKIDEXAMPLE") || s.contains("wJalrEXAMPLE"), s);
+    }
+  }
 }

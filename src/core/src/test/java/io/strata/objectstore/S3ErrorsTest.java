@@ -111,4 +111,35 @@ class S3ErrorsTest {
     assertTrue(body.getMessage().contains("gone.sst"), body.getMessage());
     assertFalse(classify(SdkClientException.create("Unable to load credentials")).retryable());
   }
+
+  @Test
+  void accessDeniedNamesWhereTheCredentialsCameFrom() {
+    ObjectStoreException c = S3Errors.classify("read", LOC, EP,
+        "the static keys of fs.s3a.bucket.b1.access.key", s3(403, "InvalidAccessKeyId"));
+    assertFalse(c.retryable());
+    assertTrue(c.getMessage().contains("access denied; check the credentials (the static keys "
+        + "of fs.s3a.bucket.b1.access.key) and their permissions (403 InvalidAccessKeyId"),
+        c.getMessage());
+  }
+
+  @Test
+  void noCredentialsAtAllIsOneLineNamingStratasSettings() {
+    String sdk = "Unable to load credentials from any of the providers in the chain "
+        + "AwsCredentialsProviderChain(credentialsProviders=[SystemPropertyCredentialsProvider(),"
+        + " EnvironmentVariableCredentialsProvider()]) : [SystemPropertyCredentialsProvider(): "
+        + "Unable to load credentials from system settings. Access key must be specified either "
+        + "via environment variable (AWS_ACCESS_KEY_ID) or system property (aws.accessKeyId)., "
+        + "EnvironmentVariableCredentialsProvider(): Unable to load credentials from system "
+        + "settings.]";
+    ObjectStoreException c = S3Errors.classify("read", LOC, EP, S3Settings.DEFAULT_CHAIN,
+        software.amazon.awssdk.core.exception.SdkClientException.create(sdk));
+    assertFalse(c.retryable());
+    String m = c.getMessage();
+    assertTrue(m.contains("no credentials found: " + S3Settings.DEFAULT_CHAIN + " supplied none; "
+        + "set spark.sql.streaming.stateStore.strata.s3.accessKeyId and s3.secretAccessKey"), m);
+    assertTrue(m.contains("s3.credentialsProvider"), m);
+    assertTrue(m.contains("(the SDK said: Unable to load credentials from any of the providers "
+        + "in the chain)"), m);
+    assertFalse(m.contains("EnvironmentVariableCredentialsProvider"), m);
+  }
 }

@@ -390,6 +390,8 @@ class S3ObjectStoreIT {
       assertTrue(e.getMessage().contains(bucket), e.getMessage());
       assertTrue(e.getMessage().contains(server.endpoint().toString()), e.getMessage());
       assertTrue(e.getMessage().contains("403"), e.getMessage());
+      assertTrue(e.getMessage().contains("check the credentials (static keys)"),
+          "names where the credentials came from: " + e.getMessage());
       assertFalse(stackTrace(e).contains(secret), "the secret appears nowhere in the trace");
       assertEquals(1, requests.all.size(), "a 403 is not retried: " + requests.summary());
       assertThrows(ObjectStoreException.class, () -> bad.list(""));
