@@ -294,10 +294,11 @@ final class BaseSnapshotUploader {
    * are uploaded again, so that no base keeps such an object older than the previous base
    * alive.
    *
-   * <p>Of the SSTs to upload, the smallest go inline (each at most {@value #INLINE_FILE_MAX}
-   * bytes, {@value #INLINE_TOTAL_MAX} bytes in all), with RocksDB's small files ({@code
-   * MANIFEST-*}, {@code CURRENT}, {@code OPTIONS-*}); the rest get one {@code sst/} object each,
-   * uploaded in parallel here. So a snapshot of a store of up to about 64 MiB is one object,
+   * <p>Of the new SSTs (compaction outputs), the smallest go inline (each at most {@value
+   * #INLINE_FILE_MAX} bytes, {@value #INLINE_TOTAL_MAX} bytes in all), with RocksDB's small
+   * files ({@code MANIFEST-*}, {@code CURRENT}, {@code OPTIONS-*}); the rest, and the files
+   * carried from the base's version objects or snapshot object, get one {@code sst/} object
+   * each, uploaded in parallel here (later snapshots reuse those). So a snapshot of a store of up to about 64 MiB is one object,
    * written by one PUT ({@link PublishedSnapshots#write}).
    *
    * @param generation the local database the checkpoint was taken from
@@ -320,9 +321,16 @@ final class BaseSnapshotUploader {
     // reused, it would keep that object alive for as long as RocksDB keeps the file, past any
     // retention (issue 43). So a snapshot names version objects of its own base's chain and
     // its own object at most, besides sst/ objects.
+    // Such a carried file goes to an sst/ object of its own, never inline: RocksDB kept it
+    // through a snapshot, so it is likely to stay, and later snapshots reuse the sst/ copy
+    // instead of carrying it inline again each time (each stable file is uploaded at most
+    // twice: in its version object or a snapshot object, then in sst/).
+    Set<FileRef.ContentId> carried = new java.util.HashSet<>();
     m.base().ifPresent(b -> b.files().forEach(f -> {
       if (Reachability.kindOf(f.file().key()) == Reachability.Kind.SNAPSHOT_SST) {
         reusable.putIfAbsent(f.file().contentId(), f.file());
+      } else {
+        carried.add(f.file().contentId());
       }
     }));
     List<Path> files;
@@ -374,7 +382,8 @@ final class BaseSnapshotUploader {
     for (Path f : newSsts) {
       FileRef.ContentId id = ids.get(f);
       String name = f.getFileName().toString();
-      if (id.length() <= INLINE_FILE_MAX && inlineSsts + id.length() <= INLINE_TOTAL_MAX) {
+      if (!carried.contains(id) && id.length() <= INLINE_FILE_MAX
+          && inlineSsts + id.length() <= INLINE_TOTAL_MAX) {
         result.add(new BaseSnapshot.BaseFile(name,
             new FileRef(key, inline.length(), id.length(), id.checksum())));
         inline = ObjectBody.concat(inline, ObjectBody.of(f));

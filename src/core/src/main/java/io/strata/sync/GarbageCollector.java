@@ -227,7 +227,7 @@ final class GarbageCollector {
         }
         try {
           publishedFiles.put(l.key(),
-              Reachability.namedKeys(published.read(l.key()), l.key()));
+              Reachability.namedKeys(published.read(l.key(), l.size()), l.key()));
         } catch (StateLoadException e) {
           if (e.reason() == StateLoadException.Reason.CORRUPT) {
             // Undecodable: no load can use it (loads skip it) and it names nothing we can

@@ -124,7 +124,9 @@ final class PublishedSnapshots {
   Optional<Found> find(Manifest m, List<ObjectInfo> listed) {
     PublishedSnapshot.TipIndex tips = PublishedSnapshot.TipIndex.of(m);
     List<String> candidates = new ArrayList<>();
+    Map<String, Long> sizes = new java.util.HashMap<>();
     for (ObjectInfo o : listed) {
+      sizes.put(o.key(), o.size());
       long s = StoreLayout.publishedSnapshotVersionOf(o.key());
       if (s < 0) {
         continue;
@@ -137,7 +139,7 @@ final class PublishedSnapshots {
     candidates.sort(Comparator.comparing(String::toString).reversed()); // newest version first
     for (String key : candidates) {
       try {
-        PublishedSnapshot p = read(key);
+        PublishedSnapshot p = read(key, sizes.getOrDefault(key, -1L));
         if (p.usableBy(m)) {
           return Optional.of(new Found(key, p));
         }
@@ -160,6 +162,15 @@ final class PublishedSnapshots {
    * @throws IOException if storage fails
    */
   PublishedSnapshot read(String key) throws IOException {
+    return read(key, -1);
+  }
+
+  /**
+   * {@link #read(String)} of an object whose size a listing gave ({@code size}, bytes; -1 if
+   * unknown): its footer is then checked against it, so a damaged footer that points outside
+   * the object is found undecodable rather than sending a GET that cannot succeed.
+   */
+  PublishedSnapshot read(String key, long size) throws IOException {
     synchronized (cache) {
       PublishedSnapshot p = cache.get(key);
       if (p != null) {
@@ -172,7 +183,7 @@ final class PublishedSnapshots {
     }
     PublishedSnapshot p;
     try {
-      p = fetch(key);
+      p = fetch(key, size);
     } catch (ObjectNotFoundException e) {
       throw new StateLoadException(StateLoadException.Reason.MISSING_FILE, "Cannot read "
           + "published snapshot " + objects.describe(key) + " of " + identity
@@ -197,9 +208,11 @@ final class PublishedSnapshots {
    * (format 2: before the footer; format 1: the whole object when it is shorter), plus one GET
    * of the JSON otherwise. The inline files are never read here.
    */
-  private PublishedSnapshot fetch(String key) throws IOException, ManifestFormatException {
+  private PublishedSnapshot fetch(String key, long listedSize)
+      throws IOException, ManifestFormatException {
     byte[] tail = objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
     boolean whole = tail.length < VersionObjectCodec.TAIL_READ_BYTES;
+    long size = whole ? tail.length : listedSize;
     if (!VersionObjectCodec.endsWithFooter(tail, VersionObjectCodec.Magic.PUBLISHED_SNAPSHOT)) {
       if (whole) {
         return PublishedSnapshotCodec.decodeJson(tail, key, -1);
@@ -211,10 +224,17 @@ final class PublishedSnapshots {
     VersionObjectCodec.Footer f;
     byte[] json;
     try {
-      f = VersionObjectCodec.footer(tail, whole ? tail.length : -1,
-          VersionObjectCodec.Magic.PUBLISHED_SNAPSHOT);
+      f = VersionObjectCodec.footer(tail, size, VersionObjectCodec.Magic.PUBLISHED_SNAPSHOT);
       json = VersionObjectCodec.manifestFromTail(tail, f);
       if (json == null) {
+        if (size < 0) {
+          // Unknown size: one HEAD, so that a footer pointing past the end is found damaged
+          // (a ranged GET there would fail as a storage error, for ever).
+          size = objects.head(key).map(ObjectInfo::size).orElseThrow(
+              () -> new ObjectNotFoundException(objects.describe(key) + " does not exist",
+                  null));
+          f = VersionObjectCodec.footer(tail, size, VersionObjectCodec.Magic.PUBLISHED_SNAPSHOT);
+        }
         try (InputStream in = objects.getRange(key, f.manifestOffset(), f.manifestLength())) {
           json = in.readAllBytes();
         }

@@ -208,8 +208,13 @@ public final class FlightsDemo {
               + "), from the project root:");
           out.println("  " + describe);
         } else {
-          out.println("The demo's S3 server stops with it; to read the checkpoint with the "
-              + "strata tool, run again with --serve.");
+          // The server's objects stay in its directory, which the tool reads as a local
+          // checkpoint (no server needed).
+          out.println("The demo's S3 server stops with it; the strata tool reads the kept "
+              + "objects from its directory (or run again with --serve), from the project root:");
+          out.println("  " + ToolCommand.describe(proxyDirectory(proxy,
+              target.queryCheckpoint(FlightQueries.ROUTES)), options, Optional.empty(),
+              List.of()));
         }
         if (proxy != null && options.serve()) {
           out.println("S3 server running at " + proxy.endpoint() + " (bucket " + LOCAL_BUCKET
@@ -565,5 +570,14 @@ public final class FlightsDemo {
       spark.stop();
       FileSystem.closeAll();
     }
+  }
+
+  /**
+   * Where the demo's own S3 server keeps the objects of {@code checkpoint} ({@code
+   * s3://<bucket>/<key>} or {@code s3a://...}) on disk, as a {@code file:} URI.
+   */
+  static String proxyDirectory(S3ProxyServer proxy, String checkpoint) {
+    String path = checkpoint.substring(checkpoint.indexOf("://") + 3);
+    return proxy.dataDir().resolve(path).toAbsolutePath().toUri().toString();
   }
 }

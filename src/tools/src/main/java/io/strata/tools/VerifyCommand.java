@@ -234,7 +234,8 @@ final class VerifyCommand implements Callable<Integer> {
     List<Check> checks = new ArrayList<>();
     Map<Long, Manifest> read = new HashMap<>();
     // Every published snapshot: a load skips an unreadable one (it restores from an older one
-    // or the chain), and garbage collection deletes it once older than the grace period.
+    // or the chain), and garbage collection deletes it once older than the grace period unless
+    // a retained manifest names files inside it (format 2).
     for (ObjectInfo o : s.objects()) {
       long p = StoreLayout.publishedSnapshotVersionOf(o.key());
       if (p < 0) {
@@ -244,8 +245,10 @@ final class VerifyCommand implements Callable<Integer> {
         inspector.publishedSnapshot(o.key());
       } catch (Exception e) {
         problems.add(new Problem(s.id(), p, s.relativeLocation() + "/" + o.key(),
-            "unreadable published snapshot: " + e.getMessage() + " (loads skip it; garbage "
-            + "collection deletes it once older than the grace period)"));
+            "unreadable published snapshot: " + e.getMessage() + " (loads do not restore from "
+            + "it; garbage collection deletes it once older than the grace period unless a "
+            + "retained version's manifest names files inside it, which loads still read: do "
+            + "not delete it by hand)"));
       }
     }
     if (targets.isEmpty() && version != null) {

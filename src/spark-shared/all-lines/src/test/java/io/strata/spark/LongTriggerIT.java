@@ -56,7 +56,13 @@ import org.junit.jupiter.api.Timeout;
     reason = io.strata.testkit.OnlyOnSparkLines.SHARED_40_41)
 class LongTriggerIT {
   private static final int KEYS = 40;
-  private static final int BATCHES = 12;
+  /**
+   * Batches: enough that a round finds the first base snapshot named by no retained manifest.
+   * A manifest names the files inside its base's published snapshot object (format 2), so that
+   * object, and the deltas only it names, go once every retained version (the newest 6) has a
+   * later base: at the round of version 13.
+   */
+  private static final int BATCHES = 14;
   private static final int INTERVAL = 3;
   private static final int RETAIN = 5;
   private static final Duration TRIGGER = Duration.ofMinutes(45);
