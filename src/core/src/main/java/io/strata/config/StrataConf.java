@@ -528,28 +528,9 @@ public record StrataConf(
         call,
         attempt,
         r.get(S3_MAX_CONNECTIONS)).withWrites(writes(r)).withCredentials(credentials(c))
-        .withCredentialsOrigin(credentialsOrigin(c, accessKey.isPresent()));
-  }
-
-  /**
-   * Which settings chose the credentials, for messages (a 403 names it), never a value: the
-   * key the access key id came from (Strata's, S3A's, or S3A's per-bucket key), or the key that
-   * listed the providers, or the AWS SDK's default chain.
-   */
-  private static String credentialsOrigin(Reader c, boolean staticKeys) {
-    String keys = staticKeys ? "the static keys of " + (c.isSet(S3_ACCESS_KEY)
-        ? S3_ACCESS_KEY.fullKey()
-        : S3aFallbacks.sourceKey(c.hadoop(), S3_ACCESS_KEY.fallbackKey().orElseThrow())) : "";
-    Optional<List<S3Credentials.Provider>> listed = c.opt(S3_CREDENTIALS_PROVIDER);
-    if (listed.isPresent()) {
-      String from = c.isSet(S3_CREDENTIALS_PROVIDER) ? S3_CREDENTIALS_PROVIDER.fullKey()
-          : S3aFallbacks.sourceKey(c.hadoop(),
-              S3_CREDENTIALS_PROVIDER.fallbackKey().orElseThrow());
-      return "the credentials providers " + listed.get().stream()
-          .map(S3Credentials.Provider::id).toList() + " of " + from
-          + (staticKeys ? ", with " + keys : "");
-    }
-    return staticKeys ? keys : S3Settings.DEFAULT_CHAIN;
+        .withCredentialsOrigin(CredentialsOrigin.describe(accessKey.isPresent(),
+            c.isSet(S3_ACCESS_KEY), c.opt(S3_CREDENTIALS_PROVIDER),
+            c.isSet(S3_CREDENTIALS_PROVIDER), c.hadoop()));
   }
 
   /**

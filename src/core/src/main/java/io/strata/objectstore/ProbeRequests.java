@@ -50,7 +50,7 @@ final class ProbeRequests {
     this.s3 = store.s3;
     this.bucket = store.bucket();
     this.endpoint = store.endpoint;
-    this.credentialsOrigin = store.credentialsOrigin();
+    this.credentialsOrigin = store.credentialsOrigin;
   }
 
   /**

@@ -22,7 +22,6 @@ import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.core.exception.SdkServiceException;
 import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.http.ContentStreamProvider;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.CommonPrefix;
 import software.amazon.awssdk.services.s3.model.Delete;
@@ -89,12 +88,7 @@ final class S3ObjectStore implements ObjectStore {
   private final String prefix;
   final String endpoint;
   /** Where the credentials come from, for a 403 ({@link S3Settings#credentialsOrigin()}). */
-  private final String credentialsOrigin;
-
-  /** {@link S3Settings#credentialsOrigin()} of this store's client (never a key). */
-  String credentialsOrigin() {
-    return credentialsOrigin;
-  }
+  final String credentialsOrigin;
   private final RequestListener listener;
   private final int pageSize;
   private final AtomicBoolean closed = new AtomicBoolean();
@@ -190,9 +184,9 @@ final class S3ObjectStore implements ObjectStore {
           sleep(delay, describe(key));
           continue;
         }
-        throw S3Errors.classify("create", describe(key), endpoint, credentialsOrigin, e);
+        throw fail("create", describe(key), e);
       } catch (SdkException e) {
-        throw S3Errors.classify("create", describe(key), endpoint, credentialsOrigin, e);
+        throw fail("create", describe(key), e);
       }
     }
   }
@@ -233,7 +227,7 @@ final class S3ObjectStore implements ObjectStore {
     try {
       upload(fullKey, body, b -> { });
     } catch (SdkException e) {
-      throw S3Errors.classify("put", describe(key), endpoint, credentialsOrigin, e);
+      throw fail("put", describe(key), e);
     }
   }
 
@@ -277,7 +271,7 @@ final class S3ObjectStore implements ObjectStore {
         throw new ObjectAlreadyExistsException("Cannot " + what + " " + describe(key)
             + ": it already exists", e);
       }
-      throw S3Errors.classify(what, describe(key), endpoint, credentialsOrigin, e);
+      throw fail(what, describe(key), e);
     }
   }
 
@@ -299,7 +293,7 @@ final class S3ObjectStore implements ObjectStore {
       return new S3InputStream(key, s3.getObject(b -> b.bucket(bucket).key(fullKey)
           .overrideConfiguration(this::withListener)));
     } catch (SdkException e) {
-      throw S3Errors.classify("read", describe(key), endpoint, credentialsOrigin, e);
+      throw fail("read", describe(key), e);
     }
   }
 
@@ -316,8 +310,7 @@ final class S3ObjectStore implements ObjectStore {
       return new S3InputStream(key, s3.getObject(b -> b.bucket(bucket).key(fullKey).range(range)
           .overrideConfiguration(this::withListener)));
     } catch (SdkException e) {
-      throw S3Errors.classify("read " + range + " of", describe(key), endpoint,
-          credentialsOrigin, e);
+      throw fail("read " + range + " of", describe(key), e);
     }
   }
 
@@ -340,11 +333,9 @@ final class S3ObjectStore implements ObjectStore {
           return new byte[0];
         }
       }
-      throw S3Errors.classify("read " + range + " of", describe(key), endpoint,
-          credentialsOrigin, e);
+      throw fail("read " + range + " of", describe(key), e);
     } catch (SdkException e) {
-      throw S3Errors.classify("read " + range + " of", describe(key), endpoint,
-          credentialsOrigin, e);
+      throw fail("read " + range + " of", describe(key), e);
     }
   }
 
@@ -362,9 +353,9 @@ final class S3ObjectStore implements ObjectStore {
         verifyBucketOnce("head", key);
         return Optional.empty();
       }
-      throw S3Errors.classify("head", describe(key), endpoint, credentialsOrigin, e);
+      throw fail("head", describe(key), e);
     } catch (SdkException e) {
-      throw S3Errors.classify("head", describe(key), endpoint, credentialsOrigin, e);
+      throw fail("head", describe(key), e);
     }
     return Optional.of(new ObjectInfo(key, r.contentLength(),
         r.lastModified() == null ? 0L : r.lastModified().toEpochMilli(),
@@ -384,9 +375,9 @@ final class S3ObjectStore implements ObjectStore {
         throw new ObjectStoreException("Cannot " + action + " " + describe(key) + " at " + endpoint
             + ": the bucket does not exist (404 on HeadBucket " + bucket + ")", false, e);
       }
-      throw S3Errors.classify(action, describe(key), endpoint, credentialsOrigin, e);
+      throw fail(action, describe(key), e);
     } catch (SdkException e) {
-      throw S3Errors.classify(action, describe(key), endpoint, credentialsOrigin, e);
+      throw fail(action, describe(key), e);
     }
   }
 
@@ -411,7 +402,7 @@ final class S3ObjectStore implements ObjectStore {
             o.lastModified() == null ? 0L : o.lastModified().toEpochMilli(), Map.of()));
       }
     } catch (SdkException e) {
-      throw S3Errors.classify("list", describe(listPrefix), endpoint, credentialsOrigin, e);
+      throw fail("list", describe(listPrefix), e);
     }
     // S3 already lists in this order; sorting keeps the contract on lax servers.
     out.sort((a, b) -> Keys.compare(a.key(), b.key()));
@@ -446,7 +437,7 @@ final class S3ObjectStore implements ObjectStore {
         }
       }
     } catch (SdkException e) {
-      throw S3Errors.classify("list", describe(listPrefix), endpoint, credentialsOrigin, e);
+      throw fail("list", describe(listPrefix), e);
     }
     objects.sort((a, b) -> Keys.compare(a.key(), b.key()));
     // S3 names a common prefix once; S3Mock 4.11 repeats one on every page it spans, and a
@@ -473,7 +464,7 @@ final class S3ObjectStore implements ObjectStore {
             .delete(Delete.builder().objects(batch).quiet(true).build())
             .overrideConfiguration(this::withListener));
       } catch (SdkException e) {
-        throw S3Errors.classify("delete", what, endpoint, credentialsOrigin, e);
+        throw fail("delete", what, e);
       }
       if (r.hasErrors() && !r.errors().isEmpty()) {
         throw deleteErrors(r.errors());
@@ -522,16 +513,19 @@ final class S3ObjectStore implements ObjectStore {
               describe(key), u.initiated());
         } catch (SdkServiceException e) {
           if (e.statusCode() != 404) { // 404 NoSuchUpload: completed or aborted meanwhile
-            throw S3Errors.classify("abort multipart upload " + u.uploadId() + " of",
-                describe(key), endpoint, credentialsOrigin, e);
+            throw fail("abort multipart upload " + u.uploadId() + " of", describe(key), e);
           }
         }
       }
     } catch (SdkException e) {
-      throw S3Errors.classify("list incomplete multipart uploads under", describe(listPrefix),
-          endpoint, credentialsOrigin, e);
+      throw fail("list incomplete multipart uploads under", describe(listPrefix), e);
     }
     return aborted;
+  }
+
+  /** {@link S3Errors#classify} of a failed request of this store. */
+  private ObjectStoreException fail(String action, String location, SdkException e) {
+    return S3Errors.classify(action, location, endpoint, credentialsOrigin, e);
   }
 
   @Override
@@ -600,46 +594,6 @@ final class S3ObjectStore implements ObjectStore {
   }
 
   /**
-   * Re-opens {@link ObjectBody} for each SDK attempt and closes the previous stream; the SDK
-   * closes neither reliably on every version.
-   */
-  private static final class BodyProvider implements ContentStreamProvider, AutoCloseable {
-    private final ObjectBody body;
-    private InputStream current;
-
-    BodyProvider(ObjectBody body) {
-      this.body = body;
-    }
-
-    @Override
-    public synchronized InputStream newStream() {
-      closeCurrent();
-      try {
-        current = body.open();
-      } catch (IOException e) {
-        throw new S3Errors.BodyReadException(e);
-      }
-      return current;
-    }
-
-    @Override
-    public synchronized void close() {
-      closeCurrent();
-    }
-
-    private void closeCurrent() {
-      if (current != null) {
-        try {
-          current.close();
-        } catch (IOException e) {
-          LOG.debug("Cannot close upload body stream: {}", e.toString());
-        }
-        current = null;
-      }
-    }
-  }
-
-  /**
    * The body of a GET: classifies SDK failures during reads, and aborts the connection instead
    * of draining it when closed before the end (the SDK's advice for partial reads).
    */
@@ -666,7 +620,7 @@ final class S3ObjectStore implements ObjectStore {
         count(b < 0 ? -1 : 1);
         return b;
       } catch (SdkException e) {
-        throw S3Errors.classify("read", describe(key), endpoint, credentialsOrigin, e);
+        throw fail("read", describe(key), e);
       } catch (IOException e) {
         throw readFailed(e);
       }
@@ -679,7 +633,7 @@ final class S3ObjectStore implements ObjectStore {
         count(n);
         return n;
       } catch (SdkException e) {
-        throw S3Errors.classify("read", describe(key), endpoint, credentialsOrigin, e);
+        throw fail("read", describe(key), e);
       } catch (IOException e) {
         throw readFailed(e);
       }
