@@ -182,8 +182,9 @@ class Spark42StoreApiTest {
     Path store = tmp.resolve("ckpt");
     try (Stream<Path> files = Files.walk(store)) {
       List<Path> all = files.filter(Files::isRegularFile).toList();
-      assertTrue(all.stream().anyMatch(f -> f.toString().contains("/snap/")),
-          "a base snapshot pack (snap/) under " + store + ": " + all);
+      assertTrue(all.stream().anyMatch(f -> f.toString().contains("/b/")
+          && f.toString().endsWith(".bsm")),
+          "a base snapshot object (b/....bsm) under " + store + ": " + all);
     }
     StateStoreProvider fresh = init(new StrataStateStoreProvider(), "ckpt",
         new NoPrefixKeyStateEncoderSpec(ColumnFamiliesTest.KEY), false);
