@@ -265,9 +265,17 @@ class CorruptionIT {
     try (SyncedStore s = open("local", "local-reader")) {
       s.load(VERSIONS, Optional.empty());
       assertArrayEquals(b("v5-7"), s.get(b("key-7")));
-      java.util.List<Path> ssts;
-      try (Stream<Path> files = Files.walk(work.resolve("local-reader"))) {
-        ssts = files.filter(p -> p.toString().endsWith(".sst")).toList();
+      java.util.List<Path> ssts = null;
+      for (int attempt = 0; ssts == null; attempt++) {
+        try (Stream<Path> files = Files.walk(work.resolve("local-reader"))) {
+          ssts = files.filter(p -> p.toString().endsWith(".sst")).toList();
+        } catch (java.io.UncheckedIOException racedWithCompaction) {
+          // a background compaction of the restored database removed a file during the walk
+          if (attempt >= 10) {
+            throw racedWithCompaction;
+          }
+          Thread.sleep(50);
+        }
       }
       assertFalse(ssts.isEmpty(), "the local database holds SSTs");
       java.util.List<Path> flipped = new java.util.ArrayList<>();
