@@ -334,4 +334,43 @@ class StrataCheckpointFileManagerIT {
     assertFalse(creds.getMessage().contains("SECRETVALUE"), creds.getMessage());
   }
 
+  @Test
+  void aReadThatS3RefusesIsSparksFailedReadFileNamingTheObjectEndpointAndCredentials()
+      throws Exception {
+    // A bucket that does not exist, and a wrong secret: what a user meets at a query's start
+    // (StreamMetadata.read), where nothing of Spark's wraps the error (issue 46).
+    Configuration wrongSecret = conf(server);
+    wrongSecret.set(StrataConf.PREFIX + "s3.secretAccessKey", "WRONG-SECRET-VALUE");
+    String noBucket = "s3a://no-such-bucket-" + UUID.randomUUID().toString().substring(0, 8);
+    Map<String, StrataCheckpointFileManager> cases = new java.util.LinkedHashMap<>();
+    cases.put("no-such-bucket", new StrataCheckpointFileManager(
+        new org.apache.hadoop.fs.Path(noBucket + "/q"), conf(server)));
+    cases.put("wrong-secret",
+        new StrataCheckpointFileManager(new org.apache.hadoop.fs.Path(root), wrongSecret));
+    for (Map.Entry<String, StrataCheckpointFileManager> c : cases.entrySet()) {
+      try (AutoCloseable closing = c.getValue()::close) {
+        String base = c.getKey().equals("no-such-bucket") ? noBucket + "/q" : root;
+        org.apache.hadoop.fs.Path metadata = new org.apache.hadoop.fs.Path(base + "/metadata");
+        List<org.junit.jupiter.api.function.Executable> reads = List.of(
+            () -> c.getValue().exists(metadata),
+            () -> c.getValue().list(new org.apache.hadoop.fs.Path(base + "/offsets")),
+            () -> c.getValue().open(metadata));
+        for (org.junit.jupiter.api.function.Executable read : reads) {
+          long t0 = System.nanoTime();
+          CheckpointReadException e = assertThrows(CheckpointReadException.class, read);
+          String m = e.getMessage();
+          assertEquals("FAILED_READ_FILE.NO_HINT", e.getCondition(), c.getKey());
+          assertEquals("KD001", e.getSqlState(), c.getKey());
+          assertTrue(e.getMessageParameters().get("path").startsWith(base), m);
+          assertTrue(m.startsWith("[FAILED_READ_FILE.NO_HINT] Encountered error while reading "
+              + "file " + base) && m.endsWith(" SQLSTATE: KD001"), m);
+          assertTrue(m.contains(server.endpoint().toString()), "the endpoint: " + m);
+          assertTrue(c.getKey().equals("no-such-bucket") ? m.contains("no-such-bucket")
+              : m.contains("access denied") && m.contains("static keys"), m);
+          assertFalse(m.contains("WRONG-SECRET-VALUE"), m);
+          assertTrue(System.nanoTime() - t0 < 10_000_000_000L, "not retried for long: " + m);
+        }
+      }
+    }
+  }
 }

@@ -129,13 +129,13 @@ abstract class StrataCheckpointFileManagerBase<
    * Opens {@code path}: one GET, or none for one of the last small files this manager wrote.
    *
    * <p>Throws {@code java.io.FileNotFoundException}, undeclared (Spark's Scala callers expect
-   * it), if it does not exist.
+   * it), if it does not exist, and {@link CheckpointReadException} (undeclared) if S3 fails.
    *
    * @param path the file
    * @return its bytes as a stream
    */
   public FSDataInputStream open(Path path) {
-    return delegate != null ? delegate.open(path) : s3().open(path);
+    return delegate != null ? delegate.open(path) : read(path, () -> s3().open(path));
   }
 
   /**
@@ -144,9 +144,11 @@ abstract class StrataCheckpointFileManagerBase<
    * @param path the directory
    * @param filter which entries to return
    * @return their statuses (none for a directory that does not exist)
+   * @throws CheckpointReadException (undeclared) if S3 fails
    */
   public FileStatus[] list(Path path, PathFilter filter) {
-    return delegate != null ? delegate.list(path, filter) : s3().list(path, filter);
+    return delegate != null ? delegate.list(path, filter)
+        : read(path, () -> s3().list(path, filter));
   }
 
   /**
@@ -177,9 +179,10 @@ abstract class StrataCheckpointFileManagerBase<
    *
    * @param path a file or directory
    * @return whether it exists
+   * @throws CheckpointReadException (undeclared) if S3 fails
    */
   public boolean exists(Path path) {
-    return delegate != null ? delegate.exists(path) : s3().exists(path);
+    return delegate != null ? delegate.exists(path) : read(path, () -> s3().exists(path));
   }
 
   /**
@@ -193,6 +196,23 @@ abstract class StrataCheckpointFileManagerBase<
       delegate.delete(path);
     } else {
       s3().delete(path);
+    }
+  }
+
+  /**
+   * Runs a read of {@code path} on S3; an I/O failure becomes Spark's {@code
+   * FAILED_READ_FILE.NO_HINT} ({@link CheckpointReadException#of}), thrown undeclared as
+   * Spark's Scala callers expect.
+   */
+  private static <T> T read(Path path, java.util.concurrent.Callable<T> call) {
+    try {
+      return call.call();
+    } catch (IOException e) {
+      throw Errors.sneaky(CheckpointReadException.of(path.toString(), e));
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IllegalStateException("unexpected checked exception reading " + path, e);
     }
   }
 

@@ -494,6 +494,10 @@ class RuntimeJarIT {
           + "\"spark.sql.streaming.stateStore.strata.s3.maxAttempts\" is invalid."), bad);
       assertTrue(!bad.contains("ERROR_LOADING_CLASS"), "not a class that failed to load: " + bad);
       String refused = line(out, "FAILED fail-refused-endpoint");
+      // Spark's condition for a file it cannot read, raised from the query's start, where
+      // nothing of Spark's wraps the error.
+      assertTrue(refused.contains("[FAILED_READ_FILE.NO_HINT] Encountered error while reading "
+          + "file s3://") && refused.endsWith("SQLSTATE: KD001"), refused);
       assertTrue(refused.contains("the endpoint cannot be reached")
           && refused.contains("http://127.0.0.1:" + closedPort)
           && refused.contains("spark.sql.streaming.stateStore.strata.s3.endpoint"), refused);
