@@ -108,10 +108,19 @@ public final class UiScreenshot {
   /** Renders {@code url} to {@code png} with headless Chromium, letting its scripts run. */
   static void screenshot(String chromium, String url, Path png)
       throws IOException, InterruptedException {
+    screenshot(chromium, url, png, "1280,3400");
+  }
+
+  /**
+   * Renders {@code url} to {@code png} with headless Chromium in a window of {@code size}
+   * ({@code width,height} in pixels), letting its scripts run for 15 s of virtual time.
+   */
+  static void screenshot(String chromium, String url, Path png, String size)
+      throws IOException, InterruptedException {
     Files.createDirectories(png.getParent());
     Files.deleteIfExists(png);
     List<String> cmd = new ArrayList<>(List.of(chromium, "--headless", "--no-sandbox",
-        "--disable-gpu", "--hide-scrollbars", "--window-size=1280,3400",
+        "--disable-gpu", "--hide-scrollbars", "--window-size=" + size,
         "--virtual-time-budget=15000", "--screenshot=" + png, url));
     Process p = new ProcessBuilder(cmd).inheritIO().start();
     if (!p.waitFor(120, TimeUnit.SECONDS)) {
