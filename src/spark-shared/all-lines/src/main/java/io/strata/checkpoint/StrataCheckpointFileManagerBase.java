@@ -141,10 +141,11 @@ abstract class StrataCheckpointFileManagerBase<
   /**
    * The files and directories directly under {@code path} that {@code filter} accepts.
    *
+   * <p>Throws {@link CheckpointReadException}, undeclared, if S3 fails.
+   *
    * @param path the directory
    * @param filter which entries to return
    * @return their statuses (none for a directory that does not exist)
-   * @throws CheckpointReadException (undeclared) if S3 fails
    */
   public FileStatus[] list(Path path, PathFilter filter) {
     return delegate != null ? delegate.list(path, filter)
@@ -177,9 +178,10 @@ abstract class StrataCheckpointFileManagerBase<
   /**
    * True if {@code path} is a file, or a directory with something under it (on S3).
    *
+   * <p>Throws {@link CheckpointReadException}, undeclared, if S3 fails.
+   *
    * @param path a file or directory
    * @return whether it exists
-   * @throws CheckpointReadException (undeclared) if S3 fails
    */
   public boolean exists(Path path) {
     return delegate != null ? delegate.exists(path) : read(path, () -> s3().exists(path));
