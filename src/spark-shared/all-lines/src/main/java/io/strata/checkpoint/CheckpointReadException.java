@@ -6,6 +6,7 @@ import io.strata.objectstore.ObjectStoreInterruptedException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.net.SocketTimeoutException;
 import java.util.Map;
 import org.apache.spark.SparkThrowable;
 
@@ -23,10 +24,23 @@ import org.apache.spark.SparkThrowable;
  * check, the settings and the credentials' origin, never a secret), then the SQLSTATE, in
  * Spark's shape: {@code [FAILED_READ_FILE.NO_HINT] Encountered error while reading file
  * s3://b/ckpt/metadata. Cannot list ... SQLSTATE: KD001}. Implements {@link SparkThrowable}
- * for every Spark line (3.5's {@code getErrorClass}, 4.x's {@code getCondition}).
+ * for every Spark line (3.5's {@code getErrorClass}, 4.x's {@code getCondition}). The
+ * condition's only parameter is the path: a client that renders the error from the condition
+ * and its parameters rather than the message ({@code spark.sql.error.messageFormat} MINIMAL or
+ * STANDARD, PySpark's {@code getMessage()}) shows the path without Strata's reason, which stays
+ * in the message and in the cause.
  */
 public final class CheckpointReadException extends IOException implements SparkThrowable {
   private static final long serialVersionUID = 1L;
+  /**
+   * Whether this Spark has the condition: its error-conditions.json holds {@code
+   * FAILED_READ_FILE} from 4.0 on, the first line whose {@link SparkThrowable} has {@code
+   * getCondition}. Spark 3.5 has neither; there this exception has no condition (Spark then
+   * treats it as a legacy error and renders it by its message, as it does Strata's other errors
+   * on 3.5) rather than one Spark cannot find.
+   */
+  private static final boolean SPARK_HAS_CONDITION = java.util.Arrays.stream(
+      SparkThrowable.class.getMethods()).anyMatch(m -> m.getName().equals("getCondition"));
   /** Spark's condition for a file that cannot be read, without a more precise hint. */
   static final String CONDITION = "FAILED_READ_FILE.NO_HINT";
   /** Its SQLSTATE, from Spark's error-conditions.json (4.0 on). */
@@ -44,14 +58,16 @@ public final class CheckpointReadException extends IOException implements SparkT
    * What a read of {@code path} that failed with {@code e} throws: {@code e} itself when Spark's
    * callers act on its type ({@link FileNotFoundException} and Strata's not-found: the file does
    * not exist; {@link InterruptedIOException} and Strata's interrupted read: the query is
-   * stopping), else this exception with {@code e} as its cause.
+   * stopping), else this exception with {@code e} as its cause; a {@link SocketTimeoutException}
+   * too, which Spark would otherwise take for a stop.
    *
    * @param path the checkpoint file or directory, as Spark named it ({@code s3://bucket/key})
    * @param e what the read threw
    * @return the exception to throw (undeclared: Spark's callers are Scala)
    */
   static IOException of(String path, IOException e) {
-    if (e instanceof FileNotFoundException || e instanceof InterruptedIOException
+    if (e instanceof FileNotFoundException
+        || (e instanceof InterruptedIOException && !(e instanceof SocketTimeoutException))
         || e instanceof ObjectNotFoundException || e instanceof ObjectStoreInterruptedException
         || e instanceof CheckpointReadException) {
       return e;
@@ -71,37 +87,37 @@ public final class CheckpointReadException extends IOException implements SparkT
   /**
    * Spark 4.x's name for the error condition.
    *
-   * @return {@code FAILED_READ_FILE.NO_HINT}
+   * @return {@code FAILED_READ_FILE.NO_HINT}; null on Spark 3.5, which lacks it
    */
   public String getCondition() {
-    return CONDITION;
+    return SPARK_HAS_CONDITION ? CONDITION : null;
   }
 
   /**
    * Spark 3.5's name for the error condition (deprecated on 4.x in favour of {@link
    * #getCondition()}).
    *
-   * @return {@code FAILED_READ_FILE.NO_HINT}
+   * @return as {@link #getCondition()}
    */
   public String getErrorClass() {
-    return CONDITION;
+    return getCondition();
   }
 
   /**
    * The condition's SQLSTATE.
    *
-   * @return {@code KD001}
+   * @return {@code KD001}; null on Spark 3.5
    */
   public String getSqlState() {
-    return SQL_STATE;
+    return SPARK_HAS_CONDITION ? SQL_STATE : null;
   }
 
   /**
    * The condition's parameters.
    *
-   * @return {@code {path: s3://bucket/key}}
+   * @return {@code {path: s3://bucket/key}}; empty on Spark 3.5
    */
   public Map<String, String> getMessageParameters() {
-    return Map.of("path", path);
+    return SPARK_HAS_CONDITION ? Map.of("path", path) : Map.of();
   }
 }
