@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.FaultProxy.Fault;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay.Fault;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -38,7 +38,7 @@ import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * {@link ConditionalWriteProbe} against a real S3Proxy behind a {@link FaultProxy}: on a server
+ * {@link ConditionalWriteProbe} against a real S3Proxy behind a {@link S3Relay}: on a server
  * that honours {@code If-None-Match: *} the probe costs its {@value ConditionalWriteProbe#REQUESTS}
  * requests once per JVM, endpoint and bucket and later creates cost one PUT; on a server that
  * ignores it ({@link Fault#IGNORE_CONDITIONAL}) every create-only write fails at once with the
@@ -50,7 +50,7 @@ class ConditionalWriteProbeIT {
   private static Path tmp;
   private static S3ProxyServer server;
   private static S3Client admin;
-  private FaultProxy proxy;
+  private S3Relay proxy;
   private String bucket;
   private S3Settings settings;
   private final List<RequestListener.Request> requests = new CopyOnWriteArrayList<>();
@@ -77,7 +77,7 @@ class ConditionalWriteProbeIT {
   void open() throws IOException {
     bucket = "probe-" + UUID.randomUUID().toString().substring(0, 13);
     server.createBucket(bucket);
-    proxy = new FaultProxy(server.endpoint(),
+    proxy = new S3Relay(server.endpoint(),
         (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
     // 1 s per attempt, 4 attempts: the faults below resolve within seconds
     settings = new S3Settings(Optional.of(proxy.endpoint()), "us-east-1", true,

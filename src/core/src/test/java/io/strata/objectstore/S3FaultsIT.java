@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.FaultProxy.Fault;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay.Fault;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * {@link S3ObjectStore} through a {@link FaultProxy} in front of a real S3Proxy: the ambiguous
+ * {@link S3ObjectStore} through a {@link S3Relay} in front of a real S3Proxy: the ambiguous
  * conditional PUT (applied by the server, answer lost), throttling and errors on a share of the
  * requests, a server that fails everything, and a lost write.
  */
@@ -37,7 +37,7 @@ class S3FaultsIT {
   private static Path tmp;
   private static S3ProxyServer server;
   private static S3Client admin;
-  private FaultProxy proxy;
+  private S3Relay proxy;
   private String bucket;
   private final List<RequestListener.Request> attempts = new CopyOnWriteArrayList<>();
   private S3ObjectStore store;
@@ -63,7 +63,7 @@ class S3FaultsIT {
   void open() throws IOException {
     bucket = "faults-" + UUID.randomUUID().toString().substring(0, 13);
     server.createBucket(bucket);
-    proxy = new FaultProxy(server.endpoint(),
+    proxy = new S3Relay(server.endpoint(),
         (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
     // short timeouts: one attempt may take 1 s, a whole call 20 s; 4 attempts
     S3Settings s = new S3Settings(Optional.of(proxy.endpoint()), "us-east-1", true,
@@ -136,7 +136,7 @@ class S3FaultsIT {
 
   @Test
   void aShareOfThrottlingErrorsAndResetsIsRetriedToTheExactResult() throws IOException {
-    proxy.rule(FaultProxy.randomShare(0.2, 42, Fault.SLOW_DOWN, Fault.INTERNAL_ERROR,
+    proxy.rule(S3Relay.randomShare(0.2, 42, Fault.SLOW_DOWN, Fault.INTERNAL_ERROR,
         Fault.RESET));
     for (int i = 0; i < 30; i++) {
       store.putIfAbsent("d/" + i, body("value " + i));
@@ -206,7 +206,7 @@ class S3FaultsIT {
 
   /**
    * Issue 43, part 8: behind a store that hides a new object from GET, HEAD and LIST for 1.5 s
-   * after its PUT ({@link FaultProxy#lag}), a create-only PUT answered 412
+   * after its PUT ({@link S3Relay#lag}), a create-only PUT answered 412
    * whose HEAD misses looks again until the object shows (another writer's: the clear
    * already-exists error, not "has since been deleted"; this write's own, by its put id: done),
    * and a 412 for an object hidden longer than the lookups last fails after them.

@@ -16,7 +16,7 @@ import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -34,7 +34,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Garbage-collection rounds that fail (DeleteObjects answered 500 by the {@link FaultProxy} in
+ * Garbage-collection rounds that fail (DeleteObjects answered 500 by the {@link S3Relay} in
  * front of S3Proxy) are counted and, after {@link GcTrigger#WARN_AFTER_FAILURES} in a row,
  * reported at WARN with the store and the cause; and DeleteObjects carries {@code Content-MD5}
  * (recorded with {@link HeaderRecorder}) unless {@code s3.legacyMd5} is off, with or without
@@ -45,7 +45,7 @@ class GcFailuresIT {
 
   private static Path work;
   private static S3ProxyServer server;
-  private FaultProxy proxy;
+  private S3Relay proxy;
   private String bucket;
 
   @BeforeAll
@@ -65,7 +65,7 @@ class GcFailuresIT {
   void openProxy() throws IOException {
     bucket = "gcf-" + UUID.randomUUID().toString().substring(0, 13);
     server.createBucket(bucket);
-    proxy = new FaultProxy(server.endpoint(), null);
+    proxy = new S3Relay(server.endpoint(), null);
   }
 
   @AfterEach
@@ -114,7 +114,7 @@ class GcFailuresIT {
     }
   }
 
-  private static boolean isDeleteObjects(FaultProxy.Request r) {
+  private static boolean isDeleteObjects(S3Relay.Request r) {
     return r.method().equals("POST") && r.query().contains("delete");
   }
 
@@ -123,14 +123,14 @@ class GcFailuresIT {
     S3Settings s3 = s3(true);
     try (SyncedStore s = committedStore(s3); LogCapture log = new LogCapture()) {
       putJunk(s3);
-      proxy.rule(r -> isDeleteObjects(r) ? FaultProxy.Fault.INTERNAL_ERROR
-          : FaultProxy.Fault.NONE);
+      proxy.rule(r -> isDeleteObjects(r) ? S3Relay.Fault.INTERNAL_ERROR
+          : S3Relay.Fault.NONE);
       for (int i = 1; i <= 4; i++) {
         IOException e = assertThrows(IOException.class, s::collectGarbage);
         assertTrue(e.getMessage().contains("delete"), e.getMessage());
         assertEquals(i, s.gcFailedRounds(), "failed rounds are counted");
       }
-      assertTrue(proxy.injected(FaultProxy.Fault.INTERNAL_ERROR) >= 4);
+      assertTrue(proxy.injected(S3Relay.Fault.INTERNAL_ERROR) >= 4);
       List<String> warnings = log.lines.stream()
           .filter(l -> l.contains("rounds in a row")).toList();
       assertEquals(1, warnings.size(), "one WARN after 3 failures, none again within the "

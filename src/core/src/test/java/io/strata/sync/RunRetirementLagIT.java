@@ -12,7 +12,7 @@ import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Adversarial review of issue 43's run-claim retirement on a store whose reads lag behind its
- * writes (docs/operations.md; FaultProxy lag mode, S3Proxy behind it): the retiring round
+ * writes (docs/operations.md; S3Relay lag mode, S3Proxy behind it): the retiring round
  * writes the retired-runs list and deletes the earlier run's claim and marker at once; for as
  * long as the new list is hidden, an executor of the retired run that opens a new instance
  * finds neither its marker nor the list, and claims a new, greatest epoch.
@@ -40,7 +40,7 @@ class RunRetirementLagIT {
     try (S3ProxyServer server = S3ProxyServer.start(work.resolve("s3"), Map.of())) {
       String bucket = "rl-" + UUID.randomUUID().toString().substring(0, 13);
       server.createBucket(bucket);
-      try (FaultProxy proxy = new FaultProxy(server.endpoint(), null)) {
+      try (S3Relay proxy = new S3Relay(server.endpoint(), null)) {
         S3Settings s3 = new S3Settings(Optional.of(proxy.endpoint()), "us-east-1", true,
             Optional.of(S3ProxyServer.ACCESS_KEY), Optional.of(S3ProxyServer.SECRET_KEY),
             Optional.empty(), 2, Duration.ofSeconds(20), Duration.ofSeconds(5), 8)
@@ -133,7 +133,7 @@ class RunRetirementLagIT {
     try (S3ProxyServer server = S3ProxyServer.start(work.resolve("s3"), Map.of())) {
       String bucket = "rl-" + UUID.randomUUID().toString().substring(0, 13);
       server.createBucket(bucket);
-      try (FaultProxy proxy = new FaultProxy(server.endpoint(), null)) {
+      try (S3Relay proxy = new S3Relay(server.endpoint(), null)) {
         S3Settings s3 = new S3Settings(Optional.of(proxy.endpoint()), "us-east-1", true,
             Optional.of(S3ProxyServer.ACCESS_KEY), Optional.of(S3ProxyServer.SECRET_KEY),
             Optional.empty(), 2, Duration.ofSeconds(20), Duration.ofSeconds(5), 8)

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.checkpoint.CheckpointRequests;
 import io.strata.metrics.RequestCounter;
-import io.strata.testkit.FaultProxy.Fault;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay.Fault;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.S3ProxyServer;
 import java.nio.file.Path;
 import java.util.List;
@@ -19,7 +19,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 /**
  * The flights demo (its three stateful queries, the stop halfway, the restart on wiped local
  * state and the check against a batch job) on the first 100,000 flights, with all of its S3
- * traffic (the state and Spark's own checkpoint files) going through a {@link FaultProxy} in
+ * traffic (the state and Spark's own checkpoint files) going through a {@link S3Relay} in
  * front of a real S3Proxy that answers about 10 % of the requests with 503 SlowDown, 500
  * InternalError or a connection reset. Asserts: the demo's own verification passes (the streams'
  * answer equals the batch answer exactly), some faults hit state store objects, and the SDK's
@@ -36,9 +36,9 @@ class FlightsDemoS3FaultsIT {
     try (S3ProxyServer s3 = S3ProxyServer.start(tmp.resolve("s3"), Map.of());
         S3Client admin = s3.client()) {
       s3.createBucket(BUCKET);
-      try (FaultProxy proxy =
-          new FaultProxy(s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)))) {
-        proxy.rule(FaultProxy.randomShare(0.10, 11, Fault.SLOW_DOWN, Fault.INTERNAL_ERROR,
+      try (S3Relay proxy =
+          new S3Relay(s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)))) {
+        proxy.rule(S3Relay.randomShare(0.10, 11, Fault.SLOW_DOWN, Fault.INTERNAL_ERROR,
             Fault.RESET));
         StrataS3MetricsListener.reset();
         RequestCounter.Counts checkpointBefore = CheckpointRequests.snapshot();
@@ -61,7 +61,7 @@ class FlightsDemoS3FaultsIT {
         RequestCounter.Counts checkpointFiles =
             CheckpointRequests.snapshot().minus(checkpointBefore);
 
-        List<FaultProxy.Seen> seen = proxy.seen();
+        List<S3Relay.Seen> seen = proxy.seen();
         long faults = seen.stream().filter(s -> s.fault() != Fault.NONE).count();
         long stateFaults = seen.stream()
             .filter(s -> s.fault() != Fault.NONE && s.request().key().contains("/state/"))

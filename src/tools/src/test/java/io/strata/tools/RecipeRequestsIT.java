@@ -4,7 +4,7 @@ package io.strata.tools;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.S3ProxyServer;
 import java.net.URI;
 import java.nio.file.Files;
@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Issue 44: the S3 requests of docs/operations.md's recipes, measured, not derived. A checkpoint
  * of 8 stores (versions 1 to 6 each, no base snapshot, batches 0 to 5 committed) is put on
  * S3Proxy; then each recipe's command runs through a counting relay
- * ({@link FaultProxy} without faults) in front of the same server, and the requests it sent are
+ * ({@link S3Relay} without faults) in front of the same server, and the requests it sent are
  * counted by kind. The table is printed and written to {@code
  * target/recipe-requests.md}; the test asserts what the docs promise of each (the copy within
  * one server sends no GET of state, one request per object after its listing), not numbers.
@@ -46,12 +46,12 @@ class RecipeRequestsIT {
   }
 
   /** Runs {@code args} through the relay; returns its requests by kind. */
-  private static Map<String, Integer> measure(FaultProxy relay, String... args) {
+  private static Map<String, Integer> measure(S3Relay relay, String... args) {
     int before = relay.seen().size();
     tool(relay.endpoint(), args);
     Map<String, Integer> kinds = new TreeMap<>();
-    for (FaultProxy.Seen s : relay.seen().subList(before, relay.seen().size())) {
-      FaultProxy.Request r = s.request();
+    for (S3Relay.Seen s : relay.seen().subList(before, relay.seen().size())) {
+      S3Relay.Request r = s.request();
       // A CopyObject is a PUT too (the relay sees no x-amz-copy-source): "PUT" counts both.
       String kind = r.method().equals("GET") && (r.key().isEmpty() || r.query().contains(
           "list-type")) ? "LIST" : r.method();
@@ -63,7 +63,7 @@ class RecipeRequestsIT {
   @Test
   void theRecipesRequestsAreMeasured() throws Exception {
     try (S3ProxyServer server = S3ProxyServer.start(tmp.resolve("s3"), Map.of());
-        FaultProxy relay = new FaultProxy(server.endpoint(), (b, k) -> { })) {
+        S3Relay relay = new S3Relay(server.endpoint(), (b, k) -> { })) {
       server.createBucket("bkt");
       Path local = ToolFixtures.checkpoint(tmp, STORES);
       try (var client = server.client(); var files = Files.walk(local)) {

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.testkit.ChildJvm;
-import io.strata.testkit.FaultProxy;
-import io.strata.testkit.FaultProxy.Fault;
+import io.strata.testkit.S3Relay;
+import io.strata.testkit.S3Relay.Fault;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -39,7 +39,7 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * Issue 43, part 9: the fault campaign. A stateful job runs for {@code strata.campaign.minutes}
  * minutes on a Spark standalone cluster (a master and two workers with two cores each, one-core
  * executors as JVMs; {@link StandaloneCluster}) with its checkpoint on S3Proxy behind a {@link
- * FaultProxy}, while random faults hit it; every answer it gives is compared with Spark's
+ * S3Relay}, while random faults hit it; every answer it gives is compared with Spark's
  * HDFS-backed provider's answer for the same batch of the same input. Off unless the property is
  * set (the script {@code docs/campaign/fault-campaign.sh} sets it; the table in
  * docs/operations.md, "Fault campaign", is its output).
@@ -132,7 +132,7 @@ class FaultCampaignIT {
   private CampaignInput input;
   private Path outputs;
   private Path stopFile;
-  private FaultProxy proxy;
+  private S3Relay proxy;
   private StandaloneCluster cluster;
 
   /** One sample of a process: resident set (KiB), threads, open file descriptors. */
@@ -153,7 +153,7 @@ class FaultCampaignIT {
     Path appJar = ClusterSupport.appJar();
     try (S3ProxyServer s3 = S3ProxyServer.start(scratch.resolve("s3"), Map.of())) {
       s3.createBucket(BUCKET);
-      proxy = new FaultProxy(s3.endpoint(),
+      proxy = new S3Relay(s3.endpoint(),
           (b, k) -> s3.client().deleteObject(d -> d.bucket(b).key(k)));
       cluster = StandaloneCluster.start(home, OUT.resolve("cluster"), scratch.resolve("cluster"),
           2, 2, ClusterSupport.CLUSTER_START);
@@ -550,16 +550,16 @@ class FaultCampaignIT {
           victim.process().onExit().get(30, TimeUnit.SECONDS);
         }
       }
-      case STORM_503 -> window(seconds, FaultProxy.randomShare(0.5, random.nextLong(),
+      case STORM_503 -> window(seconds, S3Relay.randomShare(0.5, random.nextLong(),
           Fault.SLOW_DOWN, Fault.INTERNAL_ERROR));
       case SLOW -> {
         proxy.delayMillis = 1_500;
-        window(seconds, FaultProxy.randomShare(0.2, random.nextLong(), Fault.DELAY));
+        window(seconds, S3Relay.randomShare(0.2, random.nextLong(), Fault.DELAY));
       }
-      case RESET -> window(seconds, FaultProxy.randomShare(0.1, random.nextLong(), Fault.RESET));
+      case RESET -> window(seconds, S3Relay.randomShare(0.1, random.nextLong(), Fault.RESET));
       case LOST_WRITES -> {
-        java.util.function.Function<FaultProxy.Request, Fault> inFlight =
-            FaultProxy.randomShare(0.3, random.nextLong(), Fault.RESET);
+        java.util.function.Function<S3Relay.Request, Fault> inFlight =
+            S3Relay.randomShare(0.3, random.nextLong(), Fault.RESET);
         // A published snapshot's object now holds the base files its next commit names
         // (format 2): S3 never loses an acknowledged write, so only resets in flight here (a
         // lost .bsm was a lost publication before; it would now be lost data).
@@ -567,8 +567,8 @@ class FaultCampaignIT {
       }
       case DROPPED_ANSWERS -> {
         proxy.holdMillis = 0;
-        java.util.function.Function<FaultProxy.Request, Fault> share =
-            FaultProxy.randomShare(0.2, random.nextLong(), Fault.APPLY_THEN_DROP);
+        java.util.function.Function<S3Relay.Request, Fault> share =
+            S3Relay.randomShare(0.2, random.nextLong(), Fault.APPLY_THEN_DROP);
         window(seconds, r -> r.isPut() ? share.apply(r) : Fault.NONE);
       }
       case ZOMBIE -> zombie();
@@ -576,7 +576,7 @@ class FaultCampaignIT {
     }
   }
 
-  private void window(int seconds, java.util.function.Function<FaultProxy.Request, Fault> rule)
+  private void window(int seconds, java.util.function.Function<S3Relay.Request, Fault> rule)
       throws InterruptedException {
     proxy.rule(rule);
     try {

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import com.sun.net.httpserver.HttpServer;
 import io.strata.testkit.ChildJvm;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.OnlyOnSparkLines;
 import io.strata.testkit.S3ProxyServer;
 import java.io.File;
@@ -419,7 +419,7 @@ class RuntimeJarIT {
     // own, which S3Proxy ignores and the relay records: the token on a scenario's requests tells
     // which source signed them.
     try (Credentials creds = new Credentials(s3.accessKey(), s3.secretKey());
-        FaultProxy relay = new FaultProxy(s3.endpoint(), null)) {
+        S3Relay relay = new S3Relay(s3.endpoint(), null)) {
       s3.createBucket(USER_BUCKET);
       Path profile = work.resolve("aws-credentials");
       Files.writeString(profile, "[default]\naws_access_key_id = " + s3.accessKey()
@@ -527,8 +527,8 @@ class RuntimeJarIT {
       assertTrue(creds.hits("/container") > 0, "the container endpoint was asked");
       assertTrue(creds.hits("sts") > 0, "STS was asked (web identity)");
       Map<String, Set<String>> tokens = new TreeMap<>();
-      for (FaultProxy.Seen seen : relay.seen()) {
-        FaultProxy.Request r = seen.request();
+      for (S3Relay.Seen seen : relay.seen()) {
+        S3Relay.Request r = seen.request();
         int slash = r.key().indexOf('/');
         if (r.bucket().equals(USER_BUCKET) && slash > 0) {
           tokens.computeIfAbsent(r.key().substring(0, slash), k -> new TreeSet<>())

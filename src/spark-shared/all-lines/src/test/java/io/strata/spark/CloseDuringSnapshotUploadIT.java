@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.config.StrataConf;
 import io.strata.format.StoreLayout;
-import io.strata.testkit.FaultProxy;
-import io.strata.testkit.FaultProxy.Fault;
+import io.strata.testkit.S3Relay;
+import io.strata.testkit.S3Relay.Fault;
 import io.strata.testkit.OnlyOnSparkLines;
 import io.strata.testkit.S3ProxyServer;
 import java.nio.file.Files;
@@ -30,7 +30,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * Issue 43 part 6: Spark 3.5 (and 4.0) closes a provider (unload, maintenance) while it holds its
  * executor-wide provider lock ({@code StateStore.loadedProviders}), which every stateful task's
  * load takes too. A close that waited for a slow base-snapshot upload (up to 30 + 30 s) stalled
- * every stateful task of the executor meanwhile. Here a {@link FaultProxy} in front of S3Proxy
+ * every stateful task of the executor meanwhile. Here a {@link S3Relay} in front of S3Proxy
  * delays the snapshot's pack PUT by {@value #DELAY_MS} ms; the provider is closed under a lock
  * standing in for Spark's while the upload runs; another store's load, which needs that lock
  * first as Spark's does, is not held up; the upload still finishes in the background and
@@ -47,7 +47,7 @@ class CloseDuringSnapshotUploadIT {
   void closeUnderSparksLockDoesNotWaitForTheUploadWhichStillPublishes() throws Exception {
     S3ProxyServer s3 = SparkS3Harness.sharedServer();
     try (S3Client admin = s3.client();
-        FaultProxy proxy = new FaultProxy(s3.endpoint(),
+        S3Relay proxy = new S3Relay(s3.endpoint(),
             (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)))) {
       String prefix = "close-during-upload-" + UUID.randomUUID();
       String root = "s3a://" + SparkS3Harness.BUCKET + "/" + prefix + "/state";

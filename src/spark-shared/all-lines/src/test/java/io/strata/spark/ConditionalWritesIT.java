@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.objectstore.ConditionalWriteProbe;
-import io.strata.testkit.FaultProxy.Fault;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay.Fault;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -43,7 +43,7 @@ import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * An S3 endpoint that ignores {@code If-None-Match: *} (a {@link FaultProxy} in {@link
+ * An S3 endpoint that ignores {@code If-None-Match: *} (a {@link S3Relay} in {@link
  * Fault#IGNORE_CONDITIONAL} mode in front of the real S3Proxy): a streaming query whose state and
  * checkpoint files are on it fails at once, at the checkpoint file manager's first create-only
  * write, with the error naming the endpoint, the bucket and what was expected, and writes
@@ -54,14 +54,14 @@ class ConditionalWritesIT {
   private static final String STRATA = "spark.sql.streaming.stateStore.strata.";
   private static final StructType SCHEMA = new StructType().add("key", DataTypes.StringType);
   private static SparkS3Harness h;
-  private static FaultProxy proxy;
+  private static S3Relay proxy;
   private static S3Client admin;
 
   @BeforeAll
   static void start() throws IOException {
     h = new SparkS3Harness(2);
     admin = h.s3.client();
-    proxy = new FaultProxy(h.s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
+    proxy = new S3Relay(h.s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
     proxy.rule(r -> Fault.IGNORE_CONDITIONAL);
   }
 
@@ -125,7 +125,7 @@ class ConditionalWritesIT {
     assertTrue(ms < 60_000, "failed at once, not retried: " + ms + " ms");
     assertEquals(List.of(), keys(SparkS3Harness.BUCKET, prefix),
         "nothing under the checkpoint: no metadata, offsets, commits or state");
-    List<FaultProxy.Seen> seen = proxy.seen();
+    List<S3Relay.Seen> seen = proxy.seen();
     seen = seen.subList(seenBefore, seen.size());
     long puts = seen.stream().filter(s -> s.request().isPut()).count();
     assertEquals(2, puts, "only the probe's two PUTs: " + seen);

@@ -6,7 +6,7 @@ import static org.apache.spark.sql.functions.sum;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.spark.StreamingComparison.QueryDef;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.util.Map;
@@ -19,8 +19,8 @@ import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * Issue 43, part 8: a store whose listings and reads lag behind its writes. Strata (its state
- * stores and Spark's checkpoint files) talks to a {@link FaultProxy} in {@linkplain
- * FaultProxy#lag(long) lag mode} in front of the real S3Proxy: every new object is hidden from
+ * stores and Spark's checkpoint files) talks to a {@link S3Relay} in {@linkplain
+ * S3Relay#lag(long) lag mode} in front of the real S3Proxy: every new object is hidden from
  * LIST, GET and HEAD for {@value #LAG_MS} ms after its PUT. A stateful query runs its batches, stops,
  * restarts on wiped local directories (restoring from S3 through the relay) and runs more; every
  * batch must equal that of Spark's HDFS-backed provider on a local checkpoint ({@link
@@ -55,13 +55,13 @@ class LaggingStoreIT {
     StreamingComparison.recurringKeys(in, right, from, to);
   }, 4, 2);
 
-  private static FaultProxy proxy;
+  private static S3Relay proxy;
   private static S3Client admin;
 
   @BeforeAll
   static void relay() throws IOException {
     admin = cmp.harness().s3.client();
-    proxy = new FaultProxy(cmp.harness().s3.endpoint(),
+    proxy = new S3Relay(cmp.harness().s3.endpoint(),
         (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
     proxy.lag(LAG_MS);
   }

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.format.StoreLayout;
 import io.strata.testkit.ChildJvm;
-import io.strata.testkit.FaultProxy;
-import io.strata.testkit.FaultProxy.Fault;
+import io.strata.testkit.S3Relay;
+import io.strata.testkit.S3Relay.Fault;
 import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -30,7 +30,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * batches build a chain of 5 deltas (snapshot interval 100: no snapshot); then a new driver JVM
  * (local mode, snapshot interval 3, Strata's local directory left at its default: inside Spark's
  * local directories, which Spark's own shutdown hook deletes) runs one batch: its cold loads
- * replay 5 deltas and schedule a snapshot each, whose pack upload a {@link FaultProxy} in front
+ * replay 5 deltas and schedule a snapshot each, whose pack upload a {@link S3Relay} in front
  * of S3Proxy delays by {@value #DELAY_MS} ms, longer than the rest of the run; the driver exits
  * when the query ends. Asserted: the child exited normally, and each store has a published
  * snapshot of the version the run loaded, written seconds after the batch's output (so during
@@ -41,14 +41,14 @@ import software.amazon.awssdk.services.s3.S3Client;
 class SnapshotAtExitIT {
   private static final long DELAY_MS = 6_000;
   private static SparkS3Harness h;
-  private static FaultProxy proxy;
+  private static S3Relay proxy;
   private static S3Client admin;
 
   @BeforeAll
   static void start() throws IOException {
     h = new SparkS3Harness(2);
     admin = h.s3.client();
-    proxy = new FaultProxy(h.s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
+    proxy = new S3Relay(h.s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
   }
 
   @AfterAll

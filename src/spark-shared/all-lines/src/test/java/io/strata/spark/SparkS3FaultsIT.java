@@ -10,8 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.strata.checkpoint.CheckpointRequests;
 import io.strata.format.StoreLayout;
 import io.strata.metrics.RequestCounter;
-import io.strata.testkit.FaultProxy.Fault;
-import io.strata.testkit.FaultProxy;
+import io.strata.testkit.S3Relay.Fault;
+import io.strata.testkit.S3Relay;
 import io.strata.testkit.OncePerSparkLine;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -44,7 +44,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * S3 faults under a real streaming query (local mode): Strata's S3 client (state and Spark's
- * checkpoint files) talks to a {@link FaultProxy} in front of the real S3Proxy. The reference
+ * checkpoint files) talks to a {@link S3Relay} in front of the real S3Proxy. The reference
  * query counts keys k0..k{K-1}, each added once per batch; after batch b every count is b + 1.
  * A share of failing requests is retried to the exact answer (and shows in {@code
  * strataS3FailedAttempts}); a server failing everything longer than the retry budget stops the
@@ -66,14 +66,14 @@ class SparkS3FaultsIT {
   private static final Map<String, Map<Long, Map<String, Long>>> OUTPUT =
       new ConcurrentHashMap<>();
   private static SparkS3Harness h;
-  private static FaultProxy proxy;
+  private static S3Relay proxy;
   private static S3Client admin;
 
   @BeforeAll
   static void start() throws IOException {
     h = new SparkS3Harness(2);
     admin = h.s3.client();
-    proxy = new FaultProxy(h.s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
+    proxy = new S3Relay(h.s3.endpoint(), (b, k) -> admin.deleteObject(d -> d.bucket(b).key(k)));
   }
 
   @AfterAll
@@ -180,7 +180,7 @@ class SparkS3FaultsIT {
       writeBatch(in, b);
     }
     String checkpoint = h.s3Checkpoint("share");
-    proxy.rule(FaultProxy.randomShare(0.10, 7, Fault.SLOW_DOWN, Fault.INTERNAL_ERROR,
+    proxy.rule(S3Relay.randomShare(0.10, 7, Fault.SLOW_DOWN, Fault.INTERNAL_ERROR,
         Fault.RESET));
     int before = proxy.seen().size();
     StreamingQuery q;
@@ -190,7 +190,7 @@ class SparkS3FaultsIT {
       proxy.heal();
     }
     assertExact("share", batches);
-    List<FaultProxy.Seen> seen = proxy.seen();
+    List<S3Relay.Seen> seen = proxy.seen();
     seen = seen.subList(before, seen.size());
     long faults = seen.stream().filter(s -> s.fault() != Fault.NONE).count();
     long stateFaults = seen.stream().filter(s -> s.fault() != Fault.NONE
