@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.demo;
 
-import static org.apache.spark.sql.functions.col;
-
-import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -18,9 +15,6 @@ import java.nio.file.Paths;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StreamingQuery;
-import org.apache.spark.sql.streaming.Trigger;
 
 /**
  * Takes the screenshot of a Prometheus dashboard that README.md shows (issue 46): Strata's
@@ -53,83 +47,32 @@ public final class PrometheusScreenshot {
    *     exits non-zero or writes no file
    */
   public static void main(String[] args) throws Exception {
-    Path out = null;
-    int seconds = 120;
-    String prometheus = "prometheus";
-    String chromium = "chromium";
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--out" -> out = Paths.get(args[++i]).toAbsolutePath();
-        case "--seconds" -> seconds = Integer.parseInt(args[++i]);
-        case "--prometheus" -> prometheus = args[++i];
-        case "--chromium" -> chromium = args[++i];
-        default -> throw new IllegalArgumentException("Unknown option " + args[i]
-            + "; expected --out PNG, --seconds N, --prometheus PATH, --chromium PATH");
-      }
-    }
-    if (out == null) {
-      throw new IllegalArgumentException("--out PNG is required");
-    }
-    Path work = Files.createTempDirectory("strata-prometheus-");
-    try (S3ProxyServer s3 = S3ProxyServer.start(work.resolve("s3"), Map.of())) {
-      s3.createBucket("strata-prometheus");
-      String strata = CheckpointTarget.STRATA;
-      SparkSession spark = SparkSession.builder()
-          .master("local[2]")
-          .appName("strata-prometheus")
-          .config("spark.ui.enabled", "true")
-          .config("spark.ui.port", "0")
-          .config("spark.driver.bindAddress", "127.0.0.1")
-          .config("spark.driver.host", "127.0.0.1")
-          .config("spark.local.dir", work.resolve("spark-local").toString())
-          .config("spark.sql.shuffle.partitions", "4")
-          // README's Prometheus set-up (section "Metrics"), and a namespace for stable names.
-          .config("spark.metrics.conf.*.sink.prometheusServlet.class",
-              "org.apache.spark.metrics.sink.PrometheusServlet")
-          .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus")
-          .config("spark.metrics.namespace", NAMESPACE)
-          .config("spark.sql.streaming.stateStore.providerClass",
-              "io.strata.spark.StrataStateStoreProvider")
-          .config(CheckpointTarget.CHECKPOINT_FILE_MANAGER,
-              CheckpointTarget.STRATA_CHECKPOINT_FILE_MANAGER)
-          .config(strata + "s3.endpoint", s3.endpoint().toString())
-          .config(strata + "s3.pathStyleAccess", "true")
-          .config(strata + "s3.accessKeyId", S3ProxyServer.ACCESS_KEY)
-          .config(strata + "s3.secretAccessKey", S3ProxyServer.SECRET_KEY)
-          .config(strata + "localDir", work.resolve("strata-local").toString())
-          .getOrCreate();
-      spark.sparkContext().setLogLevel("WARN");
-      Process server = null;
+    Map<String, String> o = ScreenshotQuery.options(args, UiScreenshot.mapOf("--out", null,
+        "--seconds", "120", "--prometheus", "prometheus", "--chromium", "chromium"));
+    Path out = Paths.get(o.get("--out")).toAbsolutePath();
+    // README's Prometheus set-up (section "Metrics"), and a namespace for stable names.
+    try (ScreenshotQuery run = ScreenshotQuery.start("strata-prometheus", Map.of(
+        "spark.metrics.conf.*.sink.prometheusServlet.class",
+        "org.apache.spark.metrics.sink.PrometheusServlet",
+        "spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus",
+        "spark.metrics.namespace", NAMESPACE))) {
+      URI driver = URI.create(run.spark.sparkContext().uiWebUrl().get());
+      int port = freePort();
+      Path work = Files.createTempDirectory("strata-prometheus-server-");
+      Process server = startPrometheus(o.get("--prometheus"), work, driver, port);
       try {
-        StreamingQuery q = spark.readStream().format("rate").option("rowsPerSecond", 20000)
-            .load()
-            .groupBy(col("value").mod(50000).as("key")).count()
-            .writeStream().queryName("counts_per_key").outputMode("update").format("noop")
-            .option("checkpointLocation", "s3a://strata-prometheus/counts")
-            .trigger(Trigger.ProcessingTime("1 second"))
-            .start();
-        URI driver = URI.create(spark.sparkContext().uiWebUrl().get());
-        int port = freePort();
-        server = startPrometheus(prometheus, work, driver, port);
-        Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
-        if (q.exception().isDefined()) {
-          throw q.exception().get();
-        }
-        String metric = "metrics_" + NAMESPACE + "_driver_strata_stateStore_requests_total_Value";
-        requireScraped(port, metric);
+        Thread.sleep(TimeUnit.SECONDS.toMillis(Integer.parseInt(o.get("--seconds"))));
+        run.requireRunning();
+        requireScraped(port,
+            "metrics_" + NAMESPACE + "_driver_strata_stateStore_requests_total_Value");
         String url = "http://127.0.0.1:" + port + "/graph?"
             + panel(0, perSecond("(stateStore|checkpointFiles)_requests_(put|get|head|list|delete)"))
             + "&" + panel(1, perSecond("(stateStore|checkpointFiles)_bytesSent"));
         System.out.println("Prometheus graph page: " + url);
-        UiScreenshot.screenshot(chromium, url, out, "1400,1900");
-        spark.sparkContext().setLogLevel("OFF");
-        q.stop();
+        UiScreenshot.screenshot(o.get("--chromium"), url, out, "1400,1900");
       } finally {
-        if (server != null) {
-          server.destroy();
-          server.waitFor(10, TimeUnit.SECONDS);
-        }
-        spark.stop();
+        server.destroy();
+        server.waitFor(10, TimeUnit.SECONDS);
       }
     }
     System.out.println("Wrote " + out);

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.strata.demo;
 
-import static org.apache.spark.sql.functions.col;
-
-import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,9 +9,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StreamingQuery;
-import org.apache.spark.sql.streaming.Trigger;
 
 /**
  * Takes the screenshot of Spark's Structured Streaming tab that README.md shows: a
@@ -38,71 +32,29 @@ public final class UiScreenshot {
    * @throws Exception if the query fails or Chromium exits non-zero or writes no file
    */
   public static void main(String[] args) throws Exception {
-    Path out = null;
-    int seconds = 45;
-    String chromium = "chromium";
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--out" -> out = Paths.get(args[++i]).toAbsolutePath();
-        case "--seconds" -> seconds = Integer.parseInt(args[++i]);
-        case "--chromium" -> chromium = args[++i];
-        default -> throw new IllegalArgumentException("Unknown option " + args[i]
-            + "; expected --out PNG, --seconds N, --chromium PATH");
-      }
-    }
-    if (out == null) {
-      throw new IllegalArgumentException("--out PNG is required");
-    }
-    Path work = Files.createTempDirectory("strata-ui-");
-    try (S3ProxyServer s3 = S3ProxyServer.start(work.resolve("s3"), Map.of())) {
-      s3.createBucket("strata-ui");
-      String strata = CheckpointTarget.STRATA;
-      SparkSession spark = SparkSession.builder()
-          .master("local[2]")
-          .appName("strata-streaming-ui")
-          .config("spark.ui.enabled", "true")
-          .config("spark.ui.port", "0")
-          .config("spark.driver.bindAddress", "127.0.0.1")
-          .config("spark.driver.host", "127.0.0.1")
-          .config("spark.local.dir", work.resolve("spark-local").toString())
-          .config("spark.sql.shuffle.partitions", "4")
-          .config("spark.sql.streaming.stateStore.providerClass",
-              "io.strata.spark.StrataStateStoreProvider")
-          .config("spark.sql.streaming.ui.enabledCustomMetricList",
-              "strataS3Requests,strataUploadMs,strataBytesUploaded")
-          .config(CheckpointTarget.CHECKPOINT_FILE_MANAGER,
-              CheckpointTarget.STRATA_CHECKPOINT_FILE_MANAGER)
-          .config(strata + "s3.endpoint", s3.endpoint().toString())
-          .config(strata + "s3.pathStyleAccess", "true")
-          .config(strata + "s3.accessKeyId", S3ProxyServer.ACCESS_KEY)
-          .config(strata + "s3.secretAccessKey", S3ProxyServer.SECRET_KEY)
-          .config(strata + "localDir", work.resolve("strata-local").toString())
-          .getOrCreate();
-      spark.sparkContext().setLogLevel("WARN");
-      try {
-        StreamingQuery q = spark.readStream().format("rate").option("rowsPerSecond", 20000)
-            .load()
-            .groupBy(col("value").mod(50000).as("key")).count()
-            .writeStream().queryName("counts_per_key").outputMode("update").format("noop")
-            .option("checkpointLocation", "s3a://strata-ui/counts")
-            .trigger(Trigger.ProcessingTime("1 second"))
-            .start();
-        Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
-        if (q.exception().isDefined()) {
-          throw q.exception().get();
-        }
-        String url = spark.sparkContext().uiWebUrl().get() + "/StreamingQuery/statistics/?id="
-            + q.runId();
-        System.out.println("Streaming query page: " + url);
-        screenshot(chromium, url, out);
-        // Stopping interrupts the batch in flight, whose aborted tasks Spark logs at ERROR.
-        spark.sparkContext().setLogLevel("OFF");
-        q.stop();
-      } finally {
-        spark.stop();
-      }
+    Map<String, String> o = ScreenshotQuery.options(args,
+        mapOf("--out", null, "--seconds", "45", "--chromium", "chromium"));
+    Path out = Paths.get(o.get("--out")).toAbsolutePath();
+    try (ScreenshotQuery run = ScreenshotQuery.start("strata-ui", Map.of(
+        "spark.sql.streaming.ui.enabledCustomMetricList",
+        "strataS3Requests,strataUploadMs,strataBytesUploaded"))) {
+      Thread.sleep(TimeUnit.SECONDS.toMillis(Integer.parseInt(o.get("--seconds"))));
+      run.requireRunning();
+      String url = run.spark.sparkContext().uiWebUrl().get() + "/StreamingQuery/statistics/?id="
+          + run.query.runId();
+      System.out.println("Streaming query page: " + url);
+      screenshot(o.get("--chromium"), url, out);
     }
     System.out.println("Wrote " + out);
+  }
+
+  /** An ordered map of {@code k1, v1, k2, v2, ...}; values may be null. */
+  static Map<String, String> mapOf(String... kv) {
+    Map<String, String> m = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put(kv[i], kv[i + 1]);
+    }
+    return m;
   }
 
   /** Renders {@code url} to {@code png} with headless Chromium, letting its scripts run. */
