@@ -42,6 +42,7 @@ final class S3Gateway implements AutoCloseable {
    */
   S3Gateway(URI upstream, LatencyProfile latency) throws IOException {
     this.relay = new S3Relay(upstream, null);
+    relay.reuseUpstream(true); // one server connection per client connection, as before
     relay.latency(r -> latency.millis(classify(r).kind()));
   }
 

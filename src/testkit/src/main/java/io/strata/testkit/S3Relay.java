@@ -25,6 +25,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
@@ -39,7 +40,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
@@ -228,12 +228,13 @@ public final class S3Relay implements AutoCloseable {
   private final String upstreamHost;
   private final int upstreamPort;
   private final BiConsumer<String, String> deleter;
-  private final List<Seen> seen = new CopyOnWriteArrayList<>();
+  private final List<Seen> seen = new ArrayList<>(); // guarded by itself
   private final Map<Fault, AtomicInteger> injected = new EnumMap<>(Fault.class);
   private final Map<Socket, Boolean> open = new ConcurrentHashMap<>();
   private volatile Function<Request, Fault> rule = r -> Fault.NONE;
   private volatile ToLongFunction<Request> latency = r -> 0L;
   private volatile Consumer<Request> listener = r -> { };
+  private volatile boolean reuseUpstream;
   /** See {@link Fault#APPLY_THEN_DROP}, ms. */
   public volatile long holdMillis = 0;
   /** See {@link Fault#DELAY}, ms. */
@@ -288,6 +289,21 @@ public final class S3Relay implements AutoCloseable {
    */
   public void latency(ToLongFunction<Request> millis) {
     this.latency = millis;
+  }
+
+  /**
+   * Keeps one connection to the server per client connection while its answers are complete
+   * and keep-alive and no fault touched it (thread-safe; applies to new connections), as a
+   * recorder in front of a benchmark wants: no TCP connect per request. Off by default: a
+   * server that closes an idle connection while the client's stays pooled cannot be detected
+   * before a request's body is sent, and a body cannot be replayed; then this relay closes the
+   * client's connection without an answer, and the client retries, which the fault tests would
+   * count.
+   *
+   * @param reuse whether to keep the server connection
+   */
+  public void reuseUpstream(boolean reuse) {
+    this.reuseUpstream = reuse;
   }
 
   /**
@@ -357,7 +373,9 @@ public final class S3Relay implements AutoCloseable {
    * through the relay.
    */
   public List<Seen> seen() {
-    return List.copyOf(seen);
+    synchronized (seen) {
+      return List.copyOf(seen);
+    }
   }
 
   /** How many requests got {@code fault}. */
@@ -391,13 +409,13 @@ public final class S3Relay implements AutoCloseable {
     private final OutputStream out;
     private final EmbeddedChannel codec;
     private final ArrayDeque<Object> decoded = new ArrayDeque<>();
-    private final byte[] buf = new byte[64 * 1024];
+    private static final int READ_BYTES = 64 * 1024;
     private boolean eof;
 
     Side(Socket socket, EmbeddedChannel codec) throws IOException {
       this.socket = socket;
       this.in = socket.getInputStream();
-      this.out = socket.getOutputStream();
+      this.out = new java.io.BufferedOutputStream(socket.getOutputStream(), 64 * 1024);
       this.codec = codec;
     }
 
@@ -407,12 +425,14 @@ public final class S3Relay implements AutoCloseable {
         if (eof) {
           return null;
         }
-        int n = in.read(buf);
+        ByteBuf chunk = Unpooled.buffer(READ_BYTES);
+        int n = chunk.writeBytes(in, READ_BYTES);
         if (n < 0) {
+          chunk.release();
           eof = true;
           codec.close(); // a body that ends with the connection ends here
         } else {
-          codec.writeInbound(Unpooled.copiedBuffer(buf, 0, n));
+          codec.writeInbound(chunk);
         }
         Object o;
         while ((o = codec.readInbound()) != null) {
@@ -456,8 +476,9 @@ public final class S3Relay implements AutoCloseable {
   private void serve(Socket socket) {
     open.put(socket, Boolean.TRUE);
     Side client = null;
+    Side[] up = {null}; // the kept server connection, if any
     try {
-      client = new Side(socket, new EmbeddedChannel(new HttpServerCodec(4096, 64 * 1024,
+      client = new Side(socket, new EmbeddedChannel(new HttpServerCodec(64 * 1024, 64 * 1024,
           64 * 1024)));
       while (!closed) {
         HttpObject first = client.next();
@@ -470,13 +491,16 @@ public final class S3Relay implements AutoCloseable {
         }
         HttpRequest head = (HttpRequest) first;
         Request req = Request.of(head, System.nanoTime(), System.currentTimeMillis());
-        if (!exchange(client, socket, head, req)) {
+        if (!exchange(client, socket, head, req, up)) {
           return;
         }
       }
     } catch (IOException e) {
       // connection closed by either side
     } finally {
+      if (up[0] != null) {
+        up[0].close();
+      }
       if (client != null) {
         client.close();
       } else {
@@ -489,16 +513,20 @@ public final class S3Relay implements AutoCloseable {
   /**
    * Relays one request and its answer, or injects its fault.
    *
+   * @param kept the server connection kept from the previous request ({@link
+   *     #reuseUpstream}), or null; set to the one to keep, or null
    * @return true if the client's connection may carry another request
    */
-  private boolean exchange(Side client, Socket socket, HttpRequest head, Request req)
-      throws IOException {
+  private boolean exchange(Side client, Socket socket, HttpRequest head, Request req,
+      Side[] kept) throws IOException {
     Fault fault = req.key().isEmpty() && req.bucket().isEmpty() ? Fault.NONE : rule.apply(req);
     if ((fault == Fault.LOSE_WRITE && !req.isPut())
         || (fault == Fault.IGNORE_CONDITIONAL && !(req.isPut() && req.conditional()))) {
       fault = Fault.NONE;
     }
-    seen.add(new Seen(req, fault));
+    synchronized (seen) {
+      seen.add(new Seen(req, fault));
+    }
     injected.get(fault).incrementAndGet();
     listener.accept(req);
     long wait = latency.applyAsLong(req);
@@ -539,10 +567,23 @@ public final class S3Relay implements AutoCloseable {
       case IGNORE_CONDITIONAL -> deleter.accept(req.bucket(), req.key());
       default -> { }
     }
-    try (Side up = new Side(new Socket(upstreamHost, upstreamPort),
-        new EmbeddedChannel(new HttpClientCodec(4096, 64 * 1024, 64 * 1024)))) {
-      up.socket.setTcpNoDelay(true);
+    Side up = kept[0];
+    kept[0] = null;
+    if (up == null || fault != Fault.NONE) {
+      if (up != null) {
+        up.close();
+      }
+      Socket s = new Socket();
+      s.setTcpNoDelay(true);
+      s.connect(new InetSocketAddress(upstreamHost, upstreamPort), 10_000);
+      up = new Side(s, new EmbeddedChannel(new HttpClientCodec(64 * 1024, 64 * 1024,
+          64 * 1024)));
+    }
+    boolean keep = false;
+    List<HttpObject> held = new ArrayList<>();
+    try {
       up.write(head);
+      up.flush();
       boolean bodyDone = head instanceof LastHttpContent;
       if (req.expectContinue() && !bodyDone) {
         // The server's interim 100 Continue (passed on, so the client sends its body), or a
@@ -552,6 +593,7 @@ public final class S3Relay implements AutoCloseable {
           client.write(interim);
           copyContent(up, client::write);
           client.flush();
+          closeGently(socket);
           return false;
         }
         client.write(interim);
@@ -562,7 +604,6 @@ public final class S3Relay implements AutoCloseable {
         copyContent(client, up::write);
       }
       up.flush();
-      List<HttpObject> held = new ArrayList<>();
       boolean hold = fault == Fault.APPLY_THEN_DROP || fault == Fault.LOSE_WRITE || filterListing;
       HttpResponse answer = nextResponse(up);
       while (answer.status().code() / 100 == 1) { // other interim answers pass through
@@ -578,7 +619,20 @@ public final class S3Relay implements AutoCloseable {
         }
       }
       int status = answer.status().code();
-      boolean keepAlive = HttpUtil.isKeepAlive(answer);
+      // Another request may follow only if this answer's end is framed (not by a close).
+      boolean keepAlive = HttpUtil.isKeepAlive(answer) && (HttpUtil.isContentLengthSet(answer)
+          || HttpUtil.isTransferEncodingChunked(answer) || req.method().equals("HEAD")
+          || status == 204 || status == 304);
+      // The lag mode hides a new object before the client can hear of it (so no request on
+      // another connection sees it first); a DELETE ends the hiding.
+      if (fault == Fault.NONE && status / 100 == 2) {
+        if (req.isPut() && lagMillis > 0) {
+          hiddenUntil.put(req.bucket() + "/" + req.key(),
+              System.nanoTime() + lagMillis * 1_000_000L);
+        } else if (req.method().equals("DELETE") && !req.key().isEmpty()) {
+          hiddenUntil.remove(req.bucket() + "/" + req.key());
+        }
+      }
       if (hold) {
         held.add(answer);
         copyContent(up, held::add);
@@ -588,19 +642,12 @@ public final class S3Relay implements AutoCloseable {
         client.flush();
       }
       if (filterListing) {
-        client.write(withoutHidden(req.bucket(), held));
+        FullHttpResponse filtered = withoutHidden(req.bucket(), held);
+        held.clear();
+        client.write(filtered);
         client.flush();
       }
-      if (fault == Fault.NONE && status / 100 == 2) {
-        if (req.isPut() && lagMillis > 0) {
-          hiddenUntil.put(req.bucket() + "/" + req.key(),
-              System.nanoTime() + lagMillis * 1_000_000L);
-        } else if (req.method().equals("DELETE") && !req.key().isEmpty()) {
-          hiddenUntil.remove(req.bucket() + "/" + req.key());
-        }
-      }
       if (fault == Fault.APPLY_THEN_DROP) {
-        held.forEach(ReferenceCountUtil::release);
         sleep(holdMillis);
         return false; // the server applied it; the client never hears
       }
@@ -608,14 +655,22 @@ public final class S3Relay implements AutoCloseable {
         if (status / 100 == 2) {
           deleter.accept(req.bucket(), req.key());
         }
-        for (HttpObject o : held) {
-          client.write(o);
+        while (!held.isEmpty()) {
+          client.write(held.remove(0));
         }
         client.flush();
         closeGently(socket);
         return false;
       }
+      keep = keepAlive && reuseUpstream && fault == Fault.NONE && !filterListing;
       return keepAlive;
+    } finally {
+      held.forEach(ReferenceCountUtil::release);
+      if (keep) {
+        kept[0] = up;
+      } else {
+        up.close();
+      }
     }
   }
 
@@ -753,7 +808,10 @@ public final class S3Relay implements AutoCloseable {
     }
   }
 
-  /** Stops accepting and closes every open client connection. Idempotent. */
+  /**
+   * Stops accepting and closes every open client connection (a request in flight ends without
+   * an answer). Idempotent.
+   */
   @Override
   public void close() throws IOException {
     closed = true;

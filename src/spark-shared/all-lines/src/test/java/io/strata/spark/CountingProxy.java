@@ -37,6 +37,7 @@ final class CountingProxy implements AutoCloseable {
 
   CountingProxy(URI upstream) throws IOException {
     this.relay = new S3Relay(upstream, null);
+    relay.reuseUpstream(true);
     relay.listener(r -> {
       boolean list = r.isList() && r.hasParam("list-type");
       requests.add(new Request(r.nanos(), r.method(), list ? r.param("prefix") : r.key(), list,
