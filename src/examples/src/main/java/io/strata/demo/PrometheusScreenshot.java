@@ -11,10 +11,13 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Takes the screenshot of a Prometheus dashboard that README.md shows (issue 46): Strata's
@@ -31,9 +34,23 @@ import java.util.concurrent.TimeUnit;
  * root (options in the property {@code prometheus.args}: {@code --out PNG}, {@code --seconds N},
  * {@code --prometheus PATH}, {@code --chromium PATH}).
  */
-public final class PrometheusScreenshot {
+@Command(name = "PrometheusScreenshot",
+    description = "Screenshots Prometheus graphing Strata's metrics source.")
+public final class PrometheusScreenshot implements Callable<Integer> {
   /** Spark's metrics namespace here: metric names start {@code metrics_strata_demo_driver_}. */
   static final String NAMESPACE = "strata_demo";
+
+  @Option(names = "--out", paramLabel = "PNG", required = true, description = "Where to write.")
+  Path out;
+
+  @Option(names = "--seconds", paramLabel = "N", description = "Scraping to run first, s.")
+  int seconds = 120;
+
+  @Option(names = "--prometheus", paramLabel = "PATH", description = "Prometheus' binary.")
+  String prometheus = "prometheus";
+
+  @Option(names = "--chromium", paramLabel = "PATH", description = "Chromium's binary.")
+  String chromium = "chromium";
 
   private PrometheusScreenshot() { }
 
@@ -42,14 +59,16 @@ public final class PrometheusScreenshot {
    *
    * @param args {@code --out PNG} (required), {@code --seconds N} (default 120), {@code
    *     --prometheus PATH} (default {@code prometheus}), {@code --chromium PATH} (default
-   *     {@code chromium})
-   * @throws Exception if the query fails, Prometheus never scrapes Strata's source, or Chromium
-   *     exits non-zero or writes no file
+   *     {@code chromium}); exits non-zero if the query fails, Prometheus never scrapes Strata's
+   *     source, or Chromium exits non-zero or writes no file
    */
-  public static void main(String[] args) throws Exception {
-    Map<String, String> o = ScreenshotQuery.options(args, UiScreenshot.mapOf("--out", null,
-        "--seconds", "120", "--prometheus", "prometheus", "--chromium", "chromium"));
-    Path out = Paths.get(o.get("--out")).toAbsolutePath();
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new PrometheusScreenshot()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    Path png = out.toAbsolutePath();
     // README's Prometheus set-up (section "Metrics"), and a namespace for stable names.
     try (ScreenshotQuery run = ScreenshotQuery.start("strata-prometheus", Map.of(
         "spark.metrics.conf.*.sink.prometheusServlet.class",
@@ -59,9 +78,9 @@ public final class PrometheusScreenshot {
       URI driver = URI.create(run.spark.sparkContext().uiWebUrl().get());
       int port = freePort();
       Path work = Files.createTempDirectory("strata-prometheus-server-");
-      Process server = startPrometheus(o.get("--prometheus"), work, driver, port);
+      Process server = startPrometheus(prometheus, work, driver, port);
       try {
-        Thread.sleep(TimeUnit.SECONDS.toMillis(Integer.parseInt(o.get("--seconds"))));
+        Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
         run.requireRunning();
         requireScraped(port,
             "metrics_" + NAMESPACE + "_driver_strata_stateStore_requests_total_Value");
@@ -69,13 +88,14 @@ public final class PrometheusScreenshot {
             + panel(0, perSecond("(stateStore|checkpointFiles)_requests_(put|get|head|list|delete)"))
             + "&" + panel(1, perSecond("(stateStore|checkpointFiles)_bytesSent"));
         System.out.println("Prometheus graph page: " + url);
-        UiScreenshot.screenshot(o.get("--chromium"), url, out, "1400,1900");
+        UiScreenshot.screenshot(chromium, url, png, "1400,1900");
       } finally {
         server.destroy();
         server.waitFor(10, TimeUnit.SECONDS);
       }
     }
-    System.out.println("Wrote " + out);
+    System.out.println("Wrote " + png);
+    return 0;
   }
 
   /**

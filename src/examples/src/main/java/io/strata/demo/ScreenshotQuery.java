@@ -7,7 +7,6 @@ import io.strata.testkit.S3ProxyServer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
@@ -88,29 +87,6 @@ final class ScreenshotQuery implements AutoCloseable {
     if (query.exception().isDefined()) {
       throw query.exception().get();
     }
-  }
-
-  /**
-   * The options {@code args} give ({@code --name value} pairs), over {@code defaults}, whose
-   * keys are the only names allowed (a null default: required).
-   *
-   * @throws IllegalArgumentException for an unknown or missing option
-   */
-  static Map<String, String> options(String[] args, Map<String, String> defaults) {
-    Map<String, String> o = new LinkedHashMap<>(defaults);
-    for (int i = 0; i < args.length; i++) {
-      if (!defaults.containsKey(args[i]) || i + 1 >= args.length) {
-        throw new IllegalArgumentException("Unknown option or missing value: " + args[i]
-            + "; expected " + String.join(", ", defaults.keySet()) + ", each with a value");
-      }
-      o.put(args[i], args[++i]);
-    }
-    o.forEach((k, v) -> {
-      if (v == null) {
-        throw new IllegalArgumentException(k + " is required");
-      }
-    });
-    return o;
   }
 
   @Override

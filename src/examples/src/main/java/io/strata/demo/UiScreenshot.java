@@ -4,11 +4,14 @@ package io.strata.demo;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Takes the screenshot of Spark's Structured Streaming tab that README.md shows: a
@@ -21,40 +24,45 @@ import java.util.concurrent.TimeUnit;
  * (options in the property {@code ui.args}: {@code --out PNG}, {@code --seconds N}, {@code
  * --chromium PATH}).
  */
-public final class UiScreenshot {
+@Command(name = "UiScreenshot", description = "Screenshots Spark's Structured Streaming tab.")
+public final class UiScreenshot implements Callable<Integer> {
+  @Option(names = "--out", paramLabel = "PNG", required = true, description = "Where to write.")
+  Path out;
+
+  @Option(names = "--seconds", paramLabel = "N", description = "Batches to run first, s.")
+  int seconds = 45;
+
+  @Option(names = "--chromium", paramLabel = "PATH", description = "Chromium's binary.")
+  String chromium = "chromium";
+
   private UiScreenshot() { }
 
   /**
    * Entry point.
    *
    * @param args {@code --out PNG} (required), {@code --seconds N} (default 45), {@code
-   *     --chromium PATH} (default {@code chromium})
-   * @throws Exception if the query fails or Chromium exits non-zero or writes no file
+   *     --chromium PATH} (default {@code chromium}); exits non-zero if the query fails or
+   *     Chromium exits non-zero or writes no file
    */
-  public static void main(String[] args) throws Exception {
-    Map<String, String> o = ScreenshotQuery.options(args,
-        mapOf("--out", null, "--seconds", "45", "--chromium", "chromium"));
-    Path out = Paths.get(o.get("--out")).toAbsolutePath();
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new UiScreenshot()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    Path png = out.toAbsolutePath();
     try (ScreenshotQuery run = ScreenshotQuery.start("strata-ui", Map.of(
         "spark.sql.streaming.ui.enabledCustomMetricList",
         "strataS3Requests,strataUploadMs,strataBytesUploaded"))) {
-      Thread.sleep(TimeUnit.SECONDS.toMillis(Integer.parseInt(o.get("--seconds"))));
+      Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
       run.requireRunning();
       String url = run.spark.sparkContext().uiWebUrl().get() + "/StreamingQuery/statistics/?id="
           + run.query.runId();
       System.out.println("Streaming query page: " + url);
-      screenshot(o.get("--chromium"), url, out);
+      screenshot(chromium, url, png);
     }
-    System.out.println("Wrote " + out);
-  }
-
-  /** An ordered map of {@code k1, v1, k2, v2, ...}; values may be null. */
-  static Map<String, String> mapOf(String... kv) {
-    Map<String, String> m = new java.util.LinkedHashMap<>();
-    for (int i = 0; i < kv.length; i += 2) {
-      m.put(kv[i], kv[i + 1]);
-    }
-    return m;
+    System.out.println("Wrote " + png);
+    return 0;
   }
 
   /** Renders {@code url} to {@code png} with headless Chromium, letting its scripts run. */
