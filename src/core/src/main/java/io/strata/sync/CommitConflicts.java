@@ -7,6 +7,7 @@ import io.strata.objectstore.ObjectAlreadyExistsException;
 import io.strata.objectstore.ObjectBody;
 import io.strata.objectstore.ObjectStore;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -204,6 +205,14 @@ final class CommitConflicts {
     }
     if (epochs.known() < 0) {
       claim(version, false); // loaded read-only, then written without prepareWrite()
+    }
+    try {
+      epochs.awaitMarker();
+    } catch (InterruptedIOException e) {
+      throw e;
+    } catch (IOException e) {
+      throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot commit "
+          + identity + " version " + newVersion + ": " + e.getMessage(), e);
     }
     if (epochs.fenced()) {
       throw new IOException("Cannot commit " + identity + " version " + newVersion

@@ -108,13 +108,23 @@ final class PublishedSnapshots {
   Optional<Found> find(Manifest m) {
     List<ObjectInfo> listed;
     try {
-      listed = objects.list(StoreLayout.PUBLISHED_SNAPSHOTS);
+      listed = list();
     } catch (IOException | RuntimeException e) {
       LOG.warn("{} version {}: cannot list the published snapshots ({}); restoring from the "
           + "manifest's own chain", identity, m.version(), e.toString());
       return Optional.empty();
     }
     return find(m, listed);
+  }
+
+  /**
+   * The store's published snapshots as one LIST of {@code b/} lists them (keys relative to the
+   * store's root), for {@link #find(Manifest, List)}.
+   *
+   * @throws IOException if the LIST fails
+   */
+  List<ObjectInfo> list() throws IOException {
+    return objects.list(StoreLayout.PUBLISHED_SNAPSHOTS);
   }
 
   /**

@@ -91,13 +91,12 @@ final class Restorer {
   }
 
   /**
-   * Restores the version {@code m} describes the shortest way: from the newest published
-   * snapshot on its lineage ({@link PublishedSnapshots#find}, one LIST of {@code b/}) plus the
-   * deltas after it, or, if there is none or restoring it fails (its files deleted by a round
-   * after the LIST, or corrupt), from the manifest's own base and chain. A manifest with no
-   * delta after its base needs no LIST.
+   * Restores the version {@code m} describes the shortest way: from {@code found}, the newest
+   * published snapshot on its lineage ({@link PublishedSnapshots#find}), plus the deltas after
+   * it, or, if there is none or restoring it fails (its files deleted by a round after the LIST,
+   * or corrupt), from the manifest's own base and chain.
    *
-   * @param published the store's published snapshots
+   * @param found the published snapshot to try first, or empty
    * @param db the store's local database (the new database's and the downloads' directories)
    * @param startNanos {@link System#nanoTime()} when the load started (for the stats)
    * @return the open database, the restore's cost and the published snapshot it started from
@@ -105,10 +104,8 @@ final class Restorer {
    *     thrown only if the thread was interrupted or the local disk failed ({@code LOCAL})
    * @throws IOException as {@link #restore}
    */
-  Shortest restoreShortest(Manifest m, PublishedSnapshots published, LocalDatabase db,
-      long startNanos) throws IOException {
-    Optional<PublishedSnapshots.Found> found =
-        m.deltas().isEmpty() ? Optional.empty() : published.find(m);
+  Shortest restoreShortest(Manifest m, Optional<PublishedSnapshots.Found> found,
+      LocalDatabase db, long startNanos) throws IOException {
     if (found.isPresent()) {
       try {
         Restored r = restore(found.get().snapshot().rebase(m), db.newDbDir(), db.tmpDir(),

@@ -11,11 +11,16 @@ import io.strata.objectstore.ObjectNotFoundException;
 import io.strata.objectstore.ObjectStore;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InterruptedIOException;
 import java.time.Clock;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,17 +45,40 @@ final class RunEpochs {
   private final ObjectStore objects;
   private final String runId;
   private final Clock clock;
+  private final ExecutorService pool;
+  /** The marker write of this instance's claim while a commit has not awaited it; or null. */
+  private Future<?> marker;
   /** Read by garbage-collection rounds without the store's monitor. */
   private volatile long epoch = -1;
   private long newest = -1;
   /** Keys of the last listing of {@code runs/}. */
   private List<String> lastListed = List.of();
+  /**
+   * What the last {@link #find()} listed when it found no claim of this run ({this run's epoch,
+   * -1; the greatest claimed epoch}), for the next {@link #epoch} to claim from without a LIST of
+   * its own, if it comes within {@link #REUSE_LISTING_MILLIS} (Spark 4.1 upgrades a read store
+   * to a write store in the same task); null once used. A listing gone stale meanwhile costs
+   * only a lost create-only PUT and a fresh LIST: any claim made since takes the epoch this one
+   * would claim first. The bound keeps that true: only a retirement, which deletes claims over
+   * two garbage-collection rounds, could free that epoch again.
+   */
+  private long[] unclaimed;
+  /** {@link Clock#millis()} of the listing {@link #unclaimed} holds. */
+  private long unclaimedAtMillis;
+  /** How long {@link #unclaimed} may serve a claim, ms. */
+  static final long REUSE_LISTING_MILLIS = 5_000;
 
-  RunEpochs(StoreIdentity identity, ObjectStore objects, String runId, Clock clock) {
+  /**
+   * @param pool where a claim's marker is written ({@link #awaitMarker}; borrowed, not shut
+   *     down here)
+   */
+  RunEpochs(StoreIdentity identity, ObjectStore objects, String runId, Clock clock,
+      ExecutorService pool) {
     this.identity = identity;
     this.objects = objects;
     this.runId = runId;
     this.clock = clock;
+    this.pool = pool;
     StoreLayout.runMarker(1, runId); // validates the run id now
   }
 
@@ -88,8 +116,9 @@ final class RunEpochs {
   }
 
   /**
-   * This run's epoch in the store: known after the first call; the first costs one LIST, plus
-   * two create-only PUTs if the run claims its epoch.
+   * This run's epoch in the store: known after the first call; the first costs one LIST (none
+   * right after a {@link #find()} that found no claim of this run: its listing serves), plus two
+   * create-only PUTs if the run claims its epoch.
    *
    * @param loadsVersion the version the load that asks loads, recorded in the claim ({@link
    *     RunClaim#loadsVersion}: an earlier run's collection keeps it while the claim is listed)
@@ -100,7 +129,10 @@ final class RunEpochs {
       return epoch;
     }
     for (int tries = 0; tries < MAX_TRIES; tries++) {
-      long[] mineAndMax = lookUp(true);
+      long[] mineAndMax = unclaimed != null
+          && clock.millis() - unclaimedAtMillis <= REUSE_LISTING_MILLIS
+          ? unclaimed : lookUp(true);
+      unclaimed = null;
       if (mineAndMax[0] > 0) {
         return found(mineAndMax[0], mineAndMax[1]);
       }
@@ -114,7 +146,7 @@ final class RunEpochs {
         LOG.debug("{}: run {} lost the claim of epoch {}; listing again", identity, runId, next);
         continue;
       }
-      writeMarker(next);
+      writeMarkerAhead(next);
       LOG.info("{}: query run {} claimed epoch {} (checkpoint format 1: its versions supersede "
           + "those of earlier runs)", identity, runId, next);
       return found(next, next);
@@ -139,6 +171,8 @@ final class RunEpochs {
     if (mineAndMax[0] > 0) {
       return found(mineAndMax[0], mineAndMax[1]);
     }
+    unclaimed = mineAndMax;
+    unclaimedAtMillis = clock.millis();
     return -1;
   }
 
@@ -201,6 +235,51 @@ final class RunEpochs {
           mine, max);
     }
     return mine;
+  }
+
+  /**
+   * Starts writing the marker of this run's claim of {@code e} on the pool, for the commit to
+   * await ({@link #awaitMarker}) rather than the load: until it exists, a reader that meets the
+   * claim reads the claim instead (one GET), as it does for a claimer that died between its two
+   * PUTs. Written on this thread if the pool is shut down.
+   */
+  private void writeMarkerAhead(long e) throws IOException {
+    try {
+      marker = pool.submit(() -> {
+        writeMarker(e);
+        return null;
+      });
+    } catch (RejectedExecutionException closing) {
+      writeMarker(e);
+    }
+  }
+
+  /**
+   * Waits for the marker of this instance's claim if it is still being written (no request):
+   * a commit awaits it, so that no version of the run is committed before its marker exists.
+   *
+   * @throws InterruptedIOException if the thread is interrupted while it waits (the flag is
+   *     set again; the write goes on)
+   * @throws IOException if writing the marker failed (the next claim or load of the run writes
+   *     it, as for a claimer that died between its PUTs)
+   */
+  void awaitMarker() throws IOException {
+    Future<?> m = marker;
+    if (m == null) {
+      return;
+    }
+    try {
+      m.get();
+      marker = null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("Interrupted while writing the epoch marker of run "
+          + runId + " in " + identity);
+    } catch (ExecutionException e) {
+      marker = null;
+      throw Futures.rethrow("Cannot write the epoch marker of run " + runId + " in " + identity
+          + ": ").apply(e.getCause());
+    }
   }
 
   private void writeMarker(long e) throws IOException {

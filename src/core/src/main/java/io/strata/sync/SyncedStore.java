@@ -115,7 +115,8 @@ public final class SyncedStore implements AutoCloseable {
     this.pools = new TransferPools(identity, settings.transferThreads(), shared);
     try {
       RunEpochs runEpochs = settings.epochKeys()
-          ? new RunEpochs(identity, objects, settings.run().get(), clock) : null;
+          ? new RunEpochs(identity, objects, settings.run().get(), clock,
+              pools.transfers()) : null;
       GcSettings gcSettings = settings.gc();
       this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(),
           ManifestCache.forStore(gcSettings, settings.snapshotInterval()));
@@ -139,8 +140,9 @@ public final class SyncedStore implements AutoCloseable {
       this.scheduler = new SnapshotScheduler(identity, settings, clock, guard, db, building,
           snapshots, pools.background(), pools.commitSnapshots(), () -> !closed,
           () -> ingestion.settle());
-      this.loader = new VersionLoader(settings, guard, db, building, conflicts, reader,
-          restorer, published, snapshots, scheduler, this::invalidateLocal);
+      this.loader = new VersionLoader(identity, settings, guard, db, building, conflicts,
+          reader, restorer, published, snapshots, scheduler, this::invalidateLocal,
+          pools.transfers());
     } catch (RuntimeException | Error e) {
       pools.close(); // gives back the lease on the shared pools: nothing else holds it
       throw e;
@@ -272,8 +274,9 @@ public final class SyncedStore implements AutoCloseable {
 
   /**
    * Readies a store loaded read-only for writing (Spark 4.1's read-to-write upgrade): claims the
-   * query run's epoch if it has none in this store yet (checkpoint format 1; one LIST and two
-   * create-only PUTs, once per run and store), and schedules the base snapshot a long read-only
+   * query run's epoch if it has none in this store yet (checkpoint format 1, once per run and
+   * store: two create-only PUTs, the second awaited by the commit, and one LIST unless the
+   * read-only load listed {@code runs/} in the last seconds), and schedules the base snapshot a long read-only
    * cold load left unscheduled (in the background). No request otherwise.
    *
    * @throws StateLoadException if the epoch cannot be found or claimed, or the run is fenced

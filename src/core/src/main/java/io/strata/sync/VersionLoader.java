@@ -6,6 +6,7 @@ import io.strata.format.Manifest;
 import io.strata.metrics.RestoreStats;
 import java.io.IOException;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
 
 /**
  * How the local database of a {@link SyncedStore} comes to hold a version: reused as it is,
@@ -23,6 +24,7 @@ import java.util.Optional;
  * <p>Threading: every method runs under the store's {@link StoreGuard}, and asserts it.
  */
 final class VersionLoader {
+  private final StoreIdentity identity;
   private final StoreSettings settings;
   private final StoreGuard guard;
   private final LocalDatabase db;
@@ -34,8 +36,10 @@ final class VersionLoader {
   private final BaseSnapshotUploader snapshots;
   private final SnapshotScheduler scheduler;
   private final Runnable invalidateLocal;
+  private final ExecutorService transfers;
 
   /**
+   * @param identity the store (in messages)
    * @param settings its memory limits (of a new database)
    * @param guard the store's monitor
    * @param db the live local database
@@ -47,11 +51,14 @@ final class VersionLoader {
    * @param snapshots offered the published snapshot a restore used
    * @param scheduler told of loads, replaced databases and long restores
    * @param invalidateLocal drops the live database and what was built on it
+   * @param transfers the store's transfer pool (borrowed): a restore's first reads run there
    */
-  VersionLoader(StoreSettings settings, StoreGuard guard,
+  VersionLoader(StoreIdentity identity, StoreSettings settings, StoreGuard guard,
       LocalDatabase db, VersionBuilder building, CommitConflicts conflicts,
       VersionObjectReader reader, Restorer restorer, PublishedSnapshots published,
-      BaseSnapshotUploader snapshots, SnapshotScheduler scheduler, Runnable invalidateLocal) {
+      BaseSnapshotUploader snapshots, SnapshotScheduler scheduler, Runnable invalidateLocal,
+      ExecutorService transfers) {
+    this.identity = identity;
     this.settings = settings;
     this.guard = guard;
     this.db = db;
@@ -63,6 +70,7 @@ final class VersionLoader {
     this.snapshots = snapshots;
     this.scheduler = scheduler;
     this.invalidateLocal = invalidateLocal;
+    this.transfers = transfers;
   }
 
   /**
@@ -73,12 +81,16 @@ final class VersionLoader {
    */
   RestoreStats load(long version, Optional<String> attempt, boolean readOnly)
       throws IOException {
-    begin(version, readOnly);
+    begin(version);
     LocalDatabase.Reuse reuse = db.reuseFor(version, attempt);
-    if (reuse == LocalDatabase.Reuse.YES) {
-      db.live().discardPending();
-      return RestoreStats.NONE;
-    } else if (reuse == LocalDatabase.Reuse.DAMAGED) {
+    if (reuse == LocalDatabase.Reuse.YES || version == 0) {
+      claim(version, readOnly);
+      if (reuse == LocalDatabase.Reuse.YES) {
+        db.live().discardPending();
+        return RestoreStats.NONE;
+      }
+    }
+    if (reuse == LocalDatabase.Reuse.DAMAGED) {
       invalidateLocal.run();
     }
     if (version == 0) {
@@ -86,11 +98,22 @@ final class VersionLoader {
       return RestoreStats.NONE;
     }
     long start = System.nanoTime();
-    Manifest m = reader.readForLoad(version, attempt);
-    conflicts.loaded(version, m);
+    Manifest m;
+    Optional<PublishedSnapshots.Found> found;
+    // The manifest and the listing of b/ are read while this thread finds or claims the run's
+    // epoch: the load waits for the longest of the three, not their sum.
+    try (RestoreReads reads = RestoreReads.start(identity, version, attempt, reader,
+        published, transfers)) {
+      claim(version, readOnly);
+      m = reads.manifest();
+      conflicts.loaded(version, m);
+      // A manifest with no delta after its base has nothing a published snapshot could shorten.
+      found = m.deltas().isEmpty() ? Optional.empty()
+          : reads.publishedListing().flatMap(listed -> published.find(m, listed));
+    }
     // The old database holds another version: drop it first (one database on disk at a time).
     invalidateLocal.run();
-    Restorer.Shortest r = restorer.restoreShortest(m, published, db, start);
+    Restorer.Shortest r = restorer.restoreShortest(m, found, db, start);
     replaceLocal(r.restored().store(), m, m.version());
     r.from().ifPresent(base -> snapshots.restoredFrom(base, db.generation()));
     scheduler.restored(r.restored().stats(), readOnly);
@@ -105,15 +128,16 @@ final class VersionLoader {
    * the spill deltas of the version after it, this store's batch in flight ({@link LaterRuns}).
    */
   void loadEmpty(long version) throws IOException {
-    begin(version, false);
+    begin(version);
+    claim(version, false);
     openEmpty(version);
     // The lineage starts here, as after a base snapshot of this version: the commits right
     // after it (one delta holding the whole state) start no snapshot.
     scheduler.lineageStarted(version);
   }
 
-  /** The steps every load takes first: checks, the run's epoch, a clean version to build. */
-  private void begin(long version, boolean readOnly) throws IOException {
+  /** The steps every load takes first: checks, a clean version to build. */
+  private void begin(long version) throws IOException {
     guard.assertHeld();
     if (version < 0) {
       throw new IllegalArgumentException("version must be >= 0, was " + version);
@@ -122,13 +146,20 @@ final class VersionLoader {
     if (building.localDirty()) {
       invalidateLocal.run();
     }
+    building.reset(db.committedFamilies());
+    db.sweep(snapshots.running());
+  }
+
+  /**
+   * Finds (read-only) or claims the query run's epoch before the load uses what it read, and
+   * refuses a fenced run ({@link CommitConflicts}).
+   */
+  private void claim(long version, boolean readOnly) throws IOException {
     if (readOnly) {
       conflicts.beforeReadOnlyLoad(version);
     } else {
       conflicts.beforeWrite(version);
     }
-    building.reset(db.committedFamilies());
-    db.sweep(snapshots.running());
   }
 
   /** Replaces the live database with a new, empty one standing at {@code version}. */
