@@ -5,6 +5,7 @@ import io.strata.format.Manifest;
 import io.strata.objectstore.ObjectInfo;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
@@ -14,74 +15,138 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The object-store reads a restore needs before its downloads, started at once rather than one
- * after another: the version's manifest ({@link VersionObjectReader#readForLoad}: a LIST of
- * {@code v/<version>/} unless the checkpoint id names the object, then a tail GET) and the
- * listing of the store's published snapshots ({@link PublishedSnapshots#list}: one LIST of
- * {@code b/}). They run on the store's transfer pool while the load's thread finds or claims the
- * query run's epoch ({@link CommitConflicts}), so on S3 (15 to 30 ms a request) a cold load
- * waits for the longest of those chains instead of their sum.
+ * The object-store reads a cold load needs before its downloads, started at once rather than one
+ * after another: the LIST of the version's prefix {@code v/<version>/} (unless Spark named the
+ * attempt), the tail GET of the key that LIST most likely picks ({@link
+ * VersionObjectReader#likelyKey}), and the LIST of the store's published snapshots ({@code b/},
+ * {@link PublishedSnapshots#list}). They run on the store's transfer pool while the load's
+ * thread finds or claims the query run's epoch ({@link CommitConflicts}); the load's thread then
+ * reads the manifest with them ({@link #manifest}: {@link VersionObjectReader.Ahead}), sending a
+ * request of its own only where a guess missed. On S3 (15 to 30 ms a request) a cold load thus
+ * waits for the longest of these requests instead of the sum of four.
  *
- * <p>Neither read changes anything, so a load that fails or is interrupted abandons them at any
- * point ({@link #close}: cancelled with interruption). Owned by one load, on the thread that
- * holds the store's monitor; not shared.
+ * <p>None of the reads changes anything, so a load that fails or is interrupted abandons them at
+ * any point ({@link #close}: cancelled with interruption). No pool task waits for another, so
+ * one transfer thread is enough. Owned by one load, on the thread that holds the store's
+ * monitor; not shared.
  */
 final class RestoreReads implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RestoreReads.class);
 
   private final StoreIdentity identity;
   private final long version;
-  private final Future<Manifest> manifest;
+  private final Optional<String> attempt;
+  private final VersionObjectReader reader;
+  /** The LIST of {@code v/<version>/}, or null when Spark named the attempt. */
+  private final Future<List<ObjectInfo>> versionListing;
+  /** The key whose tail {@link #tail} holds, or null. */
+  private final String likelyKey;
+  private final Future<byte[]> tail;
   private final Future<List<ObjectInfo>> published;
+  private final List<Future<?>> started;
 
-  private RestoreReads(StoreIdentity identity, long version, Future<Manifest> manifest,
-      Future<List<ObjectInfo>> published) {
+  private RestoreReads(StoreIdentity identity, long version, Optional<String> attempt,
+      VersionObjectReader reader, Future<List<ObjectInfo>> versionListing, String likelyKey,
+      Future<byte[]> tail, Future<List<ObjectInfo>> published, List<Future<?>> started) {
     this.identity = identity;
     this.version = version;
-    this.manifest = manifest;
+    this.attempt = attempt;
+    this.reader = reader;
+    this.versionListing = versionListing;
+    this.likelyKey = likelyKey;
+    this.tail = tail;
     this.published = published;
+    this.started = started;
   }
 
   /**
-   * Starts both reads of a load of {@code version} on {@code pool}.
+   * Starts the reads of a cold load of {@code version} on {@code pool}.
    *
-   * @param attempt the checkpoint id Spark passed (its version object needs no LIST), or empty
+   * @param attempt the checkpoint id Spark passed (its version object needs no LIST, and its
+   *     tail is read by {@link #manifest}), or empty
+   * @param withRun true if the store commits under a query run's epoch (which key a version's
+   *     first commit creates)
    * @throws java.util.concurrent.RejectedExecutionException if the pool is shut down (the store
-   *     is closing)
+   *     is closing); nothing is left running then
    */
   static RestoreReads start(StoreIdentity identity, long version, Optional<String> attempt,
-      VersionObjectReader reader, PublishedSnapshots snapshots, ExecutorService pool) {
-    Future<Manifest> m = pool.submit(() -> reader.readForLoad(version, attempt));
-    Future<List<ObjectInfo>> b;
+      boolean withRun, VersionObjectReader reader, PublishedSnapshots snapshots,
+      ExecutorService pool) {
+    List<Future<?>> started = new ArrayList<>();
     try {
-      b = pool.submit(snapshots::list);
+      Future<List<ObjectInfo>> listing = null;
+      String likely = null;
+      Future<byte[]> tail = null;
+      if (attempt.isEmpty()) {
+        listing = submit(pool, started, () -> reader.listVersion(version));
+        likely = reader.likelyKey(version, withRun).orElse(null);
+        if (likely != null) {
+          String key = likely;
+          tail = submit(pool, started, () -> reader.fetchTail(key));
+        }
+      }
+      Future<List<ObjectInfo>> b = submit(pool, started, snapshots::list);
+      return new RestoreReads(identity, version, attempt, reader, listing, likely, tail, b,
+          started);
     } catch (RuntimeException e) {
-      m.cancel(true);
+      started.forEach(f -> f.cancel(true));
       throw e;
     }
-    return new RestoreReads(identity, version, m, b);
+  }
+
+  private static <T> Future<T> submit(ExecutorService pool, List<Future<?>> started,
+      java.util.concurrent.Callable<T> task) {
+    Future<T> f = pool.submit(task);
+    started.add(f);
+    return f;
   }
 
   /**
-   * The version's manifest, once read.
+   * The version's manifest, read as {@link VersionObjectReader#readForLoad} reads it, from the
+   * reads started ahead where they serve.
    *
    * @throws StateLoadException as {@link VersionObjectReader#readForLoad}
-   * @throws InterruptedIOException if the thread is interrupted while it waits (both reads are
-   *     then cancelled, and the interrupt flag set again)
+   * @throws InterruptedIOException if the thread is interrupted while it waits (the flag is set
+   *     again)
    * @throws IOException as {@link VersionObjectReader#readForLoad}
    */
   Manifest manifest() throws IOException {
-    try {
-      return manifest.get();
-    } catch (InterruptedException e) {
-      close();
-      Thread.currentThread().interrupt();
-      throw new InterruptedIOException("Interrupted while reading the manifest of " + identity
-          + " version " + version);
-    } catch (ExecutionException e) {
-      throw Futures.rethrow("Cannot read the manifest of " + identity + " version " + version
-          + ": ").apply(e.getCause());
-    }
+    return reader.readForLoad(version, attempt, new VersionObjectReader.Ahead() {
+      @Override
+      public List<ObjectInfo> versionListing() throws IOException {
+        if (versionListing == null) {
+          return null;
+        }
+        try {
+          return versionListing.get();
+        } catch (ExecutionException e) {
+          throw Futures.rethrow("").apply(e.getCause());
+        } catch (InterruptedException e) {
+          throw interrupted();
+        }
+      }
+
+      @Override
+      public byte[] tail(String key) throws IOException {
+        if (tail == null || !key.equals(likelyKey)) {
+          return null;
+        }
+        try {
+          return tail.get();
+        } catch (ExecutionException e) {
+          return null; // the reader's own GET reports what is wrong
+        } catch (InterruptedException e) {
+          throw interrupted();
+        }
+      }
+    });
+  }
+
+  private InterruptedIOException interrupted() {
+    close();
+    Thread.currentThread().interrupt();
+    return new InterruptedIOException("Interrupted while reading the manifest of " + identity
+        + " version " + version);
   }
 
   /**
@@ -107,7 +172,6 @@ final class RestoreReads implements AutoCloseable {
   /** Cancels whatever is still running (no effect on reads already done). */
   @Override
   public void close() {
-    manifest.cancel(true);
-    published.cancel(true);
+    started.forEach(f -> f.cancel(true));
   }
 }

@@ -100,10 +100,10 @@ final class VersionLoader {
     long start = System.nanoTime();
     Manifest m;
     Optional<PublishedSnapshots.Found> found;
-    // The manifest and the listing of b/ are read while this thread finds or claims the run's
-    // epoch: the load waits for the longest of the three, not their sum.
-    try (RestoreReads reads = RestoreReads.start(identity, version, attempt, reader,
-        published, transfers)) {
+    // The version's LIST and likely tail, and the listing of b/, are read while this thread
+    // finds or claims the run's epoch: the load waits for the longest, not their sum.
+    try (RestoreReads reads = RestoreReads.start(identity, version, attempt,
+        settings.epochKeys(), reader, published, transfers)) {
       claim(version, readOnly);
       m = reads.manifest();
       conflicts.loaded(version, m);

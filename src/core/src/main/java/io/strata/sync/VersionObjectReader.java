@@ -68,8 +68,89 @@ final class VersionObjectReader {
    * @throws StateLoadException as {@link #read}
    */
   Manifest readForLoad(long version, Optional<String> attempt) throws IOException {
+    return readForLoad(version, attempt, Ahead.NONE);
+  }
+
+  /**
+   * Requests a load started before it reads the manifest ({@link RestoreReads}), which {@link
+   * #readForLoad(long, Optional, Ahead)} uses instead of sending its own.
+   */
+  interface Ahead {
+    /** Nothing started ahead. */
+    Ahead NONE = new Ahead() {
+      @Override
+      public List<ObjectInfo> versionListing() {
+        return null;
+      }
+
+      @Override
+      public byte[] tail(String key) {
+        return null;
+      }
+    };
+
+    /**
+     * The LIST of {@code v/<version>/}, or null if none was started.
+     *
+     * @throws IOException if it failed (reported as that LIST's failure)
+     */
+    List<ObjectInfo> versionListing() throws IOException;
+
+    /**
+     * The last {@link VersionObjectCodec#TAIL_READ_BYTES} bytes (or fewer, the whole object) of
+     * {@code key}, or null if none was fetched for that key or the fetch failed (the reader then
+     * sends its own GET, whose failure it reports).
+     *
+     * @throws java.io.InterruptedIOException if the thread is interrupted while it waits
+     */
+    byte[] tail(String key) throws IOException;
+  }
+
+  /**
+   * The key a load of {@code version} without a checkpoint id most likely reads: the one its
+   * first commit creates ({@link StoreLayout#generationVersionObject generation 1} under a query
+   * run, else {@code v/<version>.svo}), or empty under checkpoint format 2, where every attempt
+   * has its own key. A load may fetch its tail while {@link #locate} lists the version ({@link
+   * Ahead#tail}); the bytes serve only if the listing picks that key.
+   *
+   * @param withRun true if the store's commits run under a query run's epoch
+   */
+  Optional<String> likelyKey(long version, boolean withRun) {
+    if (attemptKeys) {
+      return Optional.empty();
+    }
+    return Optional.of(withRun ? StoreLayout.generationVersionObject(version, 1)
+        : StoreLayout.versionObject(version));
+  }
+
+  /**
+   * The LIST of {@code v/<version>/} a load without a checkpoint id reads ({@link
+   * Ahead#versionListing}), sent now.
+   *
+   * @throws IOException if the LIST fails
+   */
+  List<ObjectInfo> listVersion(long version) throws IOException {
+    return objects.list(StoreLayout.versionPrefix(version));
+  }
+
+  /**
+   * The tail of {@code key} as a manifest read fetches it ({@link Ahead#tail}), sent now.
+   *
+   * @throws IOException if the GET fails, or the object does not exist
+   */
+  byte[] fetchTail(String key) throws IOException {
+    return objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
+  }
+
+  /**
+   * {@link #readForLoad(long, Optional)} with the LIST and tail GET {@code ahead} started, if
+   * any, in place of its own.
+   *
+   * @throws StateLoadException as {@link #readForLoad(long, Optional)}
+   */
+  Manifest readForLoad(long version, Optional<String> attempt, Ahead ahead) throws IOException {
     try {
-      return read(version, attempt);
+      return read(version, attempt, ahead);
     } catch (StateLoadException e) {
       if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND) {
         throw foreignCheckpoint(version, e).orElse(e);
@@ -86,6 +167,10 @@ final class VersionObjectReader {
    * @throws StateLoadException if there is none, it is corrupt, or storage fails
    */
   Manifest read(long version, Optional<String> attempt) throws IOException {
+    return read(version, attempt, Ahead.NONE);
+  }
+
+  private Manifest read(long version, Optional<String> attempt, Ahead ahead) throws IOException {
     if (attempt.isPresent()) {
       if (!StoreLayout.isAttemptId(attempt.get())) {
         throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
@@ -94,9 +179,9 @@ final class VersionObjectReader {
       }
       return readAt(version, key(version, attempt.get()), attempt.get());
     }
-    Located at = locate(version);
+    Located at = locate(version, ahead);
     try {
-      return readAt(version, at.key(), at.attempt());
+      return readAt(version, at.key(), at.attempt(), ahead.tail(at.key()));
     } catch (StateLoadException e) {
       if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND && at.generation() == 0) {
         // Neither a generation under the prefix nor the layout-1 object.
@@ -132,7 +217,11 @@ final class VersionObjectReader {
    * @throws StateLoadException if storage fails, or (format 2) no attempt exists
    */
   Located locate(long version) throws IOException {
-    List<ObjectInfo> found = list(version);
+    return locate(version, Ahead.NONE);
+  }
+
+  private Located locate(long version, Ahead ahead) throws IOException {
+    List<ObjectInfo> found = list(version, ahead);
     if (attemptKeys) {
       String key = newestAttempt(version, found);
       return new Located(key, StoreLayout.attemptOf(key), -1);
@@ -177,9 +266,15 @@ final class VersionObjectReader {
    *     store, version or attempt, or storage fails
    */
   Manifest readAt(long version, String key, String expectedAttempt) throws IOException {
+    return readAt(version, key, expectedAttempt, null);
+  }
+
+  /** {@link #readAt(long, String, String)} from {@code fetched}, its tail, if not null. */
+  private Manifest readAt(long version, String key, String expectedAttempt, byte[] fetched)
+      throws IOException {
     byte[] tail;
     try {
-      tail = objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
+      tail = fetched != null ? fetched : objects.getTail(key, VersionObjectCodec.TAIL_READ_BYTES);
     } catch (ObjectNotFoundException e) {
       throw new StateLoadException(StateLoadException.Reason.VERSION_NOT_FOUND,
           "Cannot load " + identity + " version " + version + ": no version object "
@@ -254,9 +349,10 @@ final class VersionObjectReader {
     return Optional.empty();
   }
 
-  private List<ObjectInfo> list(long version) throws IOException {
+  private List<ObjectInfo> list(long version, Ahead ahead) throws IOException {
     try {
-      return objects.list(StoreLayout.versionPrefix(version));
+      List<ObjectInfo> listed = ahead.versionListing();
+      return listed != null ? listed : objects.list(StoreLayout.versionPrefix(version));
     } catch (IOException e) {
       throw new StateLoadException(StateLoadException.Reason.STORAGE, "Cannot load " + identity
           + " version " + version + ": listing "

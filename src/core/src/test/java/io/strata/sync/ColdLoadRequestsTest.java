@@ -30,7 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The requests of a cold load (checkpoint format 1 with query runs), which on S3 cost a round
  * trip each: the listings of {@code runs/}, {@code v/<version>/} and {@code b/} are in flight at
- * once ({@link RestoreReads}), and a read store upgraded for writing claims its epoch from the
+ * once, with the tail GET of the version's likely object ({@link RestoreReads}), and a read store upgraded for writing claims its epoch from the
  * listing its read-only load made, without a second LIST ({@link RunEpochs}). Local file
  * system, behind a recording wrapper.
  */
@@ -101,7 +101,7 @@ class ColdLoadRequestsTest {
 
     @Override
     public byte[] getTail(String key, int length) throws IOException {
-      requests.add("GET " + key);
+      requests.add("TAIL " + key);
       return real.getTail(key, length);
     }
 
@@ -184,6 +184,8 @@ class ColdLoadRequestsTest {
       s.load(3, Optional.empty());
       assertTrue(!objects.missed && objects.met.getCount() == 0,
           "runs/, v/3/ and b/ listed at once: " + objects.requests);
+      assertEquals(1, objects.count("TAIL", StoreLayout.versionPrefix(3)),
+          "the tail fetched beside the LIST served the manifest: " + objects.requests);
       assertArrayEquals(b("v1"), s.get(b("k1")));
       assertArrayEquals(b("v3"), s.get(b("k3")));
       s.put(b("k4"), b("v4"));

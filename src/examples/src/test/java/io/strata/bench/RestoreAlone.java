@@ -75,7 +75,10 @@ final class RestoreAlone implements AutoCloseable {
         p + "s3.accessKeyId", io.strata.testkit.S3ProxyServer.ACCESS_KEY,
         p + "s3.secretAccessKey", io.strata.testkit.S3ProxyServer.SECRET_KEY), Map.of()).s3();
     this.settings = new StoreSettings(10, E2ERun.TRANSFER_THREADS, 64L << 20, false,
-        SharedMemory.Limits.DEFAULT, new GcSettings(false, 100, 10, 600_000L));
+        SharedMemory.Limits.DEFAULT, new GcSettings(false, 100, 10, 600_000L))
+        // Under a query run of its own, as Spark 4.x runs every store (a read-only load lists
+        // runs/ and claims nothing), so the load reads what the query's loads read.
+        .withRun(java.util.UUID.randomUUID().toString());
     this.pool = Executors.newFixedThreadPool(concurrent);
     // Held for the whole measurement, as a query's open stores hold it: every store's restore
     // uses the one JVM-wide client for these settings, its connections already open after the
