@@ -8,6 +8,7 @@ import io.strata.objectstore.RequestListener;
 import io.strata.objectstore.S3Settings;
 import io.strata.objectstore.S3WriteSettings;
 import io.strata.testkit.S3ProxyServer;
+import io.strata.testkit.S3Relay;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,13 +32,16 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * The cost of one PUT as Strata's commit makes it, against S3Proxy on loopback without added
- * latency: {@link ObjectStore#putIfAbsent} (a create-only PUT: {@code If-None-Match: *} and a
+ * The cost of one PUT as Strata's commit makes it, against S3Proxy on loopback:
+ * {@link ObjectStore#putIfAbsent} (a create-only PUT: {@code If-None-Match: *} and a
  * put-id metadata header) or a plain {@link ObjectStore#put}, with the AWS SDK's CRC32 payload
- * checksum on or off ({@code s3.payloadChecksums}), for a body of {@code bodyBytes} bytes (60 kB
- * is about one partition's version object for 1,250 updated keys; 600 kB for ten times more).
- * Reports the average time per PUT, ms. Each PUT writes a new key, so the server's directory
- * grows by one file per operation; the trial's S3Proxy data directory is deleted at the end.
+ * checksum on or off ({@code s3.payloadChecksums}), for a body of {@code bodyBytes} random bytes
+ * (60 kB and 600 kB by default; a partition's version object for 1,250 updated keys is about
+ * 12 kB, docs/benchmarks.md, "The bytes of a commit"). With {@code addedLatencyMs} above 0 the
+ * PUTs go through testkit's {@link S3Relay}, which waits that long before forwarding each one, as
+ * the end-to-end benchmark's gateway does (its {@code s3-like} profile adds 30 ms to a PUT).
+ * Reports the time per PUT, ms. Each PUT writes a new key, so the server's directory grows by
+ * one file per operation; the trial's S3Proxy data directory is deleted at the end.
  */
 @State(Scope.Benchmark)
 @Fork(1)
@@ -55,8 +59,13 @@ public class PutBenchmark {
   @Param({"60000", "600000"})
   public int bodyBytes;
 
+  /** Latency added before each PUT is forwarded, ms; 0: no relay, straight to S3Proxy. */
+  @Param({"0"})
+  public int addedLatencyMs;
+
   private Path dir;
   private S3ProxyServer server;
+  private S3Relay relay;
   private ObjectStore objects;
   private ObjectBody body;
   private long next;
@@ -71,7 +80,14 @@ public class PutBenchmark {
     dir = Files.createTempDirectory("strata-put-bench");
     server = S3ProxyServer.start(dir.resolve("s3"), Map.of());
     server.createBucket("bench");
-    S3Settings s3 = new S3Settings(Optional.of(server.endpoint()), "us-east-1", true,
+    java.net.URI endpoint = server.endpoint();
+    if (addedLatencyMs > 0) {
+      relay = new S3Relay(endpoint, null);
+      relay.reuseUpstream(true); // one server connection per client connection, as the bench's
+      relay.latency(r -> r.isPut() ? addedLatencyMs : 0);
+      endpoint = relay.endpoint();
+    }
+    S3Settings s3 = new S3Settings(Optional.of(endpoint), "us-east-1", true,
         Optional.of(S3ProxyServer.ACCESS_KEY), Optional.of(S3ProxyServer.SECRET_KEY),
         Optional.empty(), 3, Duration.ofSeconds(30), Duration.ofSeconds(10), 8)
         .withWrites(new S3WriteSettings("none", Optional.empty(), Optional.empty(),
@@ -101,6 +117,9 @@ public class PutBenchmark {
   @TearDown(Level.Trial)
   public void close() throws IOException {
     objects.close();
+    if (relay != null) {
+      relay.close();
+    }
     server.close();
     try (var paths = Files.walk(dir)) {
       paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());

@@ -20,11 +20,15 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 
 /**
- * {@code strata history <checkpoint> [--operator o] [--partition p] [--store s] [--last n]}:
- * every version object of the selected stores with its size, attempt, epoch, lineage (parent,
- * base, delta chain), and what a cold load of it would download. One tail GET per version
- * object (in parallel), one GET per published snapshot considered. Exit 0, or 3 if the
- * checkpoint cannot be read (an unreadable version object is shown as such, with exit 3).
+ * {@code strata history <checkpoint> [--operator o] [--partition p] [--store s] [--last n]
+ * [--parts]}: every version object of the selected stores with its size, attempt, epoch, lineage
+ * (parent, base, delta chain), and what a cold load of it would download. One tail GET per
+ * version object (in parallel), one GET per published snapshot considered. With {@code
+ * --parts}, each version object's bytes by part instead of its lineage ({@link ObjectParts}: the
+ * SST delta's data blocks, filter, index, properties, metaindex and footer, the manifest,
+ * Strata's footer), then each part's mean and median over the objects shown: one more GET per
+ * version object, of the whole object. Exit 0, or 3 if the checkpoint cannot be read (an
+ * unreadable version object is shown as such, with exit 3).
  */
 @Command(name = "history", mixinStandardHelpOptions = true,
     description = "The versions of each store with their sizes, attempts, lineage and what "
@@ -50,9 +54,16 @@ final class HistoryCommand implements Callable<Integer> {
       description = "Only the newest N versions of each store (default: all).")
   Integer last;
 
-  /** One version object. */
+  @Option(names = "--parts",
+      description = "Read each version object whole (one more GET each) and show its bytes by "
+          + "part: the SST delta's data blocks, filter, index, properties, metaindex and footer, "
+          + "the manifest and Strata's footer; then each part's mean and p50 over the version "
+          + "objects shown.")
+  boolean parts;
+
+  /** One version object; {@code parts} only with {@code --parts}. */
   private record Row(CheckpointScan.Store store, ObjectInfo object, boolean read,
-      Manifest manifest, Restores restore, String error) { }
+      Manifest manifest, Restores restore, ObjectParts parts, String error) { }
 
   @Override
   public Integer call() throws Exception {
@@ -85,7 +96,12 @@ final class HistoryCommand implements Callable<Integer> {
         Map<String, Object> j = new LinkedHashMap<>();
         j.put("checkpoint", ctx.checkpoint);
         j.put("versions", list);
+        if (parts) {
+          j.put("partsSummary", partsSummaryJson(rows));
+        }
         ctx.printJson(j);
+      } else if (parts) {
+        printParts(ctx, rows);
       } else {
         print(ctx, rows);
       }
@@ -129,9 +145,15 @@ final class HistoryCommand implements Callable<Integer> {
         boolean read = locatedKey.equals(o.key());
         try {
           Manifest m = inspector.manifest(o.key());
-          return new Row(s, o, read, m, Restores.of(m, s.objects(), inspector), null);
+          ObjectParts p = null;
+          if (parts) {
+            try (java.io.InputStream in = inspector.range(o.key(), 0, o.size())) {
+              p = ObjectParts.of(in.readAllBytes());
+            }
+          }
+          return new Row(s, o, read, m, Restores.of(m, s.objects(), inspector), p, null);
         } catch (Exception e) {
-          return new Row(s, o, read, null, null, e.getMessage());
+          return new Row(s, o, read, null, null, null, e.getMessage());
         }
       }));
     }
@@ -181,8 +203,82 @@ final class HistoryCommand implements Callable<Integer> {
       restore.put("missingObjects", r.restore().missing());
       j.put("restore", restore);
     }
+    if (r.parts() != null) {
+      j.put("parts", r.parts().json());
+    }
     j.put("error", r.error());
     return j;
+  }
+
+  /** The readable rows' parts, in order. */
+  private static List<ObjectParts> partsOf(List<Row> rows) {
+    return rows.stream().map(Row::parts).filter(java.util.Objects::nonNull).toList();
+  }
+
+  private static Map<String, Object> partsSummaryJson(List<Row> rows) {
+    List<ObjectParts> all = partsOf(rows);
+    Map<String, Object> j = new LinkedHashMap<>();
+    j.put("versionObjects", all.size());
+    j.put("withDelta", all.stream().filter(p -> p.dataBlocks() > 0).count());
+    if (!all.isEmpty()) {
+      Map<String, Object> byPart = new LinkedHashMap<>();
+      ObjectParts.summary(all).forEach((part, stat) -> {
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("mean", stat.mean());
+        s.put("p50", stat.p50());
+        byPart.put(part.json(), s);
+      });
+      j.put("bytes", byPart);
+    }
+    return j;
+  }
+
+  /** Per store, each version object's bytes by part; then the parts' mean and p50 over all. */
+  private static void printParts(ToolContext ctx, List<Row> rows) {
+    String current = null;
+    Table t = null;
+    for (Row r : rows) {
+      if (!r.store().id().equals(current)) {
+        if (t != null) {
+          t.print(ctx.out);
+          ctx.out.println();
+        }
+        current = r.store().id();
+        ctx.out.println("Store " + current + " (" + r.store().relativeLocation()
+            + "), bytes by part");
+        t = new Table("VERSION", "OBJECT", "LOAD READS", "SIZE", "SST DATA", "BLOCKS", "FILTER",
+            "INDEX", "PROPERTIES", "METAINDEX", "SST FOOTER", "MANIFEST", "FOOTER");
+      }
+      ObjectParts p = r.parts();
+      t.row(StoreLayout.versionOf(r.object().key()), objectName(r.object().key()),
+          r.read() ? "yes" : (StoreLayout.generationOf(r.object().key()) > 0 ? "superseded"
+              : "other attempt"),
+          r.object().size(),
+          p == null ? "UNREADABLE" : p.sstData(), p == null ? null : p.dataBlocks(),
+          p == null ? null : p.sstFilter(), p == null ? null : p.sstIndex(),
+          p == null ? null : p.sstProperties(), p == null ? null : p.sstMetaindex(),
+          p == null ? null : p.sstFooter(), p == null ? null : p.manifest(),
+          p == null ? null : p.footer());
+    }
+    if (t != null) {
+      t.print(ctx.out);
+    }
+    List<ObjectParts> all = partsOf(rows);
+    if (all.isEmpty()) {
+      return;
+    }
+    ctx.out.println();
+    ctx.out.println("Bytes by part over " + Table.count(all.size(), "version object") + " ("
+        + all.stream().filter(p -> p.dataBlocks() > 0).count() + " with an SST delta)");
+    Map<ObjectParts.Part, ObjectParts.Stat> summary = ObjectParts.summary(all);
+    double whole = summary.get(ObjectParts.PARTS.get(ObjectParts.PARTS.size() - 1)).mean();
+    Table s = new Table("PART", "MEAN", "P50", "SHARE OF MEAN");
+    summary.forEach((part, stat) -> s.row(part.label(),
+        String.format(java.util.Locale.ROOT, "%.1f", stat.mean()),
+        String.format(java.util.Locale.ROOT, "%.1f", stat.p50()),
+        whole == 0 ? null : String.format(java.util.Locale.ROOT, "%.1f %%",
+            100 * stat.mean() / whole)));
+    s.print(ctx.out);
   }
 
   private static void print(ToolContext ctx, List<Row> rows) {

@@ -68,16 +68,19 @@ public final class SstReader {
   private final ByteBuffer sst;
   private final int formatVersion;
   private final List<long[]> dataBlocks;
+  private final SstLayout layout;
   private int nextBlock;
   private byte[] block;
   private int pos;
   private int entriesEnd;
   private byte[] lastKey = new byte[0];
 
-  private SstReader(ByteBuffer sst, int formatVersion, List<long[]> dataBlocks) {
+  private SstReader(ByteBuffer sst, int formatVersion, List<long[]> dataBlocks,
+      SstLayout layout) {
     this.sst = sst;
     this.formatVersion = formatVersion;
     this.dataBlocks = dataBlocks;
+    this.layout = layout;
   }
 
   /**
@@ -162,7 +165,28 @@ public final class SstReader {
     boolean deltaValues = delta != null && varint(delta) != 0;
     List<long[]> blocks = indexHandles(readBlock(b, index, formatVersion, "index"), deltaValues,
         indexType == INDEX_WITH_FIRST_KEY);
-    return new SstReader(b, formatVersion, blocks);
+    long data = 0;
+    for (long[] h : blocks) {
+      data += h[1] + TRAILER;
+    }
+    long filter = 0;
+    for (Map.Entry<String, byte[]> e : meta.entrySet()) {
+      String name = e.getKey();
+      if (name.startsWith("fullfilter.") || name.startsWith("filter.")
+          || name.startsWith("partitionedfilter.")) {
+        filter += blockBytes(e.getValue());
+      }
+    }
+    SstLayout layout = new SstLayout(size, blocks.size(), data, index[1] + TRAILER, filter,
+        propsHandle == null ? 0 : blockBytes(propsHandle), metaindex[1] + TRAILER,
+        magic == LEGACY_MAGIC ? FOOTER_LEGACY : FOOTER_NEW);
+    return new SstReader(b, formatVersion, blocks, layout);
+  }
+
+  /** The bytes of the block an encoded handle names, with its trailer. */
+  private static long blockBytes(byte[] handle) throws SstFormatException {
+    return new Cursor(ByteBuffer.wrap(handle).order(ByteOrder.LITTLE_ENDIAN), 0).handle()[1]
+        + TRAILER;
   }
 
   /**
@@ -250,6 +274,18 @@ public final class SstReader {
   /** Number of data blocks, from the index. */
   public int dataBlockCount() {
     return dataBlocks.size();
+  }
+
+  /**
+   * Where the file's bytes lie by part (data blocks, index, filter, properties, metaindex,
+   * footer), from the handles {@link #open} read; reads nothing more.
+   *
+   * @return the layout; its parts add up to the file's size for every SST this reader opens
+   *     whose meta blocks are only a filter and properties ({@link SstLayout#otherBytes()} holds
+   *     any others)
+   */
+  public SstLayout layout() {
+    return layout;
   }
 
   /** The uncompressed contents of the block at {@code handle} (offset, size), trailer checked. */
