@@ -118,6 +118,21 @@ final class CommitConflicts {
     this.dropLocal = dropLocal;
   }
 
+  /**
+   * The store is closing: waits up to {@value #MARKER_CLOSE_WAIT_MS} ms for the epoch marker
+   * still being written, if any, so that no request of this instance reaches the object store
+   * after it closed. Never throws.
+   */
+  void closing() {
+    guard.assertHeld();
+    if (epochs != null) {
+      epochs.settleMarker(MARKER_CLOSE_WAIT_MS);
+    }
+  }
+
+  /** How long {@link #closing} waits for a marker write, ms. */
+  static final long MARKER_CLOSE_WAIT_MS = 5_000;
+
   /** The query run's epoch this instance commits under, or -1 (no run, or format 2). */
   long epoch() {
     return epochs == null ? -1 : epochs.known();

@@ -48,25 +48,13 @@ final class RunEpochs {
   private final ExecutorService pool;
   /** The marker write of this instance's claim while a commit has not awaited it; or null. */
   private Future<?> marker;
+  /** The epoch whose marker this instance still owes (being written, or failed), or -1. */
+  private long markerOwed = -1;
   /** Read by garbage-collection rounds without the store's monitor. */
   private volatile long epoch = -1;
   private long newest = -1;
   /** Keys of the last listing of {@code runs/}. */
   private List<String> lastListed = List.of();
-  /**
-   * What the last {@link #find()} listed when it found no claim of this run ({this run's epoch,
-   * -1; the greatest claimed epoch}), for the next {@link #epoch} to claim from without a LIST of
-   * its own, if it comes within {@link #REUSE_LISTING_MILLIS} (Spark 4.1 upgrades a read store
-   * to a write store in the same task); null once used. A listing gone stale meanwhile costs
-   * only a lost create-only PUT and a fresh LIST: any claim made since takes the epoch this one
-   * would claim first. The bound keeps that true: only a retirement, which deletes claims over
-   * two garbage-collection rounds, could free that epoch again.
-   */
-  private long[] unclaimed;
-  /** {@link Clock#millis()} of the listing {@link #unclaimed} holds. */
-  private long unclaimedAtMillis;
-  /** How long {@link #unclaimed} may serve a claim, ms. */
-  static final long REUSE_LISTING_MILLIS = 5_000;
 
   /**
    * @param pool where a claim's marker is written ({@link #awaitMarker}; borrowed, not shut
@@ -116,9 +104,11 @@ final class RunEpochs {
   }
 
   /**
-   * This run's epoch in the store: known after the first call; the first costs one LIST (none
-   * right after a {@link #find()} that found no claim of this run: its listing serves), plus two
-   * create-only PUTs if the run claims its epoch.
+   * This run's epoch in the store: known after the first call; the first costs one LIST, plus
+   * two create-only PUTs if the run claims its epoch (the second awaited by {@link
+   * #awaitMarker}). It always lists afresh, even right after a {@link #find()}: a claim from an
+   * older listing could take an epoch a retirement freed since, which another instance of a
+   * retired run still holds.
    *
    * @param loadsVersion the version the load that asks loads, recorded in the claim ({@link
    *     RunClaim#loadsVersion}: an earlier run's collection keeps it while the claim is listed)
@@ -129,10 +119,7 @@ final class RunEpochs {
       return epoch;
     }
     for (int tries = 0; tries < MAX_TRIES; tries++) {
-      long[] mineAndMax = unclaimed != null
-          && clock.millis() - unclaimedAtMillis <= REUSE_LISTING_MILLIS
-          ? unclaimed : lookUp(true);
-      unclaimed = null;
+      long[] mineAndMax = lookUp(true);
       if (mineAndMax[0] > 0) {
         return found(mineAndMax[0], mineAndMax[1]);
       }
@@ -171,8 +158,6 @@ final class RunEpochs {
     if (mineAndMax[0] > 0) {
       return found(mineAndMax[0], mineAndMax[1]);
     }
-    unclaimed = mineAndMax;
-    unclaimedAtMillis = clock.millis();
     return -1;
   }
 
@@ -244,41 +229,82 @@ final class RunEpochs {
    * PUTs. Written on this thread if the pool is shut down.
    */
   private void writeMarkerAhead(long e) throws IOException {
+    markerOwed = e;
     try {
       marker = pool.submit(() -> {
         writeMarker(e);
         return null;
       });
     } catch (RejectedExecutionException closing) {
+      marker = null;
       writeMarker(e);
+      markerOwed = -1;
     }
   }
 
   /**
-   * Waits for the marker of this instance's claim if it is still being written (no request):
-   * a commit awaits it, so that no version of the run is committed before its marker exists.
+   * Makes sure the marker of this instance's claim exists before a commit: waits for its write
+   * if it is still running, and writes it on this thread if that write failed (one PUT). No
+   * request once it is written.
    *
    * @throws InterruptedIOException if the thread is interrupted while it waits (the flag is
-   *     set again; the write goes on)
-   * @throws IOException if writing the marker failed (the next claim or load of the run writes
-   *     it, as for a claimer that died between its PUTs)
+   *     set again; the write goes on, and the marker is still owed)
+   * @throws IOException if writing the marker failed again: still owed, so the next commit of
+   *     this instance tries once more
    */
   void awaitMarker() throws IOException {
+    if (markerOwed < 0) {
+      return;
+    }
+    Future<?> m = marker;
+    if (m != null) {
+      try {
+        m.get();
+        marker = null;
+        markerOwed = -1;
+        return;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("Interrupted while writing the epoch marker of run "
+            + runId + " in " + identity);
+      } catch (ExecutionException e) {
+        marker = null;
+        LOG.debug("{}: writing the marker of epoch {} failed ({}); writing it again", identity,
+            markerOwed, e.getCause().toString());
+      }
+    }
+    writeMarker(markerOwed);
+    markerOwed = -1;
+  }
+
+  /**
+   * Waits up to {@code timeoutMillis} for a marker write still running, so that none reaches
+   * the object store after the store closed it; a marker left unwritten is the state of a
+   * claimer that died between its two PUTs, which every reader handles. Never throws.
+   */
+  void settleMarker(long timeoutMillis) {
     Future<?> m = marker;
     if (m == null) {
       return;
     }
-    try {
-      m.get();
-      marker = null;
-    } catch (InterruptedException e) {
+    boolean interrupted = false;
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(
+        timeoutMillis);
+    while (true) {
+      try {
+        m.get(Math.max(0, deadline - System.nanoTime()),
+            java.util.concurrent.TimeUnit.NANOSECONDS);
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true;
+      } catch (ExecutionException | java.util.concurrent.TimeoutException
+          | java.util.concurrent.CancellationException e) {
+        break;
+      }
+    }
+    marker = null;
+    if (interrupted) {
       Thread.currentThread().interrupt();
-      throw new InterruptedIOException("Interrupted while writing the epoch marker of run "
-          + runId + " in " + identity);
-    } catch (ExecutionException e) {
-      marker = null;
-      throw Futures.rethrow("Cannot write the epoch marker of run " + runId + " in " + identity
-          + ": ").apply(e.getCause());
     }
   }
 

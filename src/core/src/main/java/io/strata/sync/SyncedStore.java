@@ -662,6 +662,7 @@ public final class SyncedStore implements AutoCloseable {
       }
       ingestion.settle();
       closed = true;
+      conflicts.closing();
       scheduler.stop(pools::close, wait, () -> {
         db.closeDatabase();
         objects.close();

@@ -107,20 +107,21 @@ final class VersionObjectReader {
   }
 
   /**
-   * The key a load of {@code version} without a checkpoint id most likely reads: the one its
-   * first commit creates ({@link StoreLayout#generationVersionObject generation 1} under a query
-   * run, else {@code v/<version>.svo}), or empty under checkpoint format 2, where every attempt
-   * has its own key. A load may fetch its tail while {@link #locate} lists the version ({@link
-   * Ahead#tail}); the bytes serve only if the listing picks that key.
+   * The key a load of {@code version} without a checkpoint id most likely reads, if a LIST of
+   * {@code v/<version>/} would name it: under a query run, the object a version's first commit
+   * creates ({@link StoreLayout#generationVersionObject generation 1}); empty without a run
+   * ({@code v/<version>.svo} lies outside that prefix) and under checkpoint format 2 (every
+   * attempt has its own key). A load may fetch its tail while {@link #locate} lists the version
+   * ({@link Ahead#tail}); the bytes serve only if the listing picks that key and lists it at the
+   * size their footer gives (the key may have been deleted and written again between the two).
    *
    * @param withRun true if the store's commits run under a query run's epoch
    */
   Optional<String> likelyKey(long version, boolean withRun) {
-    if (attemptKeys) {
+    if (attemptKeys || !withRun) {
       return Optional.empty();
     }
-    return Optional.of(withRun ? StoreLayout.generationVersionObject(version, 1)
-        : StoreLayout.versionObject(version));
+    return Optional.of(StoreLayout.generationVersionObject(version, 1));
   }
 
   /**
@@ -181,7 +182,9 @@ final class VersionObjectReader {
     }
     Located at = locate(version, ahead);
     try {
-      return readAt(version, at.key(), at.attempt(), ahead.tail(at.key()));
+      byte[] fetched = at.listedSize() < 0 ? null : ahead.tail(at.key());
+      return readAt(version, at.key(), at.attempt(),
+          fetched != null && sizeOf(fetched) == at.listedSize() ? fetched : null);
     } catch (StateLoadException e) {
       if (e.reason() == StateLoadException.Reason.VERSION_NOT_FOUND && at.generation() == 0) {
         // Neither a generation under the prefix nor the layout-1 object.
@@ -202,8 +205,13 @@ final class VersionObjectReader {
    * @param attempt the attempt its key names (format 2), or null (format 1)
    * @param generation the generation its key names (0 for {@code v/<version>.svo}), or -1 for
    *     a format-2 attempt's object
+   * @param listedSize the object's size as the LIST gave it, bytes, or -1 if not listed
    */
-  record Located(String key, String attempt, long generation) { }
+  record Located(String key, String attempt, long generation, long listedSize) {
+    Located(String key, String attempt, long generation) {
+      this(key, attempt, generation, -1);
+    }
+  }
 
   /**
    * Finds the version object a load of {@code version} without a checkpoint id reads, with one
@@ -236,7 +244,7 @@ final class VersionObjectReader {
       }
     }
     if (best != null) {
-      return new Located(best.key(), null, bestGeneration);
+      return new Located(best.key(), null, bestGeneration, best.size());
     }
     String layout1 = StoreLayout.versionObject(version);
     boolean attempts = found.stream().anyMatch(o -> StoreLayout.attemptOf(o.key()) != null);
@@ -267,6 +275,20 @@ final class VersionObjectReader {
    */
   Manifest readAt(long version, String key, String expectedAttempt) throws IOException {
     return readAt(version, key, expectedAttempt, null);
+  }
+
+  /**
+   * The size of the version object whose tail is {@code tail} (its footer's manifest end plus
+   * the footer), bytes, or -1 if the tail is not a version object's.
+   */
+  private static long sizeOf(byte[] tail) {
+    try {
+      long size = tail.length < VersionObjectCodec.TAIL_READ_BYTES ? tail.length : -1;
+      VersionObjectCodec.Footer f = VersionObjectCodec.footer(tail, size);
+      return f.manifestOffset() + f.manifestLength() + VersionObjectCodec.FOOTER_BYTES;
+    } catch (ManifestFormatException | RuntimeException e) {
+      return -1;
+    }
   }
 
   /** {@link #readAt(long, String, String)} from {@code fetched}, its tail, if not null. */

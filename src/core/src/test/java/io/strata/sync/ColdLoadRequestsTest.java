@@ -30,9 +30,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The requests of a cold load (checkpoint format 1 with query runs), which on S3 cost a round
  * trip each: the listings of {@code runs/}, {@code v/<version>/} and {@code b/} are in flight at
- * once, with the tail GET of the version's likely object ({@link RestoreReads}), and a read store upgraded for writing claims its epoch from the
- * listing its read-only load made, without a second LIST ({@link RunEpochs}). Local file
- * system, behind a recording wrapper.
+ * once, with the tail GET of the version's likely object ({@link RestoreReads}), and the marker
+ * of a new epoch claim is written beside the task, before the first commit ({@link RunEpochs}).
+ * Local file system, behind a recording wrapper.
  */
 class ColdLoadRequestsTest {
   @TempDir Path tmp;
@@ -194,7 +194,7 @@ class ColdLoadRequestsTest {
   }
 
   @Test
-  void aReadStoreUpgradedForWritingClaimsFromItsOwnListing() throws Exception {
+  void aReadStoreUpgradedForWritingWritesItsMarkerBeforeItsFirstCommit() throws Exception {
     String root = threeVersions();
     Recording objects = recording(root);
     String run = UUID.randomUUID().toString();
@@ -202,7 +202,8 @@ class ColdLoadRequestsTest {
       s.load(3, Optional.empty(), true);
       assertEquals(0, objects.count("PUT", StoreLayout.RUNS), "a read-only load writes nothing");
       s.prepareWrite();
-      assertEquals(1, objects.count("LIST", StoreLayout.RUNS), objects.requests.toString());
+      assertEquals(2, objects.count("LIST", StoreLayout.RUNS),
+          "the claim lists runs/ afresh: " + objects.requests);
       assertEquals(2, s.epoch(), "the first run held epoch 1");
       s.put(b("k4"), b("v4"));
       assertEquals(4, s.commit().manifest().version());
@@ -211,22 +212,6 @@ class ColdLoadRequestsTest {
       assertEquals(List.of("PUT " + StoreLayout.runClaim(2),
           "PUT " + StoreLayout.runMarker(2, run), "PUT "
               + StoreLayout.generationVersionObject(4, 1)), puts.subList(0, 3), puts.toString());
-    }
-  }
-
-  @Test
-  void aClaimFromAListingGoneStaleLosesItsPutAndListsAgain() throws Exception {
-    String root = threeVersions();
-    Recording objects = recording(root);
-    try (SyncedStore upgraded = open(objects, root)) {
-      upgraded.load(3, Optional.empty(), true); // lists runs/: epoch 1 is the greatest
-      try (SyncedStore other = open(recording(root), root)) {
-        other.load(3, Optional.empty()); // another run claims epoch 2 meanwhile
-        assertEquals(2, other.epoch());
-      }
-      upgraded.prepareWrite();
-      assertEquals(3, upgraded.epoch(), "its claim of epoch 2 lost; it claimed the next one");
-      assertEquals(2, objects.count("LIST", StoreLayout.RUNS), objects.requests.toString());
     }
   }
 }
