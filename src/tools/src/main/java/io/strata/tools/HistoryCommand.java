@@ -57,8 +57,9 @@ final class HistoryCommand implements Callable<Integer> {
   @Option(names = "--parts",
       description = "Read each version object whole (one more GET each) and show its bytes by "
           + "part: the SST delta's data blocks, filter, index, properties, metaindex and footer, "
-          + "the manifest and Strata's footer; then each part's mean and p50 over the version "
-          + "objects shown.")
+          + "the manifest and Strata's footer (BLOCKS: the number of data blocks; SST other: "
+          + "bytes between the SST's blocks, 0 in Strata's own deltas); then each part's mean "
+          + "and p50 over the version objects shown that hold an SST delta.")
   boolean parts;
 
   /** One version object; {@code parts} only with {@code --parts}. */
@@ -67,6 +68,10 @@ final class HistoryCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    if (last != null && last < 1) {
+      throw new ToolException(StrataTool.EXIT_USAGE, "--last must be at least 1, was " + last,
+          null);
+    }
     try (ToolContext ctx = new ToolContext(tool, options, checkpoint)) {
       CheckpointScan scan = ctx.strataScan();
       CommitLogAttempts committed = ctx.commitLogAttempts(scan);
@@ -215,6 +220,16 @@ final class HistoryCommand implements Callable<Integer> {
     return rows.stream().map(Row::parts).filter(java.util.Objects::nonNull).toList();
   }
 
+  /**
+   * What the summary is over: the objects with an SST delta, whose parts it describes (an
+   * object without one, a batch that wrote nothing, would count zeros into every SST part);
+   * all of them if none has a delta.
+   */
+  private static List<ObjectParts> summarized(List<ObjectParts> all) {
+    List<ObjectParts> withDelta = all.stream().filter(p -> p.dataBlocks() > 0).toList();
+    return withDelta.isEmpty() ? all : withDelta;
+  }
+
   private static Map<String, Object> partsSummaryJson(List<Row> rows) {
     List<ObjectParts> all = partsOf(rows);
     Map<String, Object> j = new LinkedHashMap<>();
@@ -222,7 +237,8 @@ final class HistoryCommand implements Callable<Integer> {
     j.put("withDelta", all.stream().filter(p -> p.dataBlocks() > 0).count());
     if (!all.isEmpty()) {
       Map<String, Object> byPart = new LinkedHashMap<>();
-      ObjectParts.summary(all).forEach((part, stat) -> {
+      j.put("summarized", summarized(all).size());
+      ObjectParts.summary(summarized(all)).forEach((part, stat) -> {
         Map<String, Object> s = new LinkedHashMap<>();
         s.put("mean", stat.mean());
         s.put("p50", stat.p50());
@@ -268,9 +284,11 @@ final class HistoryCommand implements Callable<Integer> {
       return;
     }
     ctx.out.println();
-    ctx.out.println("Bytes by part over " + Table.count(all.size(), "version object") + " ("
-        + all.stream().filter(p -> p.dataBlocks() > 0).count() + " with an SST delta)");
-    Map<ObjectParts.Part, ObjectParts.Stat> summary = ObjectParts.summary(all);
+    List<ObjectParts> over = summarized(all);
+    ctx.out.println("Bytes by part over " + Table.count(over.size(), "version object")
+        + (over.size() == all.size() ? "" : " with an SST delta (of " + all.size()
+            + " shown; those without one left out)"));
+    Map<ObjectParts.Part, ObjectParts.Stat> summary = ObjectParts.summary(over);
     double whole = summary.get(ObjectParts.PARTS.get(ObjectParts.PARTS.size() - 1)).mean();
     Table s = new Table("PART", "MEAN", "P50", "SHARE OF MEAN");
     summary.forEach((part, stat) -> s.row(part.label(),
