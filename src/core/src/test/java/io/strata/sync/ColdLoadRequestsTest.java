@@ -7,14 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.engine.SharedMemory;
 import io.strata.format.StoreLayout;
-import io.strata.objectstore.DelimitedListing;
-import io.strata.objectstore.ObjectBody;
-import io.strata.objectstore.ObjectInfo;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -39,8 +35,7 @@ class ColdLoadRequestsTest {
   private int executors;
 
   /** Records every request's method and key; LISTs of the prefixes in {@link #meet} meet. */
-  static final class Recording implements ObjectStore {
-    final ObjectStore real;
+  static final class Recording extends ForwardingObjectStore {
     final List<String> requests = Collections.synchronizedList(new ArrayList<>());
     /** Prefixes whose LISTs wait for one another (all must be in flight at once), or empty. */
     volatile List<String> meet = List.of();
@@ -48,7 +43,7 @@ class ColdLoadRequestsTest {
     volatile boolean missed;
 
     Recording(ObjectStore real) {
-      this.real = real;
+      super(real);
     }
 
     long count(String method, String keyPrefix) {
@@ -58,9 +53,9 @@ class ColdLoadRequestsTest {
     }
 
     @Override
-    public List<ObjectInfo> list(String prefix) throws IOException {
-      requests.add("LIST " + prefix);
-      if (meet.contains(prefix)) {
+    void before(String method, String key) throws IOException {
+      requests.add(method + " " + key);
+      if (method.equals("LIST") && meet.contains(key)) {
         CountDownLatch l = met;
         l.countDown();
         try {
@@ -72,71 +67,6 @@ class ColdLoadRequestsTest {
           throw new java.io.InterruptedIOException();
         }
       }
-      return real.list(prefix);
-    }
-
-    @Override
-    public void putIfAbsent(String key, ObjectBody body) throws IOException {
-      requests.add("PUT " + key);
-      real.putIfAbsent(key, body);
-    }
-
-    @Override
-    public void put(String key, ObjectBody body) throws IOException {
-      requests.add("PUT " + key);
-      real.put(key, body);
-    }
-
-    @Override
-    public InputStream get(String key) throws IOException {
-      requests.add("GET " + key);
-      return real.get(key);
-    }
-
-    @Override
-    public InputStream getRange(String key, long offset, long length) throws IOException {
-      requests.add("GET " + key);
-      return real.getRange(key, offset, length);
-    }
-
-    @Override
-    public byte[] getTail(String key, int length) throws IOException {
-      requests.add("TAIL " + key);
-      return real.getTail(key, length);
-    }
-
-    @Override
-    public Optional<ObjectInfo> head(String key) throws IOException {
-      requests.add("HEAD " + key);
-      return real.head(key);
-    }
-
-    @Override
-    public DelimitedListing listDelimited(String prefix) throws IOException {
-      requests.add("LIST " + prefix);
-      return real.listDelimited(prefix);
-    }
-
-    @Override
-    public void delete(List<String> keys) throws IOException {
-      requests.add("DELETE " + keys);
-      real.delete(keys);
-    }
-
-    @Override
-    public int abortIncompleteUploads(String prefix, long startedBeforeMillis)
-        throws IOException {
-      return real.abortIncompleteUploads(prefix, startedBeforeMillis);
-    }
-
-    @Override
-    public String describe(String key) {
-      return real.describe(key);
-    }
-
-    @Override
-    public void close() {
-      real.close();
     }
   }
 

@@ -9,13 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.engine.SharedMemory;
-import io.strata.objectstore.ObjectBody;
-import io.strata.objectstore.ObjectInfo;
 import io.strata.objectstore.ObjectStore;
 import io.strata.objectstore.ObjectStores;
 import io.strata.objectstore.RequestListener;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -46,8 +43,7 @@ class SyncedStoreLocalDiskTest {
   }
 
   /** Wraps the real object store: fails or blocks puts whose key matches, counts late calls. */
-  static final class FaultyObjectStore implements ObjectStore {
-    final ObjectStore real;
+  static final class FaultyObjectStore extends ForwardingObjectStore {
     volatile Predicate<String> failPut = k -> false;
     volatile Predicate<String> blockPut = k -> false;
     final CountDownLatch blocked = new CountDownLatch(1);
@@ -56,13 +52,15 @@ class SyncedStoreLocalDiskTest {
     final AtomicInteger callsAfterClose = new AtomicInteger();
 
     FaultyObjectStore(ObjectStore real) {
-      this.real = real;
+      super(real);
     }
 
-    private void before(String key, boolean put) throws IOException {
+    @Override
+    void before(String method, String key) throws IOException {
       if (closed) {
         callsAfterClose.incrementAndGet();
       }
+      boolean put = method.equals("PUT");
       if (put && failPut.test(key)) {
         throw new IOException("injected failure of PUT " + key);
       }
@@ -78,69 +76,9 @@ class SyncedStoreLocalDiskTest {
     }
 
     @Override
-    public void putIfAbsent(String key, ObjectBody body) throws IOException {
-      before(key, true);
-      real.putIfAbsent(key, body);
-    }
-
-    @Override
-    public void put(String key, ObjectBody body) throws IOException {
-      before(key, true);
-      real.put(key, body);
-    }
-
-    @Override
-    public InputStream get(String key) throws IOException {
-      before(key, false);
-      return real.get(key);
-    }
-
-    @Override
-    public InputStream getRange(String key, long offset, long length) throws IOException {
-      before(key, false);
-      return real.getRange(key, offset, length);
-    }
-
-    @Override
-    public byte[] getTail(String key, int length) throws IOException {
-      before(key, false);
-      return real.getTail(key, length);
-    }
-
-    @Override
-    public Optional<ObjectInfo> head(String key) throws IOException {
-      before(key, false);
-      return real.head(key);
-    }
-
-    @Override
-    public List<ObjectInfo> list(String prefix) throws IOException {
-      before(prefix, false);
-      return real.list(prefix);
-    }
-
-    @Override
-    public void delete(List<String> keys) throws IOException {
-      before("", false);
-      real.delete(keys);
-    }
-
-    @Override
-    public int abortIncompleteUploads(String prefix, long startedBeforeMillis)
-        throws IOException {
-      before(prefix, false);
-      return real.abortIncompleteUploads(prefix, startedBeforeMillis);
-    }
-
-    @Override
-    public String describe(String key) {
-      return real.describe(key);
-    }
-
-    @Override
     public void close() {
       closed = true;
-      real.close();
+      super.close();
     }
   }
 

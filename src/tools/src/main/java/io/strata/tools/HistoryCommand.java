@@ -249,8 +249,13 @@ final class HistoryCommand implements Callable<Integer> {
     return j;
   }
 
-  /** Per store, each version object's bytes by part; then the parts' mean and p50 over all. */
-  private static void printParts(ToolContext ctx, List<Row> rows) {
+  /**
+   * One table per store, in the rows' order: a title line, then {@code columns}, a row per
+   * version object (its first three cells, version, object and what a load reads, then {@code
+   * cells}).
+   */
+  private static void perStore(ToolContext ctx, List<Row> rows, String title,
+      List<String> columns, java.util.function.Function<Row, List<Object>> cells) {
     String current = null;
     Table t = null;
     for (Row r : rows) {
@@ -260,25 +265,35 @@ final class HistoryCommand implements Callable<Integer> {
           ctx.out.println();
         }
         current = r.store().id();
-        ctx.out.println("Store " + current + " (" + r.store().relativeLocation()
-            + "), bytes by part");
-        t = new Table("VERSION", "OBJECT", "LOAD READS", "SIZE", "SST DATA", "BLOCKS", "FILTER",
-            "INDEX", "PROPERTIES", "METAINDEX", "SST FOOTER", "MANIFEST", "FOOTER");
+        ctx.out.println("Store " + current + " (" + r.store().relativeLocation() + ")" + title);
+        List<String> header = new ArrayList<>(List.of("VERSION", "OBJECT", "LOAD READS"));
+        header.addAll(columns);
+        t = new Table(header.toArray(String[]::new));
       }
-      ObjectParts p = r.parts();
-      t.row(StoreLayout.versionOf(r.object().key()), objectName(r.object().key()),
-          r.read() ? "yes" : (StoreLayout.generationOf(r.object().key()) > 0 ? "superseded"
-              : "other attempt"),
-          r.object().size(),
-          p == null ? "UNREADABLE" : p.sstData(), p == null ? null : p.dataBlocks(),
-          p == null ? null : p.sstFilter(), p == null ? null : p.sstIndex(),
-          p == null ? null : p.sstProperties(), p == null ? null : p.sstMetaindex(),
-          p == null ? null : p.sstFooter(), p == null ? null : p.manifest(),
-          p == null ? null : p.footer());
+      List<Object> row = new ArrayList<>(List.of(StoreLayout.versionOf(r.object().key()),
+          objectName(r.object().key()), r.read() ? "yes"
+              : (StoreLayout.generationOf(r.object().key()) > 0 ? "superseded"
+                  : "other attempt")));
+      row.addAll(cells.apply(r));
+      t.row(row.toArray());
     }
     if (t != null) {
       t.print(ctx.out);
     }
+  }
+
+  /** Per store, each version object's bytes by part; then the parts' mean and p50 over all. */
+  private static void printParts(ToolContext ctx, List<Row> rows) {
+    perStore(ctx, rows, ", bytes by part", List.of("SIZE", "SST DATA", "BLOCKS", "FILTER",
+        "INDEX", "PROPERTIES", "METAINDEX", "SST FOOTER", "MANIFEST", "FOOTER"), r -> {
+          ObjectParts p = r.parts();
+          return java.util.Arrays.asList(r.object().size(),
+              p == null ? "UNREADABLE" : p.sstData(), p == null ? null : p.dataBlocks(),
+              p == null ? null : p.sstFilter(), p == null ? null : p.sstIndex(),
+              p == null ? null : p.sstProperties(), p == null ? null : p.sstMetaindex(),
+              p == null ? null : p.sstFooter(), p == null ? null : p.manifest(),
+              p == null ? null : p.footer());
+        });
     List<ObjectParts> all = partsOf(rows);
     if (all.isEmpty()) {
       return;
@@ -300,35 +315,18 @@ final class HistoryCommand implements Callable<Integer> {
   }
 
   private static void print(ToolContext ctx, List<Row> rows) {
-    String current = null;
-    Table t = null;
-    for (Row r : rows) {
-      if (!r.store().id().equals(current)) {
-        if (t != null) {
-          t.print(ctx.out);
-          ctx.out.println();
-        }
-        current = r.store().id();
-        ctx.out.println("Store " + current + " (" + r.store().relativeLocation() + ")");
-        t = new Table("VERSION", "OBJECT", "LOAD READS", "SIZE", "ATTEMPT", "EPOCH", "PARENT",
-            "BASE", "CHAIN", "KEYS", "COMMITTED", "RESTORE DOWNLOADS");
-      }
-      Manifest m = r.manifest();
-      t.row(StoreLayout.versionOf(r.object().key()), objectName(r.object().key()),
-          r.read() ? "yes" : (StoreLayout.generationOf(r.object().key()) > 0 ? "superseded"
-              : "other attempt"),
-          Table.bytes(r.object().size()),
-          m == null ? "UNREADABLE" : m.attempt(),
-          m == null || m.epoch() == 0 ? null : m.epoch(),
-          m == null ? null : m.parentVersion(),
-          m == null ? null : m.base().map(BaseSnapshot::version).orElse(null),
-          m == null ? null : m.deltaChainLength(),
-          m == null ? null : m.numKeys(),
-          m == null ? null : Table.time(m.createdAtMillis()),
-          r.restore() == null ? null : r.restore().describe());
-    }
-    if (t != null) {
-      t.print(ctx.out);
-    }
+    perStore(ctx, rows, "", List.of("SIZE", "ATTEMPT", "EPOCH", "PARENT", "BASE", "CHAIN",
+        "KEYS", "COMMITTED", "RESTORE DOWNLOADS"), r -> {
+          Manifest m = r.manifest();
+          return java.util.Arrays.asList(Table.bytes(r.object().size()),
+              m == null ? "UNREADABLE" : m.attempt(),
+              m == null || m.epoch() == 0 ? null : m.epoch(),
+              m == null ? null : m.parentVersion(),
+              m == null ? null : m.base().map(BaseSnapshot::version).orElse(null),
+              m == null ? null : m.deltaChainLength(),
+              m == null ? null : m.numKeys(),
+              m == null ? null : Table.time(m.createdAtMillis()),
+              r.restore() == null ? null : r.restore().describe());
+        });
   }
 }

@@ -8,7 +8,6 @@ import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
@@ -37,23 +36,7 @@ class SstLayoutTest {
 
   /** Key (unsigned byte order) to value, null for a tombstone; values half compressible. */
   private static TreeMap<byte[], byte[]> writes(int n, long seed) {
-    Random r = new Random(seed);
-    TreeMap<byte[], byte[]> writes = new TreeMap<>(Arrays::compareUnsigned);
-    while (writes.size() < n) {
-      byte[] k = new byte[4 + r.nextInt(30)];
-      r.nextBytes(k);
-      byte[] v = null;
-      if (r.nextInt(10) != 0) {
-        v = new byte[r.nextInt(200)];
-        if (r.nextBoolean()) {
-          Arrays.fill(v, (byte) 'x');
-        } else {
-          r.nextBytes(v);
-        }
-      }
-      writes.put(k, v);
-    }
-    return writes;
+    return SstReaderTest.randomWrites(new Random(seed), n, 200);
   }
 
   @ParameterizedTest

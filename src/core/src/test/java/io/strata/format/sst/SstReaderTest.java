@@ -42,8 +42,8 @@ class SstReaderTest {
 
   @TempDir Path tmp;
 
-  /** Key (unsigned byte order) to value, null for a delete. */
-  private static TreeMap<byte[], byte[]> randomWrites(Random r, int n, int maxValue) {
+  /** Key (unsigned byte order) to value, null for a delete; values half compressible. */
+  static TreeMap<byte[], byte[]> randomWrites(Random r, int n, int maxValue) {
     TreeMap<byte[], byte[]> writes = new TreeMap<>(Arrays::compareUnsigned);
     while (writes.size() < n) {
       byte[] k = new byte[1 + r.nextInt(24)];
