@@ -55,6 +55,7 @@ public final class E2EBenchmark {
     int cores = Runtime.getRuntime().availableProcessors();
     String heap = "12g";
     String maintenanceInterval = "";
+    Map<String, String> strataConf = Map.of();
     int oneBatchRuns = 0;
     long runsSize = 100_000;
     long runTimeoutMin = 120;
@@ -102,6 +103,8 @@ public final class E2EBenchmark {
         --cores n                Spark local[n]
         --heap 12g               heap of each run's JVM (quick: 3g)
         --maintenance-interval d Spark's stateStore.maintenanceInterval (default: Spark's, 60s)
+        --strata-conf k=v,...    Strata settings for the Strata set-ups, keys under
+                                 spark.sql.streaming.stateStore.strata. (default: none)
         --run-timeout-min n      kill a run after n minutes
         --server-warmup-seconds n  before the first run, send the S3 server every kind of
                                  request for n seconds (default 30; 0: none), so that no set-up
@@ -168,6 +171,7 @@ public final class E2EBenchmark {
         case "--cores" -> o.cores = (int) positive(a, v);
         case "--heap" -> o.heap = v;
         case "--maintenance-interval" -> o.maintenanceInterval = v;
+        case "--strata-conf" -> o.strataConf = keyValues(a, v);
         case "--run-timeout-min" -> o.runTimeoutMin = positive(a, v);
         case "--server-warmup-seconds" -> o.serverWarmupSeconds = (int) nonNegative(a, v);
         case "--out" -> o.out = Paths.get(v);
@@ -188,13 +192,13 @@ public final class E2EBenchmark {
       for (long size : o.sizes) {
         for (String setup : o.setups) {
           runs.add(new RunSpec(setup, "agg", size, latency, o.partitions, o.batchKeys,
-              o.loadBatchKeys, o.warmup, o.steady, o.cores, o.maintenanceInterval, "main", 1));
+              o.loadBatchKeys, o.warmup, o.steady, o.cores, o.maintenanceInterval, "main", 1, o.strataConf));
         }
       }
       for (long size : o.dedupSizes) {
         for (String setup : o.setups) {
           runs.add(new RunSpec(setup, "dedup", size, latency, o.partitions, o.batchKeys,
-              o.loadBatchKeys, o.warmup, o.steady, o.cores, o.maintenanceInterval, "main", 1));
+              o.loadBatchKeys, o.warmup, o.steady, o.cores, o.maintenanceInterval, "main", 1, o.strataConf));
         }
       }
     }
@@ -202,7 +206,7 @@ public final class E2EBenchmark {
       for (String setup : o.setups) {
         runs.add(new RunSpec(setup, "agg", o.requestSize, "none", o.requestPartitions,
             o.batchKeys, o.loadBatchKeys, 1, o.requestSteady, o.cores, o.maintenanceInterval,
-            "requests", 1));
+            "requests", 1, o.strataConf));
       }
     }
     if (o.oneBatchRuns > 0) {
@@ -211,7 +215,7 @@ public final class E2EBenchmark {
       // chain happens in the runs themselves.
       for (String setup : o.setups) {
         runs.add(new RunSpec(setup, "agg", o.runsSize, o.latencies.get(0), o.partitions,
-            o.batchKeys, o.loadBatchKeys, 1, 3, o.cores, "1h", "runs", o.oneBatchRuns));
+            o.batchKeys, o.loadBatchKeys, 1, 3, o.cores, "1h", "runs", o.oneBatchRuns, o.strataConf));
       }
     }
     return runs;
@@ -436,6 +440,20 @@ public final class E2EBenchmark {
       l.add(s.trim());
     }
     return l;
+  }
+
+  /** {@code k=v,k=v} as a map; a key without {@code =} is an error naming the option. */
+  private static Map<String, String> keyValues(String opt, String v) {
+    Map<String, String> m = new LinkedHashMap<>();
+    for (String kv : v.split(",")) {
+      int eq = kv.indexOf('=');
+      if (eq < 1) {
+        throw new IllegalArgumentException(opt + " takes key=value pairs separated by commas, "
+            + "was " + v);
+      }
+      m.put(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
+    }
+    return m;
   }
 
   private static long positive(String opt, String v) {

@@ -269,6 +269,7 @@ final class E2ERun {
           .config(p + "s3.accessKeyId", io.strata.testkit.S3ProxyServer.ACCESS_KEY)
           .config(p + "s3.secretAccessKey", io.strata.testkit.S3ProxyServer.SECRET_KEY)
           .config(p + "localDir", strataLocal.toString());
+      spec.strataConf().forEach((k, v) -> b.config(p + k, v));
     }
     setup.sparkConf().forEach(b::config);
     return b.getOrCreate();
@@ -403,6 +404,16 @@ final class E2ERun {
         && x.key().endsWith(".svo")).count();
     s.put("versionObjectPutsPerPartitionCommit",
         Math.round(100.0 * versionPuts / n / spec.partitions()) / 100.0);
+    // The window's state requests by kind and by the store's directory they go to (v, b, sst,
+    // runs, ...: docs/format.md, "Where a store's objects live"; the first segment after
+    // state/<operator>/<partition>/; other set-ups' own file names), in all, not per batch.
+    Map<String, Long> byDir = new java.util.TreeMap<>();
+    for (S3Request x : requests) {
+      if (x.state() && x.timeMs() >= from && x.timeMs() <= to) {
+        byDir.merge(x.kind() + " " + storeDir(x.key()), 1L, Long::sum);
+      }
+    }
+    s.put("stateRequestsByDirectory", byDir);
     Map<String, Long> bytes = w.bytes();
     s.put("bytesUpPerBatch", Map.of("state", bytes.get("state") / n, "all",
         bytes.get("all") / n));
@@ -440,6 +451,19 @@ final class E2ERun {
       s.put("runs", runs);
     }
     return s;
+  }
+
+  /**
+   * The first path segment of {@code key} after {@code state/<operator>/<partition>/}, or
+   * {@code "-"} when the key has no such segment (a request on the store's root).
+   */
+  static String storeDir(String key) {
+    int i = key.indexOf("/state/");
+    if (i < 0) {
+      return "-";
+    }
+    String[] parts = key.substring(i + "/state/".length()).split("/");
+    return parts.length > 3 ? parts[2] : "-";
   }
 
   @SuppressWarnings("unchecked")

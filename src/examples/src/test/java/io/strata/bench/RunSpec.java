@@ -24,12 +24,16 @@ package io.strata.bench;
  *     of runs)
  * @param runs one-batch runs after the steady batches, each a query restarted on wiped local
  *     state that processes one new steady batch (&gt;= 1; the first is the restore measurement)
+ * @param strataConf Strata settings set on the Strata set-ups, by key under {@code
+ *     spark.sql.streaming.stateStore.strata.} (empty: Strata's defaults; others ignore them)
  */
 record RunSpec(String setup, String workload, long stateKeys, String latency, int partitions,
     long batchKeys, long loadBatchKeys, int warmupBatches, int steadyBatches, int cores,
-    String maintenanceInterval, String plan, int runs) {
+    String maintenanceInterval, String plan, int runs,
+    java.util.Map<String, String> strataConf) {
 
   RunSpec {
+    strataConf = strataConf == null ? java.util.Map.of() : java.util.Map.copyOf(strataConf);
     ProviderSetup.of(setup);
     LatencyProfile.of(latency);
     if (!workload.equals("agg") && !workload.equals("dedup")) {
