@@ -169,7 +169,7 @@ final class PublishedSnapshots {
    * @throws StateLoadException if it does not exist ({@code MISSING_FILE}), or is invalid or
    *     belongs to another store ({@code CORRUPT}: the message names the key; remembered, so a
    *     later call throws again without a GET)
-   * @throws IOException if storage fails
+   * @throws IOException if storage fails, or the object store is closed
    */
   PublishedSnapshot read(String key) throws IOException {
     return read(key, -1);
@@ -198,6 +198,12 @@ final class PublishedSnapshots {
       throw new StateLoadException(StateLoadException.Reason.MISSING_FILE, "Cannot read "
           + "published snapshot " + objects.describe(key) + " of " + identity
           + ": it does not exist", e);
+    } catch (IllegalStateException e) {
+      // The object store was closed under the read (the store closing while a garbage-collection
+      // round or a load runs): a storage failure, not a fact about the object, so not
+      // remembered. The codecs report a bad object as ManifestFormatException.
+      throw new IOException("Cannot read published snapshot " + objects.describe(key) + " of "
+          + identity + ": " + e.getMessage(), e);
     } catch (ManifestFormatException | RuntimeException e) {
       throw unreadable(key, "Cannot read " + objects.describe(key) + " of " + identity + ": "
           + e.getMessage(), e);

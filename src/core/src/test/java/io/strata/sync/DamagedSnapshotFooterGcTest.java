@@ -66,6 +66,26 @@ class DamagedSnapshotFooterGcTest {
     }
   }
 
+  /**
+   * A read after the object store closed (a store closing while its garbage-collection round
+   * runs, as at every query stop during a round) is a storage failure: not reported or
+   * remembered as a damaged snapshot, which a query stop logged at WARN for every published
+   * snapshot the round had not read yet.
+   */
+  @Test
+  void aReadAfterTheObjectStoreClosedIsAStorageErrorNotADamagedSnapshot() throws Exception {
+    Path remote = tmp.resolve("remote");
+    ObjectStore o = ObjectStores.open(remote.toUri().toString(), SyncedStoreTest.UNUSED_S3,
+        RequestListener.NONE);
+    StoreIdentity id = new StoreIdentity(0, 1, "default", remote.toString());
+    String key = put(o, new byte[] {1, 2, 3});
+    PublishedSnapshots published = new PublishedSnapshots(id, o);
+    o.close();
+    IOException e = assertThrows(IOException.class, () -> published.read(key));
+    assertFalse(e instanceof StateLoadException, e.toString());
+    assertFalse(published.knownUnreadable(key), "not remembered as undecodable");
+  }
+
   private static String put(ObjectStore o, byte[] bytes) throws IOException {
     String key = StoreLayout.publishedSnapshot(4, 0x1234L, StoreLayout.newUniqueName());
     o.putIfAbsent(key, ObjectBody.of(bytes));
