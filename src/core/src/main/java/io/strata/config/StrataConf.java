@@ -296,7 +296,7 @@ public record StrataConf(
   /** {@code snapshotInterval}: versions between base snapshots. */
   public static final ConfigOption<Integer> SNAPSHOT_INTERVAL = ConfigOption.key("snapshotInterval")
       .type(OptionType.intAtLeast(1))
-      .defaultValue(10)
+      .defaultValue(20)
       .description("Versions committed after the last base snapshot before a new one is "
           + "uploaded: started by the commit that reaches it (`snapshotOnCommit`), else by "
           + "maintenance. Bounds the delta chain a restore replays.");
@@ -327,7 +327,9 @@ public record StrataConf(
   public static final ConfigOption<Integer> TRANSFER_THREADS = ConfigOption.key("transferThreads")
       .type(OptionType.intAtLeast(1))
       .defaultValue(8)
-      .description("Parallel S3 transfers per store for base snapshot uploads and restores.");
+      .description("Parallel S3 transfers per store for base snapshot uploads and restores; "
+          + "a restore's GETs (one per delta of the chain it replays, plus the base's) run up "
+          + "to 4 times as many at once.");
   /** {@code spillThreshold}: pending bytes of a batch above which they are spilled. */
   public static final ConfigOption<Long> SPILL_THRESHOLD = ConfigOption.key("spillThreshold")
       .type(OptionType.bytes())

@@ -73,19 +73,36 @@ final class Restorer {
   private final StoreIdentity identity;
   private final ObjectStore objects;
   private final ExecutorService transfers;
+  private final java.util.function.IntFunction<TransferPools.Widened> widen;
   private final int parallelism;
   private final SharedMemory.Limits memory;
 
   /**
+   * A restorer whose pool is never widened.
+   *
+   * @see #Restorer(StoreIdentity, ObjectStore, ExecutorService,
+   *     java.util.function.IntFunction, int, SharedMemory.Limits)
+   */
+  Restorer(StoreIdentity identity, ObjectStore objects, ExecutorService transfers,
+      int parallelism, SharedMemory.Limits memory) {
+    this(identity, objects, transfers, n -> () -> { }, parallelism, memory);
+  }
+
+  /**
    * @param transfers the pool the downloads run on (borrowed, not shut down here)
+   * @param widen lets {@code transfers} run that many GETs at once for the duration of one
+   *     restore ({@link TransferPools#widenTransfers}): every GET of a restore is started at
+   *     once, within that bound, so a long chain of small deltas costs one round trip
    * @param parallelism the pool's threads (&gt;= 1): how many parts to aim for
    * @param memory native memory limits of the restored database
    */
   Restorer(StoreIdentity identity, ObjectStore objects, ExecutorService transfers,
-      int parallelism, SharedMemory.Limits memory) {
+      java.util.function.IntFunction<TransferPools.Widened> widen, int parallelism,
+      SharedMemory.Limits memory) {
     this.identity = identity;
     this.objects = objects;
     this.transfers = transfers;
+    this.widen = widen;
     this.parallelism = Math.max(1, parallelism);
     this.memory = memory;
   }
@@ -176,6 +193,7 @@ final class Restorer {
     List<Future<Long>> downloads = new ArrayList<>();
     LocalStore fresh = null;
     boolean ok = false;
+    TransferPools.Widened widened = widen.apply(plan.gets().size());
     try {
       // Every file is created here, before any GET runs; the GETs write into it at their
       // offsets. A GET cancelled after a failed restore deleted the directory then fails to open
@@ -206,6 +224,7 @@ final class Restorer {
       downloads.addAll(verifications); // cancelled with the rest on failure
       Futures.awaitAll(verifications, "Interrupted during " + what + " of " + identity,
           Futures.rethrow("Cannot " + what + " of " + identity + ": "));
+      widened.close();
       long downloadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - downloadStart);
       if (m.base().isPresent() && m.base().get().files().stream()
           .noneMatch(f -> f.name().equals("CURRENT"))) {
@@ -229,6 +248,7 @@ final class Restorer {
       ok = true;
       return new Restored(fresh, stats);
     } finally {
+      widened.close(); // idempotent
       if (!ok) {
         for (Future<Long> f : downloads) {
           f.cancel(true);

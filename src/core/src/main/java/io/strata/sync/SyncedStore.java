@@ -121,7 +121,7 @@ public final class SyncedStore implements AutoCloseable {
       this.reader = new VersionObjectReader(identity, objects, settings.attemptKeys(),
           ManifestCache.forStore(gcSettings, settings.snapshotInterval()));
       Restorer restorer = new Restorer(identity, objects, pools.transfers(),
-          settings.transferThreads(), settings.memory());
+          pools::widenTransfers, settings.transferThreads(), settings.memory());
       PublishedSnapshots published = new PublishedSnapshots(identity, objects);
       this.gc = new GcTrigger(gcSettings, clock,
           new GarbageCollector(identity, objects, reader, pools.transfers(), gcSettings,

@@ -42,6 +42,7 @@ final class TransferPools implements AutoCloseable {
     AtomicInteger threadNo = new AtomicInteger();
     this.transfers = pool(transferThreads, 30, () -> "strata-transfer-" + identity.id() + "-"
         + threadNo.incrementAndGet());
+    this.baseThreads = transferThreads;
     this.owned = shared == null ? new SharedPools() : null;
     this.shared = (shared == null ? owned : shared).lease();
     this.background = pool(1, 30, () -> "strata-snapshot-" + identity.id());
@@ -62,6 +63,61 @@ final class TransferPools implements AutoCloseable {
   /** The pool for restore downloads, snapshot uploads and GC manifest reads. */
   ExecutorService transfers() {
     return transfers;
+  }
+
+  /**
+   * Most threads a widened transfer pool runs, as a multiple of {@code transferThreads}: a
+   * cold restore's GETs (one per delta of its chain, plus the base's) run up to this many times
+   * {@code transferThreads} at once.
+   */
+  static final int MAX_WIDTH_FACTOR = 4;
+
+  /** A widening of the transfer pool ({@link #widenTransfers}); closing it ends it. */
+  interface Widened extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  /** Widenings in force (guarded by {@code this}). */
+  private int widenings;
+  /** The pool's size without widenings (guarded by {@code this}). */
+  private final int baseThreads;
+
+  /**
+   * Lets the transfer pool run up to {@code threads} tasks at once (at most {@link
+   * #MAX_WIDTH_FACTOR} times its size, at least its size) until the returned handle is closed:
+   * a restore's GETs are mostly small and latency-bound (a delta of a chain is one ranged GET
+   * of a few KiB), so they all go in one round trip rather than one round trip per {@code
+   * transferThreads} of them. Extra threads are made on demand and end 30 s after the last
+   * widening closes, or when idle. Thread-safe; widenings may overlap (the widest applies).
+   *
+   * @param threads tasks wanted at once, &gt;= 1
+   */
+  Widened widenTransfers(int threads) {
+    int wanted = Math.min(Math.max(threads, baseThreads), MAX_WIDTH_FACTOR * baseThreads);
+    synchronized (this) {
+      if (transfers.isShutdown()) {
+        return () -> { };
+      }
+      widenings++;
+      if (wanted > transfers.getMaximumPoolSize()) {
+        transfers.setMaximumPoolSize(wanted); // first: the core size may not exceed it
+        transfers.setCorePoolSize(wanted);
+      }
+    }
+    boolean[] closed = new boolean[1];
+    return () -> {
+      synchronized (this) {
+        if (closed[0]) {
+          return;
+        }
+        closed[0] = true;
+        if (--widenings == 0 && !transfers.isShutdown()) {
+          transfers.setCorePoolSize(baseThreads); // first: the core size may not exceed the max
+          transfers.setMaximumPoolSize(baseThreads);
+        }
+      }
+    };
   }
 
   /**

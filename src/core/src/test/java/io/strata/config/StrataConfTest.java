@@ -30,7 +30,7 @@ class StrataConfTest {
     assertEquals(10, c.s3().maxAttempts());
     assertEquals(Duration.ofMinutes(2), c.s3().apiCallTimeout());
     assertEquals(Duration.ofSeconds(30), c.s3().apiCallAttemptTimeout());
-    assertEquals(10, c.snapshotInterval());
+    assertEquals(20, c.snapshotInterval());
     assertEquals(8, c.transferThreads());
     assertEquals(64L << 20, c.spillThresholdBytes());
     assertEquals(Duration.ofSeconds(60), c.lockAcquireTimeout());

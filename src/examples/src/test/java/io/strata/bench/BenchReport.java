@@ -844,7 +844,7 @@ public final class BenchReport {
           + "runs: agg at %s keys, %d partitions, latency `%s`, maintenance never running; per "
           + "run, time the restore added (ms) / state GET requests of the run's batch; for "
           + "Strata also, in brackets, the deltas after the base per store of the version the "
-          + "run committed (it cycles up to `snapshotInterval`, 10 by default; the GETs also "
+          + "run committed (it cycles up to `snapshotInterval`, 20 by default; the GETs also "
           + "follow the base snapshot's file count, which RocksDB's compactions keep bounded)**%n%n",
           keys(spec0.path("stateKeys").asLong()), spec0.path("partitions").asInt(),
           spec0.path("latency").asText()));

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
  * takes the periodic snapshots) ever to run.
  *
  * <p>Each run writes one new input file, then a new driver JVM ({@link CrashDriver}, local mode,
- * 2 shuffle partitions, {@code snapshotInterval} 5, half Strata's default, for CI time) runs the
+ * 2 shuffle partitions, {@code snapshotInterval} 5, a quarter of Strata's default, for CI time) runs the
  * query ({@code groupBy(key).count()}, update mode, {@code maxFilesPerTrigger=1}) to the end of
  * its input: exactly one batch, whose id is the run number. Without anything else each run's
  * cold load would replay one delta more than the last run's, so the chain would grow without
