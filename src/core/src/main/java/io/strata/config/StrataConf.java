@@ -328,8 +328,8 @@ public record StrataConf(
       .type(OptionType.intAtLeast(1))
       .defaultValue(8)
       .description("Parallel S3 transfers per store for base snapshot uploads and restores; "
-          + "a restore's GETs (one per delta of the chain it replays, plus the base's) run up "
-          + "to 4 times as many at once.");
+          + "a restore's small GETs (one per delta of the chain it replays) each run at once "
+          + "beside them, up to 4 times as many in all.");
   /** {@code spillThreshold}: pending bytes of a batch above which they are spilled. */
   public static final ConfigOption<Long> SPILL_THRESHOLD = ConfigOption.key("spillThreshold")
       .type(OptionType.bytes())

@@ -91,8 +91,9 @@ final class Restorer {
   /**
    * @param transfers the pool the downloads run on (borrowed, not shut down here)
    * @param widen lets {@code transfers} run that many GETs at once for the duration of one
-   *     restore ({@link TransferPools#widenTransfers}): every GET of a restore is started at
-   *     once, within that bound, so a long chain of small deltas costs one round trip
+   *     restore ({@link TransferPools#widenTransfers}): {@code parallelism} plus one per GET
+   *     shorter than {@link DownloadPlan#MIN_PART_BYTES} ({@link #smallGets}), within the
+   *     pool's bound, so a long chain of small deltas costs one round trip
    * @param parallelism the pool's threads (&gt;= 1): how many parts to aim for
    * @param memory native memory limits of the restored database
    */
@@ -193,7 +194,7 @@ final class Restorer {
     List<Future<Long>> downloads = new ArrayList<>();
     LocalStore fresh = null;
     boolean ok = false;
-    TransferPools.Widened widened = widen.apply(plan.gets().size());
+    TransferPools.Widened widened = widen.apply(parallelism + smallGets(plan));
     try {
       // Every file is created here, before any GET runs; the GETs write into it at their
       // offsets. A GET cancelled after a failed restore deleted the directory then fails to open
@@ -262,6 +263,23 @@ final class Restorer {
         LocalIntegrity.deleteQuietly(identity, m.version(), p);
       }
     }
+  }
+
+  /**
+   * The GETs of {@code plan} shorter than {@link DownloadPlan#MIN_PART_BYTES}: bound by latency
+   * rather than bandwidth (a delta of the chain, a base's small files), so each gets a thread
+   * of its own beyond the {@code parallelism} the large parts share; the large parts of a big
+   * base widen nothing, so a restore adds streams, and connections, only for requests that
+   * hold them briefly.
+   */
+  static int smallGets(DownloadPlan plan) {
+    int n = 0;
+    for (DownloadPlan.Get g : plan.gets()) {
+      if (g.length() < DownloadPlan.MIN_PART_BYTES) {
+        n++;
+      }
+    }
+    return n;
   }
 
   /**

@@ -4,6 +4,7 @@ package io.strata.sync;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.format.FileRef;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -55,5 +56,18 @@ class TransferPoolsTest {
       again.close(); // idempotent
       assertEquals(2, pool.getMaximumPoolSize());
     }
+  }
+
+  @Test
+  void aRestoreWidensForItsSmallGetsOnlyNotForTheLargePartsOfABigBase() {
+    long mib = 1L << 20;
+    List<FileRef> files = new ArrayList<>();
+    files.add(new FileRef("sst/big.sst", 0, 64 * mib, 1)); // cut into parts of 1 MiB or more
+    for (int i = 0; i < 19; i++) {
+      files.add(new FileRef("v/" + i, 0, 12_000, i)); // the chain's deltas
+    }
+    DownloadPlan plan = DownloadPlan.of(files, 8);
+    assertTrue(plan.gets().size() >= 19 + 8, plan.gets().size() + " GETs: the parts and deltas");
+    assertEquals(19, Restorer.smallGets(plan), "one thread more per delta, none per large part");
   }
 }

@@ -677,6 +677,9 @@ public final class S3Relay implements AutoCloseable {
         if (status / 100 == 2) {
           deleter.accept(req.bucket(), req.key());
         }
+        if (!held.isEmpty() && held.get(0) instanceof HttpResponse r) {
+          HttpUtil.setKeepAlive(r, false); // closed below
+        }
         while (!held.isEmpty()) {
           client.write(held.remove(0));
         }
