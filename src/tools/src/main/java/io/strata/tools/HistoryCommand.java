@@ -300,9 +300,11 @@ final class HistoryCommand implements Callable<Integer> {
     }
     ctx.out.println();
     List<ObjectParts> over = summarized(all);
+    boolean noDelta = all.stream().noneMatch(p -> p.dataBlocks() > 0);
     ctx.out.println("Bytes by part over " + Table.count(over.size(), "version object")
-        + (over.size() == all.size() ? "" : " with an SST delta (of " + all.size()
-            + " shown; those without one left out)"));
+        + (noDelta ? " (none holds an SST delta: every batch shown wrote nothing)"
+            : over.size() == all.size() ? "" : " with an SST delta (of " + all.size()
+                + " shown; those without one left out)"));
     Map<ObjectParts.Part, ObjectParts.Stat> summary = ObjectParts.summary(over);
     double whole = summary.get(ObjectParts.PARTS.get(ObjectParts.PARTS.size() - 1)).mean();
     Table s = new Table("PART", "MEAN", "P50", "SHARE OF MEAN");
