@@ -26,6 +26,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class TransferPools implements AutoCloseable {
   private final ThreadPoolExecutor transfers;
+  /** The transfer pool's size without widenings ({@code transferThreads}). */
+  private final int baseThreads;
+  /** Widenings in force (guarded by {@code this}). */
+  private int widenings;
   private final ThreadPoolExecutor background;
   private final SharedPools.Lease shared;
   /** The shared pools this store made for itself (none was passed), closed with it; or null. */
@@ -78,11 +82,6 @@ final class TransferPools implements AutoCloseable {
     void close();
   }
 
-  /** Widenings in force (guarded by {@code this}). */
-  private int widenings;
-  /** The pool's size without widenings (guarded by {@code this}). */
-  private final int baseThreads;
-
   /**
    * Lets the transfer pool run up to {@code threads} tasks at once (at most {@link
    * #MAX_WIDTH_FACTOR} times its size, at least its size) until the returned handle is closed:
@@ -105,19 +104,21 @@ final class TransferPools implements AutoCloseable {
         transfers.setCorePoolSize(wanted);
       }
     }
-    boolean[] closed = new boolean[1];
+    java.util.concurrent.atomic.AtomicBoolean closed =
+        new java.util.concurrent.atomic.AtomicBoolean();
     return () -> {
-      synchronized (this) {
-        if (closed[0]) {
-          return;
-        }
-        closed[0] = true;
-        if (--widenings == 0 && !transfers.isShutdown()) {
-          transfers.setCorePoolSize(baseThreads); // first: the core size may not exceed the max
-          transfers.setMaximumPoolSize(baseThreads);
-        }
+      if (closed.compareAndSet(false, true)) {
+        narrowed();
       }
     };
+  }
+
+  /** Ends one widening; the last one to end sets the pool back to {@code transferThreads}. */
+  private synchronized void narrowed() {
+    if (--widenings == 0 && !transfers.isShutdown()) {
+      transfers.setCorePoolSize(baseThreads); // first: the core size may not exceed the max
+      transfers.setMaximumPoolSize(baseThreads);
+    }
   }
 
   /**

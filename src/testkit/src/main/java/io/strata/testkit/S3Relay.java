@@ -402,15 +402,15 @@ public final class S3Relay implements AutoCloseable {
   }
 
   /**
-   * One blocking side of a connection seen through Netty's codec: bytes read from the socket
-   * are decoded into {@link HttpObject}s; objects written are encoded onto the socket.
-   */
-  /**
    * Longest a kept server connection waits idle before it is replaced by a new one (10 s; well
    * under the idle timeout of S3Proxy's Jetty, 30 s).
    */
   private static final long KEPT_IDLE_NANOS = 10_000_000_000L;
 
+  /**
+   * One blocking side of a connection seen through Netty's codec: bytes read from the socket
+   * are decoded into {@link HttpObject}s; objects written are encoded onto the socket.
+   */
   private static final class Side implements AutoCloseable {
     private final Socket socket;
     private final InputStream in;
